@@ -1,0 +1,145 @@
+"""Pre-training TFRecords: feature names, sharded atomic writing and the JSON sidecar.
+
+Layout of an output directory:
+  pretrain-00000-of-00008.tfrecord[.gz] ...  tf.train.Example shards
+  pretraining_data.json                      the sidecar (flags, vocab hash, counts)
+
+Shards are written under a hidden temporary directory and moved into place only when the whole run
+succeeded; the sidecar is removed first and written last, so a directory whose sidecar exists is
+complete, and an interrupted run leaves the previous output (or nothing) but never a partial shard
+under a final name.
+"""
+import glob
+import json
+import os
+import re
+import shutil
+from typing import Dict, List, Mapping, Optional
+
+import numpy as np
+import tensorflow as tf
+
+SIDECAR_NAME = "pretraining_data.json"
+SHARD_PREFIX = "pretrain"
+_SHARD_RE = re.compile(rf"^{SHARD_PREFIX}-\d{{5}}-of-\d{{5}}\.tfrecord(\.gz)?$")
+
+SEQUENCE_FEATURES = ("input_word_ids", "input_mask", "input_type_ids")
+MASKED_LM_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+
+
+class RecordsError(ValueError):
+  """A records directory that cannot be used."""
+
+
+def shard_name(index: int, num_shards: int, compression: str) -> str:
+  suffix = ".gz" if compression == "GZIP" else ""
+  return f"{SHARD_PREFIX}-{index:05d}-of-{num_shards:05d}.tfrecord{suffix}"
+
+
+def serialize_example(row: Mapping[str, np.ndarray]) -> bytes:
+  """One `tf.train.Example`; `masked_lm_weights` as floats, everything else int64."""
+  feature = {}
+  for name, values in row.items():
+    if name == "masked_lm_weights":
+      feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    else:
+      feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def feature_spec(seq_length: int, max_predictions_per_seq: Optional[int]) -> Dict[str, tf.io.FixedLenFeature]:
+  """Parsing spec; `max_predictions_per_seq=None` for unmasked (dynamic-masking) records."""
+  spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in SEQUENCE_FEATURES}
+  if max_predictions_per_seq is not None:
+    spec["masked_lm_positions"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
+    spec["masked_lm_ids"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
+    spec["masked_lm_weights"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32)
+  return spec
+
+
+class ShardedWriter:
+  """Round-robin writer over `num_shards` temporary shards; `commit()` moves them into place."""
+
+  def __init__(self, output_dir: str, num_shards: int, compression: str = ""):
+    self.output_dir = output_dir
+    self.compression = compression
+    os.makedirs(output_dir, exist_ok=True)
+    self._tmp_dir = os.path.join(output_dir, f".tmp-{os.getpid()}")
+    os.makedirs(self._tmp_dir, exist_ok=True)
+    self.names = [shard_name(i, num_shards, compression) for i in range(num_shards)]
+    self._writers = [tf.io.TFRecordWriter(os.path.join(self._tmp_dir, n), options=compression)
+                     for n in self.names]
+    self._next = 0
+
+  def write(self, record: bytes):
+    self._writers[self._next].write(record)
+    self._next = (self._next + 1) % len(self._writers)
+
+  def commit(self, sidecar: dict):
+    """Moves the shards into place, removes stale shards of an earlier run, writes the sidecar."""
+    for w in self._writers:
+      w.close()
+    sidecar_path = os.path.join(self.output_dir, SIDECAR_NAME)
+    if os.path.exists(sidecar_path):
+      os.remove(sidecar_path)
+    for name in self.names:
+      os.replace(os.path.join(self._tmp_dir, name), os.path.join(self.output_dir, name))
+    for name in os.listdir(self.output_dir):
+      if _SHARD_RE.match(name) and name not in self.names:
+        os.remove(os.path.join(self.output_dir, name))
+    shutil.rmtree(self._tmp_dir, ignore_errors=True)
+    write_json_atomic(sidecar_path, dict(sidecar, shards=self.names, compression=self.compression))
+
+  def abort(self):
+    for w in self._writers:
+      w.close()
+    shutil.rmtree(self._tmp_dir, ignore_errors=True)
+
+
+def write_json_atomic(path: str, obj) -> None:
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with open(tmp, "w", encoding="utf-8") as f:
+    json.dump(obj, f, indent=2, sort_keys=True)
+    f.write("\n")
+  os.replace(tmp, path)
+
+
+def read_sidecar(records_dir: str) -> dict:
+  """Loads and returns a records directory's sidecar.
+
+  Raises:
+    RecordsError: naming the directory when it holds no sidecar (not our output, or an
+      interrupted run) or no shards.
+  """
+  path = os.path.join(records_dir, SIDECAR_NAME)
+  if not os.path.isfile(path):
+    shards = [n for n in os.listdir(records_dir)] if os.path.isdir(records_dir) else []
+    what = "does not exist" if not os.path.isdir(records_dir) else (
+        "is empty" if not shards else f"has no {SIDECAR_NAME} (an interrupted run, or not "
+        "written by create_pretraining_data)")
+    raise RecordsError(f"records directory {records_dir} {what}")
+  with open(path, encoding="utf-8") as f:
+    sidecar = json.load(f)
+  if sidecar.get("counts", {}).get("examples", 0) == 0:
+    raise RecordsError(f"records directory {records_dir} holds no examples (see {path})")
+  return sidecar
+
+
+def shard_paths(records_dir: str, sidecar: dict) -> List[str]:
+  paths = [os.path.join(records_dir, n) for n in sidecar["shards"]]
+  missing = [p for p in paths if not os.path.isfile(p)]
+  if missing:
+    raise RecordsError(f"records directory {records_dir} lacks shard(s) listed in its sidecar: "
+                       f"{', '.join(os.path.basename(p) for p in missing[:3])}")
+  return paths
+
+
+def list_records_dirs(patterns: List[str]) -> List[str]:
+  """Expands directory globs (comma lists allowed) into existing records directories."""
+  dirs = []
+  for pattern in patterns:
+    matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+    if not matches:
+      raise RecordsError(f"input pattern {pattern!r} matches nothing")
+    dirs.extend(matches)
+  return dirs

@@ -1,0 +1,158 @@
+"""Masked-LM position selection and corruption, shared by static (data prep) and dynamic masking.
+
+One implementation serves `create_pretraining_data` (static N× masks, written to records) and the
+`tf.data` reader (dynamic masks on unmasked records), so both follow exactly the same policy:
+
+* candidates are all non-special tokens (`[CLS]`, `[SEP]`, `[PAD]`, `[UNK]`, `[MASK]` never are);
+* `num_to_predict = clip(round(mask_prob · num_candidates), 1, max_predictions_per_seq)`;
+* positions are chosen uniformly at random without replacement, or whole words at a time with
+  `whole_word_mask` (a word is a piece plus its `##` continuations; whole words are taken in random
+  order while they fit in `num_to_predict`, so a sequence can end up with slightly fewer);
+* each chosen position becomes `[MASK]` with probability `p_mask`, a random non-special token with
+  probability `p_random`, and keeps its token otherwise: `electra` = 85/0/15 (ELECTRA's
+  `pretrain_helpers.mask`), `bert` = 80/10/10.
+
+All randomness is stateless (`seed` is a `[2]` int tensor), so a seed fixes the masks exactly.
+"""
+import dataclasses
+from typing import Dict
+
+import numpy as np
+import tensorflow as tf
+
+STRATEGIES = {"electra": (0.85, 0.0), "bert": (0.8, 0.1)}
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskingConfig:
+  """How many positions to mask and how to corrupt them."""
+  mask_prob: float = 0.15
+  max_predictions_per_seq: int = 20
+  strategy: str = "electra"
+  whole_word_mask: bool = False
+
+  def __post_init__(self):
+    if self.strategy not in STRATEGIES:
+      raise ValueError(f"mask strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
+    if not 0.0 < self.mask_prob <= 1.0:
+      raise ValueError(f"mask_prob must be in (0, 1], got {self.mask_prob}")
+    if self.max_predictions_per_seq < 1:
+      raise ValueError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+
+  @property
+  def p_mask(self) -> float:
+    return STRATEGIES[self.strategy][0]
+
+  @property
+  def p_random(self) -> float:
+    return STRATEGIES[self.strategy][1]
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenTables:
+  """Per-vocab-id facts that masking needs; build with `TokenTables.from_vocab`."""
+  mask_id: int
+  is_special: np.ndarray       # [vocab_size] bool
+  is_continuation: np.ndarray  # [vocab_size] bool, `##` pieces
+
+  @classmethod
+  def from_vocab(cls, vocab) -> "TokenTables":
+    return cls(mask_id=vocab.mask_id, is_special=vocab.is_special(),
+               is_continuation=vocab.is_continuation())
+
+  @property
+  def replacement_ids(self) -> np.ndarray:
+    """Ids a `bert`-strategy random replacement draws from: every non-special token."""
+    return np.flatnonzero(~self.is_special)
+
+
+def _word_index(candidates: tf.Tensor, continuation: tf.Tensor) -> tf.Tensor:
+  """`[batch, seq_len]` index of the word each candidate token belongs to; non-candidates get
+  `seq_len` (a dump slot). A `##` piece right after a non-candidate starts its own word."""
+  seq_len = tf.shape(candidates)[1]
+  prev_candidate = tf.pad(candidates[:, :-1], [[0, 0], [1, 0]])
+  word_start = candidates & (~continuation | ~prev_candidate)
+  index = tf.cumsum(tf.cast(word_start, tf.int32), axis=1) - 1
+  return tf.where(candidates, index, seq_len)
+
+
+def mask_tokens(input_word_ids: tf.Tensor, config: MaskingConfig, tables: TokenTables,
+                seed: tf.Tensor) -> Dict[str, tf.Tensor]:
+  """Selects and corrupts masked-LM positions.
+
+  Args:
+    input_word_ids: `[batch, seq_len]` (or `[seq_len]`) token ids, padded with `[PAD]`.
+    config: the masking policy.
+    tables: vocab facts (`TokenTables.from_vocab`).
+    seed: `[2]` int seed for the stateless random ops.
+
+  Returns:
+    dict with `input_word_ids` (corrupted, same shape/dtype), `masked_lm_positions` and
+    `masked_lm_ids` (`[batch, max_predictions_per_seq]`, ascending positions, zero padded) and
+    `masked_lm_weights` (`[batch, max_predictions_per_seq]` float32, 1 for real predictions).
+  """
+  ids = tf.convert_to_tensor(input_word_ids)
+  unbatched = ids.shape.rank == 1
+  if unbatched:
+    ids = ids[tf.newaxis]
+  batch, seq_len = tf.shape(ids)[0], tf.shape(ids)[1]
+  num_predictions = config.max_predictions_per_seq
+  seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=3)
+
+  candidates = ~tf.gather(tf.constant(tables.is_special), ids)
+  if config.whole_word_mask:
+    continuation = tf.gather(tf.constant(tables.is_continuation), ids)
+  else:
+    continuation = tf.zeros_like(candidates)
+  word = _word_index(candidates, continuation)  # [batch, seq_len]
+
+  num_candidates = tf.reduce_sum(tf.cast(candidates, tf.float32), axis=1)
+  num_to_predict = tf.cast(tf.round(num_candidates * config.mask_prob), tf.int32)
+  num_to_predict = tf.clip_by_value(num_to_predict, 1, num_predictions)
+  num_to_predict = tf.minimum(num_to_predict, tf.cast(num_candidates, tf.int32))
+
+  # Word lengths per row ([batch, seq_len + 1], last slot collects non-candidates).
+  row_offset = tf.range(batch)[:, tf.newaxis] * (seq_len + 1)
+  word_length = tf.math.unsorted_segment_sum(
+      tf.ones_like(word), word + row_offset, batch * (seq_len + 1))
+  word_length = tf.reshape(word_length, [batch, seq_len + 1])[:, :seq_len]
+
+  # Visit words in random order; keep them while the running token count fits.
+  score = tf.random.stateless_uniform([batch, seq_len], seeds[0])
+  score = tf.where(word_length > 0, score, 2.0)
+  order = tf.argsort(score, axis=1, stable=True)
+  sorted_length = tf.gather(word_length, order, batch_dims=1)
+  keep_sorted = ((tf.cumsum(sorted_length, axis=1) <= num_to_predict[:, tf.newaxis])
+                 & (sorted_length > 0))
+  keep_word = tf.gather(keep_sorted, tf.argsort(order, axis=1), batch_dims=1)
+  keep_word = tf.pad(keep_word, [[0, 0], [0, 1]])  # the dump slot is never kept
+  selected = tf.gather(keep_word, word, batch_dims=1)  # [batch, seq_len]
+
+  # Ascending selected positions, zero padded to max_predictions_per_seq.
+  position = tf.range(seq_len)[tf.newaxis]
+  key = tf.sort(tf.where(selected, position, seq_len + position), axis=1)
+  key = tf.pad(key, [[0, 0], [0, num_predictions]], constant_values=2 * seq_len)
+  key = key[:, :num_predictions]
+  is_real = key < seq_len
+  masked_lm_positions = tf.where(is_real, key, 0)
+  masked_lm_ids = tf.where(is_real, tf.gather(ids, masked_lm_positions, batch_dims=1), 0)
+
+  # Corruption: [MASK] w.p. p_mask, random token w.p. p_random, else unchanged.
+  choice = tf.random.stateless_uniform([batch, seq_len], seeds[1])
+  use_mask = selected & (choice < config.p_mask)
+  use_random = selected & (choice >= config.p_mask) & (choice < config.p_mask + config.p_random)
+  replacement_ids = tf.constant(tables.replacement_ids, dtype=ids.dtype)
+  random_ids = tf.gather(replacement_ids, tf.random.stateless_uniform(
+      [batch, seq_len], seeds[2], maxval=tf.shape(replacement_ids)[0], dtype=tf.int32))
+  corrupted = tf.where(use_mask, tf.cast(tables.mask_id, ids.dtype),
+                       tf.where(use_random, random_ids, ids))
+
+  out = {
+      "input_word_ids": corrupted,
+      "masked_lm_positions": tf.cast(masked_lm_positions, ids.dtype),
+      "masked_lm_ids": masked_lm_ids,
+      "masked_lm_weights": tf.cast(is_real, tf.float32),
+  }
+  if unbatched:
+    out = {k: v[0] for k, v in out.items()}
+  return out

@@ -1,0 +1,32 @@
+r"""Learns a WordPiece vocabulary from text files.
+
+  build_vocab --input_files='corpus/*.txt' --vocab_size=30522 --output_file=vocab.txt
+"""
+from official_rtd.tools import cli
+
+from absl import flags  # pylint: disable=g-bad-import-order
+from absl import logging
+
+flags.DEFINE_multi_string("input_files", None, "Text files: comma lists and/or globs; repeatable.")
+flags.DEFINE_string("output_file", None, "Where to write the vocabulary (one token per line).")
+flags.DEFINE_integer("vocab_size", 30522, "Maximum vocabulary size, special tokens included.")
+flags.DEFINE_bool("lower_case", True, "Learn an uncased vocabulary (--nolower_case: cased).")
+flags.DEFINE_enum("on_decode_error", "fail", ["fail", "skip"],
+                  "What to do with a line that is not valid UTF-8.")
+flags.mark_flags_as_required(["input_files", "output_file"])
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  from official_rtd.data import build_vocab  # pylint: disable=g-import-not-at-top
+  build_vocab.build_vocab(cli.split_list(FLAGS.input_files), FLAGS.output_file,
+                          vocab_size=FLAGS.vocab_size, lower_case=FLAGS.lower_case,
+                          on_decode_error=FLAGS.on_decode_error, log=logging.info)
+
+
+def run():
+  cli.run_main(main, "build_vocab")
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,31 @@
+"""official_rtd: pre-training text encoders as discriminators (ELECTRA and family)."""
+import setuptools
+
+setuptools.setup(
+    name="official_rtd",
+    version="0.1.0",
+    description=("TensorFlow 2 / Model Garden library for replaced-token-detection pre-training "
+                 "(ELECTRA, Electric, TEAMS, SCRIPT, ALE, AMOS) and GLUE/SQuAD fine-tuning."),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    # Only the library is installed: `data_prep/`, `finetune/`, `gin/` stay in the source tree so no
+    # generically named top-level package shadows another project's.
+    packages=setuptools.find_packages(include=["official_rtd", "official_rtd.*"]),
+    install_requires=[
+        "tensorflow==2.20.*",
+        "tf-models-official==2.20.*",
+        "tensorflow-text==2.20.*",
+        "tensorflow-datasets",
+        "gin-config",
+        "absl-py",
+        "numpy",
+    ],
+    extras_require={"test": ["pytest"]},
+    entry_points={
+        "console_scripts": [
+            "build_vocab=official_rtd.tools.build_vocab:run",
+            "create_pretraining_data=official_rtd.tools.create_pretraining_data:run",
+        ],
+    },
+)

@@ -1,0 +1,39 @@
+"""Vocab loading: special-token look-up by name and clear errors."""
+import os
+
+import tensorflow as tf
+
+from official_rtd.data import vocab as vocab_lib
+from tests import testutil
+
+
+class VocabTest(tf.test.TestCase):
+
+  def test_bert_style_ids_are_looked_up(self):
+    tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]",
+                                                                 "[MASK]", "the", "##s"]
+    path = testutil.write_text(os.path.join(self.get_temp_dir(), "v.txt"), "\n".join(tokens) + "\n")
+    vocab = vocab_lib.load_vocab(path)
+    self.assertEqual((vocab.pad_id, vocab.unk_id, vocab.cls_id, vocab.sep_id, vocab.mask_id),
+                     (0, 100, 101, 102, 103))
+    self.assertEqual(vocab.size, 106)
+    self.assertEqual(vocab.is_continuation().nonzero()[0].tolist(), [105])
+    self.assertEqual(vocab.is_special().nonzero()[0].tolist(), [0, 100, 101, 102, 103])
+
+  def test_errors(self):
+    tmp = self.get_temp_dir()
+    with self.assertRaisesRegex(vocab_lib.VocabError, r"lacks the special token\(s\) \[MASK\]"):
+      vocab_lib.load_vocab(testutil.write_text(os.path.join(tmp, "a.txt"),
+                                               "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n"))
+    with self.assertRaisesRegex(vocab_lib.VocabError, r"b.txt:7: duplicate token 'the'"):
+      vocab_lib.load_vocab(testutil.write_text(os.path.join(tmp, "b.txt"),
+                                               "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nthe\n"))
+    with self.assertRaisesRegex(vocab_lib.VocabError, "cannot read vocab file .*missing.txt"):
+      vocab_lib.load_vocab(os.path.join(tmp, "missing.txt"))
+    with self.assertRaisesRegex(vocab_lib.VocabError, r"c.txt:2: vocab file is not valid UTF-8"):
+      vocab_lib.load_vocab(testutil.write_text(os.path.join(tmp, "c.txt"),
+                                               b"[PAD]\n\xff\xfe\n", "wb"))
+
+
+if __name__ == "__main__":
+  tf.test.main()
