@@ -4,7 +4,8 @@ Follows ELECTRA's `build_pretraining_dataset.py` `ExampleBuilder`: lines of a do
 until they reach a target length (`max_seq_length`, or with probability `short_seq_prob` a random
 length in [5, max_seq_length] for the next example); an example also ends at a document boundary.
 With probability `single_segment_prob` an example is a single segment; otherwise its lines are split
-into segments A and B at a random line boundary near the middle. There is no next-sentence label.
+into segments A and B at a random line boundary near the middle (both contiguous: ELECTRA can
+move a later short line into A, we do not). There is no next-sentence label.
 
 Two packing modes:
 * `electra`: exactly ELECTRA's builder. The line that reaches the target joins the example whole and
@@ -99,9 +100,10 @@ class ExampleBuilder:
     first, second = [], []
     for line in self._lines:
       # A line joins segment A if A is empty, if it fits under A's target, or (coin flip) when it
-      # would overflow A while B is still empty.
-      if (not first or len(first) + len(line) < first_target or
-          (not second and len(first) < first_target and self._rng.random() < 0.5)):
+      # would overflow A while B is still empty. Unlike ELECTRA's builder, once B has started every
+      # later line goes to B, so both segments are contiguous text.
+      if not second and (not first or len(first) + len(line) < first_target or
+                         (len(first) < first_target and self._rng.random() < 0.5)):
         first += line
       else:
         second += line

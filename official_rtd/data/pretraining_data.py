@@ -146,8 +146,8 @@ class ChunkProcessor:
       result.records += _serialize_rows(dict(features, **masked))
       result.candidates += candidates
       result.masked_positions += int(masked["masked_lm_weights"].sum())
-    # The N copies of an example must not sit next to each other in a shard.
-    rng.shuffle(result.records)
+    if cfg.dupe_factor > 1:
+      rng.shuffle(result.records)  # the N copies of an example must not sit side by side
     return result
 
 

@@ -44,7 +44,8 @@ def serialize_example(row: Mapping[str, np.ndarray]) -> bytes:
       feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
     else:
       feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+  example = tf.train.Example(features=tf.train.Features(feature=feature))
+  return example.SerializeToString(deterministic=True)  # map order must not depend on the process
 
 
 def feature_spec(seq_length: int, max_predictions_per_seq: Optional[int]) -> Dict[str, tf.io.FixedLenFeature]:
