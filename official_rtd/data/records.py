@@ -21,6 +21,7 @@ import tensorflow as tf
 
 SIDECAR_NAME = "pretraining_data.json"
 SHARD_PREFIX = "pretrain"
+_TMP_PREFIX = ".tmp-"
 _SHARD_RE = re.compile(rf"^{SHARD_PREFIX}-\d{{5}}-of-\d{{5}}\.tfrecord(\.gz)?$")
 
 SEQUENCE_FEATURES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -65,7 +66,8 @@ class ShardedWriter:
     self.output_dir = output_dir
     self.compression = compression
     os.makedirs(output_dir, exist_ok=True)
-    self._tmp_dir = os.path.join(output_dir, f".tmp-{os.getpid()}")
+    _remove_dead_runs(output_dir)
+    self._tmp_dir = os.path.join(output_dir, f"{_TMP_PREFIX}{os.getpid()}")
     os.makedirs(self._tmp_dir, exist_ok=True)
     self.names = [shard_name(i, num_shards, compression) for i in range(num_shards)]
     self._writers = [tf.io.TFRecordWriter(os.path.join(self._tmp_dir, n), options=compression)
@@ -95,6 +97,18 @@ class ShardedWriter:
     for w in self._writers:
       w.close()
     shutil.rmtree(self._tmp_dir, ignore_errors=True)
+
+
+def _remove_dead_runs(output_dir: str):
+  """Deletes temporary directories left by killed runs (their process no longer exists)."""
+  for name in os.listdir(output_dir):
+    if name.startswith(_TMP_PREFIX) and name[len(_TMP_PREFIX):].isdigit():
+      try:
+        os.kill(int(name[len(_TMP_PREFIX):]), 0)
+      except ProcessLookupError:
+        shutil.rmtree(os.path.join(output_dir, name), ignore_errors=True)
+      except PermissionError:
+        pass  # alive, someone else's
 
 
 def write_json_atomic(path: str, obj) -> None:

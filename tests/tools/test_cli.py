@@ -1,0 +1,103 @@
+"""The installed console scripts and data_prep/ entry points, run as a user would."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import tensorflow as tf
+
+from official_rtd.data import records
+from tests import testutil
+
+
+def run_tool(args, cwd):
+  return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300,
+                        stdin=subprocess.DEVNULL)
+
+
+class CreatePretrainingDataCliTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.tmp = tempfile.mkdtemp(dir=self.get_temp_dir())
+    self.corpus = testutil.write_text(os.path.join(self.tmp, "c.txt"),
+                                      "\n".join(testutil.sample_paragraphs(30)) + "\n")
+
+  def test_console_script_from_any_directory(self):
+    out = os.path.join(self.tmp, "out")
+    result = run_tool(["create_pretraining_data", f"--input_files={self.corpus}",
+                       f"--vocab_file={testutil.SAMPLE_VOCAB}", f"--output_dir={out}",
+                       "--dupe_factor=2", "--num_workers=1"], cwd=self.tmp)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertRegex(result.stderr, r"MB/s, \d+ examples written, ETA")
+    with open(os.path.join(out, records.SIDECAR_NAME)) as f:
+      self.assertGreater(json.load(f)["counts"]["examples"], 0)
+
+  def test_bad_inputs_one_line_error_and_nonzero_exit(self):
+    bad_vocab = testutil.write_text(os.path.join(self.tmp, "v.txt"), "the\n")
+    bad_text = testutil.write_text(os.path.join(self.tmp, "bad.txt"), b"fine\n\xc3\x28\n", "wb")
+    empty = testutil.write_text(os.path.join(self.tmp, "empty.txt"), "\n")
+    script = os.path.join(testutil.REPO, "data_prep", "create_pretraining_data.py")
+    base = [sys.executable, script, f"--output_dir={self.tmp}/out", "--num_workers=1"]
+    vocab = f"--vocab_file={testutil.SAMPLE_VOCAB}"
+    cases = [
+        ([vocab, f"--input_files={self.tmp}/missing.txt"], "missing.txt does not exist"),
+        ([vocab, f"--input_files={empty}"], "the corpus is empty"),
+        ([f"--vocab_file={bad_vocab}", f"--input_files={self.corpus}"],
+         r"lacks the special token\(s\) \[PAD\]"),
+        ([vocab, f"--input_files={bad_text}"], r"bad.txt:2: invalid UTF-8"),
+        ([vocab, f"--input_files={self.corpus}", "--max_seq_length=4"],
+         "--max_seq_length=4 is too small"),
+    ]
+    for args, message in cases:
+      result = run_tool(base + args, cwd=self.tmp)
+      self.assertEqual(result.returncode, 1, result.stderr)
+      errors = [l for l in result.stderr.splitlines() if "error" in l.lower()]
+      self.assertLen(errors, 1, result.stderr)
+      self.assertRegex(errors[0], f"^create_pretraining_data: error: .*{message}")
+    self.assertFalse(os.path.exists(os.path.join(self.tmp, "out", records.SIDECAR_NAME)))
+
+  def test_killed_run_leaves_no_complete_looking_output(self):
+    out = os.path.join(self.tmp, "out")
+    process = subprocess.Popen(
+        ["create_pretraining_data", f"--input_files={testutil.SAMPLE_CORPUS}",
+         f"--vocab_file={testutil.SAMPLE_VOCAB}", f"--output_dir={out}", "--dupe_factor=40",
+         "--num_workers=1"], cwd=self.tmp, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:  # wait until it is writing
+      if "worker(s)" in line:
+        break
+    time.sleep(1.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    self.assertEqual(process.returncode, -signal.SIGKILL)
+    names = os.listdir(out)
+    self.assertNotIn(records.SIDECAR_NAME, names)
+    self.assertEqual([n for n in names if n.startswith(records.SHARD_PREFIX)], [])
+    self.assertTrue(any(n.startswith(".tmp-") for n in names), names)  # still in progress
+    # The next run cleans the dead run's temporary files away.
+    records.ShardedWriter(out, 1).abort()
+    self.assertEqual(os.listdir(out), [])
+
+
+class BuildVocabCliTest(tf.test.TestCase):
+
+  def test_build_vocab_script(self):
+    tmp = tempfile.mkdtemp(dir=self.get_temp_dir())
+    corpus = testutil.write_text(os.path.join(tmp, "c.txt"),
+                                 "\n".join(testutil.sample_paragraphs(100)) + "\n")
+    result = run_tool([sys.executable, os.path.join(testutil.REPO, "data_prep", "build_vocab.py"),
+                       f"--input_files={corpus}", "--vocab_size=300", "--output_file=v.txt"],
+                      cwd=tmp)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    with open(os.path.join(tmp, "v.txt")) as f:
+      self.assertEqual(f.read().split("\n")[:5], ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    result = run_tool(["build_vocab", "--input_files=nothing*.txt", "--output_file=v2.txt"], cwd=tmp)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("build_vocab: error: input pattern 'nothing*.txt' matches no file", result.stderr)
+
+
+if __name__ == "__main__":
+  tf.test.main()
