@@ -30,6 +30,8 @@ class PretrainInputConfig:
     dynamic_masking: how to mask unmasked records (None: the records must be masked).
     token_tables: vocab facts for dynamic masking (`masking.TokenTables.from_vocab`).
     vocab_sha256: if set, every sidecar's vocab hash must equal it.
+    skip_batches: batches of this input pipeline already consumed (resuming a run): they are read
+      and dropped before decoding, so with a `seed` the pipeline continues exactly where it was.
   """
   input_path: str
   global_batch_size: int
@@ -42,6 +44,7 @@ class PretrainInputConfig:
   dynamic_masking: Optional[masking.MaskingConfig] = None
   token_tables: Optional[masking.TokenTables] = None
   vocab_sha256: Optional[str] = None
+  skip_batches: int = 0
 
 
 def resolve_records(config: PretrainInputConfig) -> Tuple[List[str], bool, dict]:
@@ -75,12 +78,7 @@ def resolve_records(config: PretrainInputConfig) -> Tuple[List[str], bool, dict]
     raise records.RecordsError(f"{config.input_path} mixes masked and unmasked records")
   if len({s["compression"] for s in sidecars}) > 1:
     raise records.RecordsError(f"{config.input_path} mixes compressed and uncompressed records")
-  masked = masked_flags.pop()
-  if not masked and (config.dynamic_masking is None or config.token_tables is None):
-    raise records.RecordsError(
-        f"records in {config.input_path} are unmasked (--dupe_factor=0): dynamic masking needs a "
-        "masking config and the vocab's token tables")
-  return paths, masked, sidecars[0]
+  return paths, masked_flags.pop(), sidecars[0]
 
 
 def load_pretraining_dataset(config: PretrainInputConfig,
@@ -90,6 +88,10 @@ def load_pretraining_dataset(config: PretrainInputConfig,
   int32), `masked_lm_positions, masked_lm_ids` (`[batch, max_predictions]` int32) and
   `masked_lm_weights` (`[batch, max_predictions]` float32)."""
   paths, masked, sidecar = resolve_records(config)
+  if not masked and (config.dynamic_masking is None or config.token_tables is None):
+    raise records.RecordsError(
+        f"records in {config.input_path} are unmasked (--dupe_factor=0): dynamic masking needs a "
+        "masking config and the vocab's token tables")
   spec = records.feature_spec(config.seq_length,
                               config.max_predictions_per_seq if masked else None)
   batch_size = config.global_batch_size
@@ -114,6 +116,8 @@ def load_pretraining_dataset(config: PretrainInputConfig,
   if config.is_training:
     dataset = dataset.shuffle(config.shuffle_buffer_size, seed=config.seed)
   dataset = dataset.batch(batch_size, drop_remainder=config.is_training)
+  if config.skip_batches:
+    dataset = dataset.skip(config.skip_batches)
   dataset = dataset.map(lambda serialized: _decode(serialized, spec),
                         num_parallel_calls=tf.data.AUTOTUNE)
   if not masked:
@@ -125,7 +129,8 @@ def load_pretraining_dataset(config: PretrainInputConfig,
                                       config.token_tables, seed)
       return dict(batch, **corrupted)
 
-    dataset = dataset.enumerate().map(dynamic_mask, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.enumerate(start=config.skip_batches).map(
+        dynamic_mask, num_parallel_calls=tf.data.AUTOTUNE)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 

@@ -1,0 +1,6 @@
+"""Imports every module that registers gin configurables, so gin files can name them."""
+# pylint: disable=unused-import
+from official_rtd.modeling import encoder_config
+from official_rtd.modeling.models import electra
+from official_rtd.training import optimization
+from official_rtd.training import trainer

@@ -1,0 +1,36 @@
+"""Transformer encoder hyper-parameters (gin: `EncoderConfig.hidden_size = 256`, ...)."""
+import dataclasses
+import math
+from typing import Optional
+
+import gin
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig:
+  """A BERT-style encoder; `vocab_size=None` means "take it from the vocab file"."""
+  vocab_size: Optional[int] = None
+  hidden_size: int = 256
+  num_layers: int = 12
+  num_attention_heads: int = 4
+  intermediate_size: int = 1024
+  embedding_size: int = 128
+  max_position_embeddings: int = 512
+  type_vocab_size: int = 2
+  dropout_rate: float = 0.1
+  attention_dropout_rate: float = 0.1
+  initializer_range: float = 0.02
+
+  def scaled(self, size: float, layers: float = 1.0) -> "EncoderConfig":
+    """ELECTRA's generator size: hidden size, FFN size and heads × `size`; layers × `layers`.
+    The embedding size is unchanged (the embeddings are shared)."""
+    return dataclasses.replace(
+        self,
+        hidden_size=max(1, int(round(self.hidden_size * size))),
+        intermediate_size=max(1, int(round(self.intermediate_size * size))),
+        num_attention_heads=max(1, int(round(self.num_attention_heads * size))),
+        num_layers=max(1, int(math.ceil(self.num_layers * layers))))
+
+  def to_json(self) -> dict:
+    return dataclasses.asdict(self)

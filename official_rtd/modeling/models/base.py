@@ -1,0 +1,46 @@
+"""The interface every pre-training method implements, so one trainer runs them all."""
+from typing import Dict
+
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.modeling.encoder_config import EncoderConfig
+
+
+class PretrainingModel(tf_keras.Model):
+  """A Keras model whose `call(inputs, training)` returns a dict of named outputs.
+
+  Subclasses implement the method's loss (`compute_losses`, returning at least `total_loss`),
+  its metrics, and name the encoder that is exported for fine-tuning.
+  """
+
+  def compute_losses(self, inputs: Dict[str, tf.Tensor],
+                     outputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    raise NotImplementedError
+
+  def build_metrics(self) -> Dict[str, tf_keras.metrics.Metric]:
+    raise NotImplementedError
+
+  def update_metrics(self, metrics, inputs, outputs, losses) -> None:
+    raise NotImplementedError
+
+  @property
+  def exported_encoder(self) -> tf_keras.layers.Layer:
+    raise NotImplementedError
+
+  @property
+  def exported_encoder_config(self) -> EncoderConfig:
+    return self.exported_encoder.config
+
+
+def update_loss_metrics(metrics, losses):
+  """Feeds loss values into `tf_keras.metrics.Mean`s of the same name.
+
+  Losses from `ops.losses.global_weighted_mean` are each replica's share of the global value;
+  Mean metrics average over replicas, so the share is scaled back by the replica count.
+  """
+  context = tf.distribute.get_replica_context()
+  replicas = context.num_replicas_in_sync if context is not None else 1
+  for name, value in losses.items():
+    if name in metrics:
+      metrics[name].update_state(value * replicas)

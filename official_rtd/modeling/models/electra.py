@@ -1,0 +1,169 @@
+"""ELECTRA: replaced token detection (Clark, dissertation ch. 5; Clark et al., 2020).
+
+A small masked-LM generator G fills masked positions with samples from p_G; the discriminator D
+predicts for every (non-pad) position whether its token was replaced:
+
+  L_MLM  = E[ Σ_{t∈m} −log p_G(x_t | x^masked) ] / |m|                        (masked LM)
+  L_Disc = E[ Σ_t −1(x^corrupt_t = x_t) log D(x^corrupt, t)
+                  −1(x^corrupt_t ≠ x_t) log(1 − D(x^corrupt, t)) ] / n        (RTD)
+  min L_MLM + λ L_Disc,  λ = 50
+
+A position counts as "replaced" only if the sampled token differs from the original. Sampling is
+Gumbel-max in float32 under stop-gradient: no discriminator gradient reaches G. Sign convention:
+`rtd_logits` > 0 means "replaced"; D(x, t) above is the probability of "original", 1 − σ(logit).
+"""
+from typing import Dict
+
+import gin
+import tensorflow as tf
+import tf_keras
+from official.nlp.modeling import layers
+
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.layers.rtd_head import ReplacedTokenDetectionHead
+from official_rtd.modeling.models import base
+from official_rtd.modeling.networks import transformer_encoder
+from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.ops import losses as losses_lib
+from official_rtd.ops import sampling
+
+
+class ElectraPretrainer(base.PretrainingModel):
+  """Generator (MLM) + discriminator (RTD). `call` returns:
+
+  * `mlm_logits`: `[batch, num_predictions, vocab]` generator logits at masked positions;
+  * `sampled_ids`: `[batch, num_predictions]` generator samples;
+  * `original_ids`, `corrupted_ids`: `[batch, seq_len]` the unmasked input and the
+    discriminator's input (samples written at masked positions);
+  * `rtd_labels`: `[batch, seq_len]` 1.0 where `corrupted_ids != original_ids`;
+  * `rtd_logits`: `[batch, seq_len]` discriminator logits (> 0: replaced).
+
+  If `inputs` holds `gumbel_noise` (`[batch, num_predictions, vocab]`), it is used for sampling
+  instead of fresh noise (reproducible samples, e.g. to compare strategies).
+  """
+
+  def __init__(self, generator: TransformerEncoder, discriminator: TransformerEncoder,
+               rtd_weight: float = 50.0, temperature: float = 1.0,
+               disallow_correct: bool = False, **kwargs):
+    super().__init__(**kwargs)
+    self.generator = generator
+    self.discriminator = discriminator
+    self.rtd_weight = rtd_weight
+    self.temperature = temperature
+    self.disallow_correct = disallow_correct
+    config = discriminator.config
+    self.masked_lm = layers.MaskedLM(
+        embedding_table=generator.get_embedding_table(), activation=transformer_encoder.gelu,
+        initializer=transformer_encoder.initializer(config), output="logits",
+        name="generator_masked_lm")
+    self.rtd_head = ReplacedTokenDetectionHead(
+        config.hidden_size, transformer_encoder.gelu, transformer_encoder.initializer(config),
+        name="discriminator_rtd_head")
+
+  def call(self, inputs, training=None):
+    generator_output = self.generator(inputs, training=training)["sequence_output"]
+    mlm_logits = tf.cast(self.masked_lm(generator_output, inputs["masked_lm_positions"]),
+                         tf.float32)
+    original_ids = sampling.unmask(inputs)
+    sampled_ids = tf.stop_gradient(sampling.gumbel_max_sample(
+        mlm_logits, self.temperature,
+        disallow_ids=inputs["masked_lm_ids"] if self.disallow_correct else None,
+        gumbel_noise=inputs.get("gumbel_noise")))
+    corrupted_ids = sampling.scatter_positions(
+        original_ids, inputs["masked_lm_positions"], sampled_ids, inputs["masked_lm_weights"])
+    rtd_labels = tf.cast(tf.not_equal(corrupted_ids, original_ids), tf.float32)
+    discriminator_inputs = dict(inputs, input_word_ids=corrupted_ids)
+    discriminator_output = self.discriminator(discriminator_inputs, training=training)
+    rtd_logits = self.rtd_head(discriminator_output["sequence_output"])
+    return {"mlm_logits": mlm_logits, "sampled_ids": sampled_ids, "original_ids": original_ids,
+            "corrupted_ids": corrupted_ids, "rtd_labels": rtd_labels, "rtd_logits": rtd_logits}
+
+  def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
+    return electra_losses(inputs, outputs, self.rtd_weight)
+
+  def build_metrics(self):
+    return electra_metrics()
+
+  def update_metrics(self, metrics, inputs, outputs, losses):
+    update_electra_metrics(metrics, inputs, outputs, losses)
+
+  @property
+  def exported_encoder(self):
+    return self.discriminator
+
+
+def mlm_loss(inputs, mlm_logits) -> tf.Tensor:
+  """L_MLM: −log p_G(x_t | x^masked) averaged over the real masked positions of the batch."""
+  per_position = tf_keras.losses.sparse_categorical_crossentropy(
+      inputs["masked_lm_ids"], mlm_logits, from_logits=True)
+  return losses_lib.global_weighted_mean(per_position, inputs["masked_lm_weights"])
+
+
+def rtd_loss(inputs, rtd_logits, rtd_labels) -> tf.Tensor:
+  """L_Disc: sigmoid cross-entropy of "replaced", averaged over the non-pad positions."""
+  per_position = tf.nn.sigmoid_cross_entropy_with_logits(labels=rtd_labels, logits=rtd_logits)
+  return losses_lib.global_weighted_mean(per_position, inputs["input_mask"])
+
+
+def electra_losses(inputs, outputs, rtd_weight: float) -> Dict[str, tf.Tensor]:
+  mlm = mlm_loss(inputs, outputs["mlm_logits"])
+  rtd = rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
+  return {"total_loss": mlm + rtd_weight * rtd, "mlm_loss": mlm, "rtd_loss": rtd}
+
+
+def electra_metrics():
+  m = tf_keras.metrics
+  return {"total_loss": m.Mean("total_loss"), "mlm_loss": m.Mean("mlm_loss"),
+          "mlm_accuracy": m.SparseCategoricalAccuracy("mlm_accuracy"),
+          "rtd_loss": m.Mean("rtd_loss"), "rtd_accuracy": m.BinaryAccuracy("rtd_accuracy"),
+          "rtd_precision": m.Precision(name="rtd_precision"),
+          "rtd_recall": m.Recall(name="rtd_recall"), "rtd_auc": m.AUC(name="rtd_auc"),
+          "replaced_fraction": m.Mean("replaced_fraction")}
+
+
+def update_electra_metrics(metrics, inputs, outputs, losses):
+  """Generator MLM accuracy; discriminator accuracy/precision/recall/AUC on "replaced" over
+  non-pad positions; the fraction of masked positions whose sample differs from the original."""
+  base.update_loss_metrics(metrics, losses)
+  metrics["mlm_accuracy"].update_state(inputs["masked_lm_ids"], outputs["mlm_logits"],
+                                       sample_weight=inputs["masked_lm_weights"])
+  probability = tf.sigmoid(outputs["rtd_logits"])
+  mask = tf.cast(inputs["input_mask"], tf.float32)
+  for name in ("rtd_accuracy", "rtd_precision", "rtd_recall", "rtd_auc"):
+    metrics[name].update_state(outputs["rtd_labels"], probability, sample_weight=mask)
+  weights = inputs["masked_lm_weights"]
+  replaced = tf.cast(tf.not_equal(outputs["sampled_ids"], inputs["masked_lm_ids"]), tf.float32)
+  metrics["replaced_fraction"].update_state(replaced, sample_weight=weights)
+
+
+@gin.configurable
+def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: float = 0.25,
+                             generator_layers: float = 1.0, tie_embeddings: bool = True,
+                             tie_all: bool = False, temperature: float = 1.0,
+                             disallow_correct: bool = False,
+                             rtd_weight: float = 50.0) -> ElectraPretrainer:
+  """Builds ELECTRA.
+
+  Args:
+    encoder_config: the discriminator.
+    generator_size: multiplier on hidden size, FFN size and attention heads.
+    generator_layers: multiplier on the number of layers.
+    tie_embeddings: share token/position/segment embeddings and their LayerNorm with the
+      discriminator (the generator's input and output token embeddings are always tied).
+    tie_all: share every encoder weight (needs a same-size generator).
+    temperature, disallow_correct: sampling options.
+    rtd_weight: λ.
+  """
+  discriminator = TransformerEncoder(encoder_config, name="discriminator")
+  if tie_all:
+    if generator_size != 1.0 or generator_layers != 1.0:
+      raise ValueError("tie_all needs a same-size generator: set generator_size = 1.0 and "
+                       "generator_layers = 1.0")
+    generator = discriminator
+  else:
+    generator = TransformerEncoder(
+        encoder_config.scaled(generator_size, generator_layers),
+        embeddings=discriminator.embeddings if tie_embeddings else None, name="generator")
+  return ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
+                           temperature=temperature, disallow_correct=disallow_correct,
+                           name="electra")

@@ -1,0 +1,77 @@
+"""BERT-style Transformer encoder over (possibly shared) embeddings, from Model Garden layers."""
+from typing import List, Optional
+
+import tensorflow as tf
+import tf_keras
+from official.modeling import tf_utils
+from official.nlp.modeling import layers
+
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.layers.embeddings import Embeddings
+
+
+def gelu(x):
+  """BERT's (tanh-approximated) GELU."""
+  return tf_keras.activations.gelu(x, approximate=True)
+
+
+def initializer(config: EncoderConfig):
+  return tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+
+class TransformerEncoder(tf_keras.layers.Layer):
+  """Embeddings -> (projection to hidden size) -> `num_layers` Transformer blocks.
+
+  Args:
+    config: sizes; `config.vocab_size` must be set.
+    embeddings: an `Embeddings` layer to share (e.g. the discriminator's); built from `config`
+      when None. With `embedding_size != hidden_size` each encoder owns its projection.
+    transformer_layers: blocks to share (e.g. `tie_all`); built when None.
+  """
+
+  def __init__(self, config: EncoderConfig, embeddings: Optional[Embeddings] = None,
+               transformer_layers: Optional[List[tf_keras.layers.Layer]] = None, **kwargs):
+    super().__init__(**kwargs)
+    if config.vocab_size is None:
+      raise ValueError("EncoderConfig.vocab_size is not set")
+    self.config = config
+    self.embeddings = embeddings or Embeddings(
+        config.vocab_size, config.embedding_size, config.max_position_embeddings,
+        config.type_vocab_size, config.dropout_rate, initializer(config), name="embeddings")
+    self.embedding_projection = None
+    if config.embedding_size != config.hidden_size:
+      self.embedding_projection = tf_keras.layers.EinsumDense(
+          "...x,xy->...y", output_shape=config.hidden_size, bias_axes="y",
+          kernel_initializer=initializer(config), name="embedding_projection")
+    self.transformer_layers = transformer_layers or [
+        layers.TransformerEncoderBlock(
+            num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
+            inner_activation=gelu, output_dropout=config.dropout_rate,
+            attention_dropout=config.attention_dropout_rate,
+            kernel_initializer=tf_utils.clone_initializer(initializer(config)),
+            name=f"transformer/layer_{i}")
+        for i in range(config.num_layers)]
+    self.attention_mask_layer = layers.SelfAttentionMask()
+
+  def get_embedding_table(self) -> tf.Variable:
+    return self.embeddings.embedding_table
+
+  def call(self, inputs, training=None):
+    """Args: dict with `input_word_ids`, `input_mask`, `input_type_ids` (`[batch, seq_len]`) and
+    optionally `input_word_embeddings` (`[batch, seq_len, embedding_size]`).
+
+    Returns: dict with `sequence_output` (`[batch, seq_len, hidden]`), `encoder_outputs` (one per
+    layer) and `embedding_output` (`[batch, seq_len, hidden]`, after projection).
+    """
+    x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"],
+                        word_embeddings=inputs.get("input_word_embeddings"), training=training)
+    if self.embedding_projection is not None:
+      x = self.embedding_projection(x)
+    embedding_output = x
+    attention_mask = self.attention_mask_layer(x, inputs["input_mask"])
+    encoder_outputs = []
+    for layer in self.transformer_layers:
+      x = layer([x, attention_mask], training=training)
+      encoder_outputs.append(x)
+    return {"sequence_output": x, "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output}

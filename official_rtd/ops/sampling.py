@@ -1,0 +1,57 @@
+"""Sampling and position gather/scatter helpers shared by the pre-training methods."""
+from typing import Optional
+
+import tensorflow as tf
+
+
+def gumbel_max_sample(logits: tf.Tensor, temperature: float = 1.0,
+                      disallow_ids: Optional[tf.Tensor] = None,
+                      gumbel_noise: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """Samples ids from softmax(logits / temperature) with the Gumbel-max trick, in float32.
+
+  Args:
+    logits: `[batch, num_predictions, vocab]`.
+    temperature: > 0; 0 means greedy (argmax).
+    disallow_ids: `[batch, num_predictions]` ids that must not be sampled (e.g. the originals).
+    gumbel_noise: `[batch, num_predictions, vocab]` noise to use instead of fresh draws
+      (reproducible sampling, e.g. across distribution strategies).
+
+  Returns:
+    `[batch, num_predictions]` int32 ids.
+  """
+  logits = tf.cast(logits, tf.float32)
+  if temperature > 0:
+    logits = logits / temperature
+  if disallow_ids is not None:
+    logits -= 1e4 * tf.one_hot(disallow_ids, tf.shape(logits)[-1], dtype=tf.float32)
+  if temperature > 0:
+    if gumbel_noise is None:
+      uniform = tf.random.uniform(tf.shape(logits), minval=0.0, maxval=1.0)
+      gumbel_noise = -tf.math.log(-tf.math.log(uniform + 1e-9) + 1e-9)
+    logits += gumbel_noise
+  return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+def scatter_positions(sequence: tf.Tensor, positions: tf.Tensor, updates: tf.Tensor,
+                      weights: tf.Tensor) -> tf.Tensor:
+  """Writes `updates[b, j]` to `sequence[b, positions[b, j]]` where `weights[b, j] > 0`.
+
+  Dense (one-hot) formulation: no dynamic shapes, so it runs on TPU. Real positions of a row are
+  distinct, as `ops.masking` writes them.
+
+  Args:
+    sequence: `[batch, seq_len]` ints.
+    positions, updates, weights: `[batch, num_predictions]`.
+  """
+  seq_len = tf.shape(sequence)[1]
+  hit = tf.one_hot(positions, seq_len, dtype=sequence.dtype) * tf.cast(
+      weights > 0, sequence.dtype)[..., tf.newaxis]                     # [batch, P, seq_len]
+  written = tf.reduce_max(hit, axis=1) > 0                               # [batch, seq_len]
+  values = tf.reduce_sum(hit * tf.cast(updates, sequence.dtype)[..., tf.newaxis], axis=1)
+  return tf.where(written, values, sequence)
+
+
+def unmask(inputs: dict) -> tf.Tensor:
+  """`[batch, seq_len]` original ids: `input_word_ids` with `masked_lm_ids` put back."""
+  return scatter_positions(inputs["input_word_ids"], inputs["masked_lm_positions"],
+                           inputs["masked_lm_ids"], inputs["masked_lm_weights"])

@@ -1,0 +1,84 @@
+r"""Pre-trains a discriminator (ELECTRA and family), configured by composable gin files.
+
+  run_pretraining --gin_file=gin/models/small.gin --gin_file=gin/tasks/electra.gin \
+      --input_records=/data/records --model_dir=/runs/electra_small \
+      [--gin_param='TrainConfig.num_train_steps = 1000'] [--distribution_strategy=mirrored]
+
+Re-running with the same --model_dir resumes from the latest checkpoint.
+"""
+import os
+
+from official_rtd.tools import cli
+
+from absl import flags  # pylint: disable=g-bad-import-order
+from absl import logging
+
+REPO_GIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "gin")
+
+flags.DEFINE_multi_string("gin_file", None, "Gin files, applied in order (model, task, ...). "
+                          f"Relative paths are also looked up in {REPO_GIN_DIR}.")
+flags.DEFINE_multi_string("gin_param", None, "Gin bindings applied after the files.")
+flags.DEFINE_string("input_records", None, "Records directories (comma list / globs) written by "
+                    "create_pretraining_data.")
+flags.DEFINE_string("vocab_file", None, "Defaults to the vocab named in the records' sidecar.")
+flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard logs and the export.")
+flags.DEFINE_enum("distribution_strategy", "one_device",
+                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                  "multi_worker_mirrored reads the cluster from TF_CONFIG.")
+flags.DEFINE_string("tpu", "", "TPU name or address for --distribution_strategy=tpu.")
+flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
+                     "(data parallelism on a CPU-only machine with 'mirrored').")
+flags.mark_flags_as_required(["gin_file", "input_records", "model_dir"])
+FLAGS = flags.FLAGS
+
+
+def _resolve_gin_file(path: str) -> str:
+  if os.path.exists(path):
+    return path
+  candidate = os.path.join(REPO_GIN_DIR, path.removeprefix("gin/"))
+  if os.path.exists(candidate):
+    return candidate
+  raise FileNotFoundError(f"gin file {path} not found (also looked in {REPO_GIN_DIR})")
+
+
+def parse_gin(gin_files, gin_params):
+  """Registers our configurables and parses gin; errors become one clear line."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  files = [_resolve_gin_file(f) for f in gin_files]
+  try:
+    gin.parse_config_files_and_bindings(files, gin_params or [], finalize_config=False)
+  except (ValueError, KeyError, SyntaxError) as e:
+    message = " ".join(str(e).split())
+    raise ValueError(f"bad gin configuration: {message}") from None
+
+
+def main(_):
+  from official_rtd.training import strategies  # pylint: disable=g-import-not-at-top
+  strategies.split_cpu(FLAGS.num_cpu_devices)
+  parse_gin(FLAGS.gin_file, FLAGS.gin_param)
+  import gin  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+  strategy = strategies.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+  logging.info("strategy %s with %d replica(s)", type(strategy).__name__,
+               strategy.num_replicas_in_sync)
+  trainer = trainer_lib.Trainer(FLAGS.model_dir, FLAGS.input_records, strategy,
+                                train_config=trainer_lib.TrainConfig(),
+                                vocab_file=FLAGS.vocab_file, log=logging.info)
+  if trainer.is_chief:
+    trainer_lib.write_run_config(FLAGS.model_dir, gin.config_str(), {
+        "gin_file": FLAGS.gin_file, "gin_param": FLAGS.gin_param,
+        "input_records": FLAGS.input_records, "distribution_strategy": FLAGS.distribution_strategy})
+  trainer.train()
+  logging.info("done: checkpoints in %s, TensorBoard logs in %s (tensorboard --logdir %s), "
+               "fine-tunable export in %s", FLAGS.model_dir, os.path.join(FLAGS.model_dir, "train"),
+               FLAGS.model_dir, os.path.join(FLAGS.model_dir, "export"))
+
+
+def run():
+  cli.run_main(main, "run_pretraining")
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,72 @@
+"""Pre-training optimizers from Model Garden (AdamW or LAMB) with ELECTRA's learning-rate
+schedule: linear warmup, then linear decay to `end_learning_rate` at the last step."""
+import dataclasses
+
+import gin
+import tensorflow as tf
+import tf_keras
+from official.modeling import optimization
+
+# Variables whose name contains one of these get no weight decay (ELECTRA/BERT).
+NO_DECAY = ["LayerNorm", "layer_norm", "bias"]
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+  """ELECTRA's defaults (dissertation Table 5.1): AdamW, ε 1e-6, β 0.9/0.999, decay 0.01,
+  10k warmup steps, linear decay to 0, global-norm clipping at 1.0 (done by the trainer after the
+  cross-replica sum). Model Garden's AdamW applies Adam's bias correction; the original ELECTRA
+  code skips it."""
+  optimizer: str = "adamw"  # or "lamb"
+  learning_rate: float = 5e-4
+  warmup_steps: int = 10000
+  end_learning_rate: float = 0.0
+  weight_decay_rate: float = 0.01
+  beta_1: float = 0.9
+  beta_2: float = 0.999
+  epsilon: float = 1e-6
+  clip_norm: float = 1.0
+
+
+class WarmupLinearDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
+  """BERT/ELECTRA's schedule: `peak · step / warmup` while `step < warmup`, else
+  `(peak − end) · (1 − step / total) + end` (linear decay over the *whole* run, as in the original
+  code; Model Garden's `LinearWarmup` instead warms up to the already-decayed value)."""
+
+  def __init__(self, peak: float, warmup_steps: int, total_steps: int, end: float = 0.0):
+    super().__init__()
+    self.peak, self.warmup_steps, self.total_steps, self.end = peak, warmup_steps, total_steps, end
+
+  def __call__(self, step):
+    step = tf.cast(step, tf.float32)
+    progress = tf.minimum(step, float(self.total_steps)) / float(max(self.total_steps, 1))
+    decayed = (self.peak - self.end) * (1.0 - progress) + self.end
+    if self.warmup_steps <= 0:
+      return decayed
+    warmup = self.peak * step / float(self.warmup_steps)
+    return tf.where(step < self.warmup_steps, warmup, decayed)
+
+  def get_config(self):
+    return {"peak": self.peak, "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps, "end": self.end}
+
+
+def build_optimizer(config: OptimizerConfig, num_train_steps: int):
+  """Returns a Model Garden (legacy Keras 2) optimizer with its learning-rate schedule."""
+  if config.optimizer not in ("adamw", "lamb"):
+    raise ValueError(f"OptimizerConfig.optimizer must be 'adamw' or 'lamb', got {config.optimizer!r}")
+  params = {"beta_1": config.beta_1, "beta_2": config.beta_2, "epsilon": config.epsilon,
+            "weight_decay_rate": config.weight_decay_rate,
+            "exclude_from_weight_decay": NO_DECAY}
+  if config.optimizer == "adamw":
+    params["gradient_clip_norm"] = 0.0  # clipped by the trainer, after the all-reduce
+  else:
+    params["exclude_from_layer_adaptation"] = NO_DECAY
+  opt_config = optimization.OptimizationConfig({
+      "optimizer": {"type": config.optimizer, config.optimizer: params},
+      # Required by the factory; the schedule passed to build_optimizer is what is used.
+      "learning_rate": {"type": "constant", "constant": {"learning_rate": config.learning_rate}}})
+  schedule = WarmupLinearDecay(config.learning_rate, config.warmup_steps, num_train_steps,
+                               config.end_learning_rate)
+  return optimization.OptimizerFactory(opt_config).build_optimizer(schedule)

@@ -1,0 +1,268 @@
+"""The pre-training loop: any `PretrainingModel`, any `tf.distribute` strategy, resumable.
+
+Everything the run needs is checked before the first step (records sidecars against the model's
+vocab size and sequence length, the vocab file against the records' hash). Checkpoints hold the
+model and the optimizer (with its step). The input order is deterministic for `TrainConfig.seed`,
+and a resumed run skips the batches the checkpointed steps consumed (distributed iterators cannot
+be checkpointed), so a killed run restarts with the same step, optimizer state and data position.
+The skip re-reads (but does not decode) those records: seconds per million examples.
+"""
+import dataclasses
+import os
+import shutil
+import time
+from typing import Callable, Dict, Optional
+
+import gin
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.data import pretrain_dataloader
+from official_rtd.data import records
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import base
+from official_rtd.ops import masking
+from official_rtd.training import export
+from official_rtd.training import optimization
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  train_batch_size: int = 128
+  num_train_steps: int = 1_000_000
+  max_seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 5
+  log_every_steps: int = 100
+  shuffle_buffer_size: int = 10000
+  seed: int = 0
+
+
+@gin.configurable
+def dynamic_masking(max_predictions_per_seq: int, mask_prob: float = 0.15,
+                    strategy: str = "electra", whole_word_mask: bool = False):
+  """Masking applied on the fly to unmasked records (`--dupe_factor=0`)."""
+  return masking.MaskingConfig(mask_prob=mask_prob, max_predictions_per_seq=max_predictions_per_seq,
+                               strategy=strategy, whole_word_mask=whole_word_mask)
+
+
+@gin.configurable
+def pretraining_model(encoder_config: EncoderConfig, model_fn=gin.REQUIRED) -> base.PretrainingModel:
+  """The method, chosen by the task gin file (e.g. `model_fn = @build_electra_pretrainer`)."""
+  return model_fn(encoder_config=encoder_config)
+
+
+class TrainingSetupError(ValueError):
+  """Inputs and configuration that do not fit together; raised before training starts."""
+
+
+def _is_chief(strategy) -> bool:
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return True
+  if resolver.task_type == "chief":
+    return True
+  return (resolver.task_type == "worker" and resolver.task_id == 0
+          and "chief" not in resolver.cluster_spec().as_dict())
+
+
+class Trainer:
+  """Builds the model, optimizer and input for a run and trains it.
+
+  Args:
+    model_dir: checkpoints, TensorBoard summaries (`train/`) and the export (`export/`).
+    input_path: records directories (comma list / globs).
+    strategy: a `tf.distribute.Strategy`.
+    vocab_file: defaults to the one named in the records' sidecar.
+    encoder_config: `vocab_size=None` takes the vocab's size.
+  """
+
+  def __init__(self, model_dir: str, input_path: str, strategy: tf.distribute.Strategy,
+               train_config: Optional[TrainConfig] = None,
+               optimizer_config: Optional[optimization.OptimizerConfig] = None,
+               encoder_config: Optional[EncoderConfig] = None, vocab_file: Optional[str] = None,
+               log: Callable[[str], None] = print):
+    self.model_dir = model_dir
+    self.strategy = strategy
+    self.train_config = train_config or TrainConfig()
+    self.optimizer_config = optimizer_config or optimization.OptimizerConfig()
+    self.log = log
+    self.is_chief = _is_chief(strategy)
+    self.input_config, self.vocab = self._check_inputs(input_path, vocab_file,
+                                                       encoder_config or EncoderConfig())
+    tf_keras.utils.set_random_seed(self.train_config.seed)
+
+    with strategy.scope():
+      self.model = pretraining_model(self.encoder_config)
+      self.model(self._dummy_batch(), training=False)  # creates the variables
+      self.optimizer = optimization.build_optimizer(self.optimizer_config,
+                                                    self.train_config.num_train_steps)
+      self.metrics = self.model.build_metrics()
+    self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+    checkpoint_dir = model_dir if self.is_chief else os.path.join(
+        model_dir, f".tmp_worker_{strategy.cluster_resolver.task_id}")
+    self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir,
+                                              max_to_keep=self.train_config.keep_checkpoint_max)
+    self._train_fn = None
+
+  # --- set-up checks -----------------------------------------------------------------------------
+  def _check_inputs(self, input_path, vocab_file, encoder_config):
+    cfg = self.train_config
+    probe = pretrain_dataloader.PretrainInputConfig(
+        input_path=input_path, global_batch_size=cfg.train_batch_size,
+        seq_length=cfg.max_seq_length, max_predictions_per_seq=cfg.max_predictions_per_seq)
+    try:
+      _, masked, sidecar = pretrain_dataloader.resolve_records(probe)
+    except records.RecordsError as e:
+      raise TrainingSetupError(str(e)) from None
+    vocab = vocab_lib.load_vocab(vocab_file or sidecar["vocab"]["file"])
+    if vocab.sha256 != sidecar["vocab"]["sha256"]:
+      raise TrainingSetupError(
+          f"vocab file {vocab.path} is not the one the records in {input_path} were built with "
+          f"({sidecar['vocab']['file']})")
+    if encoder_config.vocab_size is None:
+      encoder_config = dataclasses.replace(encoder_config, vocab_size=vocab.size)
+    elif encoder_config.vocab_size != sidecar["vocab"]["size"]:
+      raise TrainingSetupError(
+          f"the model's vocab_size {encoder_config.vocab_size} differs from the records' vocab "
+          f"size {sidecar['vocab']['size']} ({input_path})")
+    if cfg.max_seq_length > encoder_config.max_position_embeddings:
+      raise TrainingSetupError(
+          f"max_seq_length {cfg.max_seq_length} exceeds max_position_embeddings "
+          f"{encoder_config.max_position_embeddings}")
+    self.encoder_config = encoder_config
+    self.masked_records = masked
+    input_config = dataclasses.replace(
+        probe, shuffle_buffer_size=cfg.shuffle_buffer_size, seed=cfg.seed,
+        vocab_sha256=vocab.sha256,
+        dynamic_masking=None if masked else dynamic_masking(cfg.max_predictions_per_seq),
+        token_tables=None if masked else masking.TokenTables.from_vocab(vocab))
+    return input_config, vocab
+
+  def _dummy_batch(self):
+    cfg = self.train_config
+    seq = tf.zeros([1, cfg.max_seq_length], tf.int32)
+    pred = tf.zeros([1, cfg.max_predictions_per_seq], tf.int32)
+    return {"input_word_ids": seq, "input_mask": tf.ones_like(seq), "input_type_ids": seq,
+            "masked_lm_positions": pred, "masked_lm_ids": pred,
+            "masked_lm_weights": tf.zeros([1, cfg.max_predictions_per_seq])}
+
+  # --- the step ----------------------------------------------------------------------------------
+  def replica_step(self, batch):
+    """Forward, backward, cross-replica gradient sum, global-norm clip, update, metrics."""
+    variables = self.model.trainable_variables
+    with tf.GradientTape() as tape:
+      outputs = self.model(batch, training=True)
+      losses = self.model.compute_losses(batch, outputs)
+    grads = [tf.convert_to_tensor(g) if g is not None else tf.zeros_like(v)
+             for g, v in zip(tape.gradient(losses["total_loss"], variables), variables)]
+    grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    if self.optimizer_config.clip_norm > 0:
+      grads, _ = tf.clip_by_global_norm(grads, self.optimizer_config.clip_norm)
+    self.optimizer.apply_gradients(zip(grads, variables), experimental_aggregate_gradients=False)
+    self.model.update_metrics(self.metrics, batch, outputs, losses)
+    return losses
+
+  def _train_steps(self):
+    if self._train_fn is None:
+      @tf.function
+      def train_steps(iterator, num_steps):
+        for _ in tf.range(num_steps):
+          self.strategy.run(self.replica_step, args=(next(iterator),))
+      self._train_fn = train_steps
+    return self._train_fn
+
+  # --- the loop ----------------------------------------------------------------------------------
+  @property
+  def step(self) -> int:
+    return int(self.optimizer.iterations.numpy())
+
+  def restore(self) -> int:
+    """Restores the latest checkpoint in `model_dir`, if any, and positions the input after the
+    batches its steps consumed; returns the step."""
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    if latest:
+      self.checkpoint.restore(latest).assert_existing_objects_matched()
+      self.log(f"restored {latest} (step {self.step})")
+    self.iterator = self._make_iterator(self.step)
+    return self.step
+
+  def _make_iterator(self, step: int):
+    def dataset_fn(context: tf.distribute.InputContext):
+      replicas_per_pipeline = context.num_replicas_in_sync // context.num_input_pipelines
+      config = dataclasses.replace(self.input_config, skip_batches=step * replicas_per_pipeline)
+      return pretrain_dataloader.load_pretraining_dataset(config, context)
+    return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+
+  def train(self) -> Dict[str, float]:
+    """Trains to `num_train_steps` (resuming if possible), exports the discriminator encoder and
+    returns the last logged metrics."""
+    cfg = self.train_config
+    self.restore()
+    writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
+              if self.is_chief else tf.summary.create_noop_writer())
+    train_steps = self._train_steps()
+    step, last = self.step, {}
+    start_step, start_time = step, time.time()
+    interval_start, interval_steps = time.time(), 0
+    while step < cfg.num_train_steps:
+      n = min(cfg.log_every_steps - step % cfg.log_every_steps,
+              cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
+              cfg.num_train_steps - step)
+      train_steps(self.iterator, tf.constant(n))
+      step, interval_steps = step + n, interval_steps + n
+      if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
+        last = self._log(writer, step, interval_steps, time.time() - interval_start,
+                         (time.time() - start_time) / max(step - start_step, 1))
+        interval_start, interval_steps = time.time(), 0
+      if step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps:
+        self._save(step)
+    if self.is_chief:
+      export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
+                                         max_seq_length=cfg.max_seq_length)
+      self.log(f"exported the discriminator encoder to {export_dir}")
+    return last
+
+  def _save(self, step):
+    path = self.manager.save(checkpoint_number=step)
+    if not self.is_chief:
+      shutil.rmtree(self.manager.directory, ignore_errors=True)
+    else:
+      self.log(f"saved checkpoint {path}")
+
+  def _log(self, writer, step, steps, seconds, seconds_per_step) -> Dict[str, float]:
+    cfg = self.train_config
+    values = {name: float(metric.result()) for name, metric in self.metrics.items()}
+    learning_rate = float(self.optimizer.learning_rate(self.optimizer.iterations - 1)) if callable(
+        self.optimizer.learning_rate) else float(self.optimizer.learning_rate)
+    examples_per_s = steps * cfg.train_batch_size / max(seconds, 1e-9)
+    eta = (cfg.num_train_steps - step) * seconds_per_step
+    with writer.as_default(step=step):
+      for name, value in values.items():
+        tf.summary.scalar(name, value)
+      tf.summary.scalar("learning_rate", learning_rate)
+      tf.summary.scalar("examples_per_second", examples_per_s)
+    writer.flush()
+    for metric in self.metrics.values():
+      metric.reset_state()
+    shown = " ".join(f"{k}={v:.4f}" for k, v in values.items())
+    self.log(f"step {step}/{cfg.num_train_steps} {shown} lr={learning_rate:.3g} "
+             f"examples/s={examples_per_s:.1f} tokens/s={examples_per_s * cfg.max_seq_length:.0f} "
+             f"ETA {_format_eta(eta)}")
+    return dict(values, learning_rate=learning_rate, step=step)
+
+
+def _format_eta(seconds: float) -> str:
+  seconds = int(seconds)
+  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def write_run_config(model_dir: str, gin_config: str, extra: dict):
+  """Records the operative gin config and flags next to the checkpoints."""
+  os.makedirs(model_dir, exist_ok=True)
+  with open(os.path.join(model_dir, "operative_config.gin"), "w", encoding="utf-8") as f:
+    f.write(gin_config)
+  records.write_json_atomic(os.path.join(model_dir, "run_flags.json"), extra)
