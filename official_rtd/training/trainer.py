@@ -78,12 +78,14 @@ class Trainer:
     strategy: a `tf.distribute.Strategy`.
     vocab_file: defaults to the one named in the records' sidecar.
     encoder_config: `vocab_size=None` takes the vocab's size.
+    model_fn: `encoder_config -> PretrainingModel`; defaults to the gin-chosen method.
   """
 
   def __init__(self, model_dir: str, input_path: str, strategy: tf.distribute.Strategy,
                train_config: Optional[TrainConfig] = None,
                optimizer_config: Optional[optimization.OptimizerConfig] = None,
                encoder_config: Optional[EncoderConfig] = None, vocab_file: Optional[str] = None,
+               model_fn: Optional[Callable[..., base.PretrainingModel]] = None,
                log: Callable[[str], None] = print):
     self.model_dir = model_dir
     self.strategy = strategy
@@ -96,10 +98,12 @@ class Trainer:
     tf_keras.utils.set_random_seed(self.train_config.seed)
 
     with strategy.scope():
-      self.model = pretraining_model(self.encoder_config)
+      self.model = (model_fn or pretraining_model)(encoder_config=self.encoder_config)
       self.model(self._dummy_batch(), training=False)  # creates the variables
       self.optimizer = optimization.build_optimizer(self.optimizer_config,
                                                     self.train_config.num_train_steps)
+      # Create the Adam/LAMB slots now, so a restore fills them at once and can be verified.
+      self.optimizer._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
       self.metrics = self.model.build_metrics()
     self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
     checkpoint_dir = model_dir if self.is_chief else os.path.join(
@@ -185,7 +189,7 @@ class Trainer:
     batches its steps consumed; returns the step."""
     latest = tf.train.latest_checkpoint(self.model_dir)
     if latest:
-      self.checkpoint.restore(latest).assert_existing_objects_matched()
+      self.checkpoint.restore(latest).assert_consumed()
       self.log(f"restored {latest} (step {self.step})")
     self.iterator = self._make_iterator(self.step)
     return self.step

@@ -1,0 +1,200 @@
+"""ELECTRA: loss formulas by hand, weight tying, and parity with Model Garden's ElectraPretrainer."""
+import numpy as np
+import tensorflow as tf
+import tf_keras
+from official.nlp.configs import electra as mg_electra_config
+from official.nlp.data import pretrain_dataloader as mg_pretrain_dataloader
+from official.nlp.modeling import models as mg_models
+from official.nlp.modeling import networks as mg_networks
+from official.nlp.modeling.models import electra_pretrainer as mg_electra_pretrainer
+from official.nlp.tasks import electra_task as mg_electra_task
+
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import electra
+from official_rtd.modeling.networks import transformer_encoder
+
+VOCAB = 50
+CONFIG = EncoderConfig(vocab_size=VOCAB, hidden_size=16, num_layers=2, num_attention_heads=2,
+                       intermediate_size=32, embedding_size=8, max_position_embeddings=16,
+                       dropout_rate=0.0, attention_dropout_rate=0.0)
+
+
+def toy_batch():
+  """2 sequences of 8 (the second padded after 6); 3 prediction slots, one unused in row 0."""
+  ids = np.array([[2, 10, 4, 12, 13, 4, 15, 3],
+                  [2, 20, 21, 4, 23, 3, 0, 0]], np.int32)
+  return {
+      "input_word_ids": tf.constant(ids),
+      "input_mask": tf.constant((ids > 0).astype(np.int32)),
+      "input_type_ids": tf.zeros_like(ids),
+      "masked_lm_positions": tf.constant([[2, 5, 0], [3, 0, 0]], tf.int32),
+      "masked_lm_ids": tf.constant([[11, 14, 0], [22, 0, 0]], tf.int32),
+      "masked_lm_weights": tf.constant([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),
+  }
+
+
+def forcing_noise(token_ids):
+  """Gumbel noise that makes the sampler return `token_ids` ([batch, P])."""
+  return 1e6 * tf.one_hot(token_ids, VOCAB)
+
+
+class ElectraLossTest(tf.test.TestCase):
+
+  def test_loss_equals_direct_computation(self):
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, rtd_weight=50.0)
+    batch = toy_batch()
+    # Row 0: position 2 samples the original (11) -> not replaced; position 5 samples 30 ->
+    # replaced. Row 1: position 3 samples 40 -> replaced.
+    batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+    outputs = model(batch, training=False)
+    losses = model.compute_losses(batch, outputs)
+
+    expected_labels = np.zeros([2, 8], np.float32)
+    expected_labels[0, 5] = expected_labels[1, 3] = 1.0
+    self.assertAllEqual(outputs["rtd_labels"], expected_labels)
+    original = batch["input_word_ids"].numpy().copy()
+    original[0, 2], original[0, 5], original[1, 3] = 11, 14, 22
+    self.assertAllEqual(outputs["original_ids"], original)
+    corrupted = original.copy()
+    corrupted[0, 5], corrupted[1, 3] = 30, 40
+    self.assertAllEqual(outputs["corrupted_ids"], corrupted)
+
+    # L_MLM: mean over the 3 real masked positions of -log softmax(logits)[original].
+    logits = outputs["mlm_logits"].numpy().astype(np.float64)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    mlm = -(log_probs[0, 0, 11] + log_probs[0, 1, 14] + log_probs[1, 0, 22]) / 3
+    # L_Disc: mean over the 14 non-pad positions of the sigmoid cross-entropy.
+    z = outputs["rtd_logits"].numpy().astype(np.float64)
+    y = expected_labels
+    per_position = -(y * np.log(1 / (1 + np.exp(-z))) + (1 - y) * np.log(1 - 1 / (1 + np.exp(-z))))
+    mask = batch["input_mask"].numpy()
+    rtd = (per_position * mask).sum() / mask.sum()
+    self.assertAllClose(losses["mlm_loss"], mlm, rtol=1e-5)
+    self.assertAllClose(losses["rtd_loss"], rtd, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"], mlm + 50.0 * rtd, rtol=1e-5)
+
+  def test_no_discriminator_gradient_reaches_the_generator(self):
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, tie_embeddings=False)
+    batch = toy_batch()
+    with tf.GradientTape() as tape:
+      outputs = model(batch, training=True)
+      rtd = model.compute_losses(batch, outputs)["rtd_loss"]
+    grads = tape.gradient(rtd, model.generator.trainable_variables)
+    self.assertTrue(all(g is None for g in grads))
+
+  def test_disallow_correct_and_sampling_distribution(self):
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, disallow_correct=True)
+    batch = toy_batch()
+    for _ in range(20):
+      outputs = model(batch, training=False)
+      sampled = outputs["sampled_ids"].numpy()
+      self.assertNotEqual(sampled[0, 0], 11)
+      self.assertNotEqual(sampled[1, 0], 22)
+      self.assertEqual(outputs["rtd_labels"].numpy()[0, 2], 1.0)
+
+
+class ElectraTyingTest(tf.test.TestCase):
+
+  def _ids(self, variables):
+    return {id(v) for v in variables}
+
+  def test_tied_embeddings_share_token_position_type_and_layer_norm(self):
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.25)
+    model(toy_batch())
+    gen, disc = model.generator, model.discriminator
+    self.assertIs(gen.embeddings, disc.embeddings)
+    self.assertEqual(self._ids(disc.embeddings.trainable_variables), self._ids(
+        gen.embeddings.trainable_variables))
+    self.assertLen(disc.embeddings.trainable_variables, 5)  # token, position, type, LN γ/β
+    self.assertIs(model.masked_lm.embedding_table, disc.get_embedding_table())
+    self.assertEqual(gen.config.hidden_size, 4)
+    self.assertEqual(gen.config.intermediate_size, 8)
+    self.assertEqual(gen.config.num_attention_heads, 1)  # round(2 * 0.25) clipped to 1
+    self.assertEqual(gen.config.num_layers, 2)
+    self.assertIsNot(gen.embedding_projection, disc.embedding_projection)
+
+  def test_untied_and_tie_all(self):
+    untied = electra.build_electra_pretrainer(CONFIG, tie_embeddings=False)
+    untied(toy_batch())
+    self.assertFalse(self._ids(untied.generator.embeddings.trainable_variables)
+                     & self._ids(untied.discriminator.embeddings.trainable_variables))
+    self.assertIs(untied.masked_lm.embedding_table, untied.generator.get_embedding_table())
+    tied = electra.build_electra_pretrainer(CONFIG, generator_size=1.0, tie_all=True)
+    self.assertIs(tied.generator, tied.discriminator)
+    with self.assertRaisesRegex(ValueError, "tie_all needs a same-size generator"):
+      electra.build_electra_pretrainer(CONFIG, generator_size=0.5, tie_all=True)
+
+
+def _copy_encoder(mg_encoder, ours: transformer_encoder.TransformerEncoder, embeddings=True):
+  """Gives Model Garden's BertEncoder our encoder's weights."""
+  if embeddings:
+    for mg_layer, layer in [(mg_encoder._embedding_layer, ours.embeddings.word_embeddings),
+                            (mg_encoder._position_embedding_layer, ours.embeddings.position_embeddings),
+                            (mg_encoder._type_embedding_layer, ours.embeddings.type_embeddings),
+                            (mg_encoder._embedding_norm_layer, ours.embeddings.layer_norm)]:
+      mg_layer.set_weights(layer.get_weights())
+  if ours.embedding_projection is not None:
+    mg_encoder._embedding_projection.set_weights(ours.embedding_projection.get_weights())
+  for mg_layer, layer in zip(mg_encoder._transformer_layers, ours.transformer_layers):
+    mg_layer.set_weights(layer.get_weights())
+
+
+class ModelGardenParityTest(tf.test.TestCase):
+  """Same weights, same sampled tokens: our L_MLM and L_RTD equal Model Garden's."""
+
+  def test_losses_match_electra_pretrainer_and_electra_task(self):
+    ours = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, rtd_weight=50.0)
+    batch = toy_batch()
+    samples = tf.constant([[11, 30, 0], [40, 0, 0]])
+    ours_out = ours(dict(batch, gumbel_noise=forcing_noise(samples)), training=False)
+    ours_losses = ours.compute_losses(batch, ours_out)
+
+    def mg_encoder(config, embedding_layer=None):
+      return mg_networks.BertEncoder(
+          vocab_size=VOCAB, hidden_size=config.hidden_size, num_layers=config.num_layers,
+          num_attention_heads=config.num_attention_heads, max_sequence_length=16,
+          type_vocab_size=2, inner_dim=config.intermediate_size,
+          inner_activation=transformer_encoder.gelu, output_dropout=0.0, attention_dropout=0.0,
+          embedding_width=config.embedding_size, embedding_layer=embedding_layer,
+          dict_outputs=True)
+
+    mg_disc = mg_encoder(CONFIG)
+    mg_gen = mg_encoder(ours.generator.config, embedding_layer=mg_disc.get_embedding_layer())
+    mg_model = mg_models.ElectraPretrainer(
+        generator_network=mg_gen, discriminator_network=mg_disc, vocab_size=VOCAB, num_classes=2,
+        num_token_predictions=3, mlm_activation=transformer_encoder.gelu,
+        mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
+    mg_model(batch)  # build
+    _copy_encoder(mg_disc, ours.discriminator)
+    # Model Garden can tie only the token embeddings: give its generator copies of the shared rest.
+    _copy_encoder(mg_gen, ours.generator, embeddings=False)
+    for name in ("_position_embedding_layer", "_type_embedding_layer", "_embedding_norm_layer"):
+      getattr(mg_gen, name).set_weights(getattr(mg_disc, name).get_weights())
+    mg_model.masked_lm.set_weights(ours.masked_lm.get_weights())
+    mg_model.discriminator_projection.set_weights(ours.rtd_head.dense.get_weights())
+    mg_model.discriminator_head.set_weights(ours.rtd_head.logit.get_weights())
+
+    original_sampler = mg_electra_pretrainer.sample_from_softmax
+    mg_electra_pretrainer.sample_from_softmax = (
+        lambda logits, disallow=None: tf.one_hot(samples, VOCAB))
+    try:
+      mg_out = mg_model(batch)
+    finally:
+      mg_electra_pretrainer.sample_from_softmax = original_sampler
+    self.assertAllClose(mg_out["lm_outputs"], ours_out["mlm_logits"], atol=1e-5)
+    self.assertAllEqual(tf.cast(mg_out["disc_label"], tf.float32), ours_out["rtd_labels"])
+    self.assertAllClose(mg_out["disc_logits"], ours_out["rtd_logits"], atol=1e-5)
+
+    task = mg_electra_task.ElectraPretrainTask(mg_electra_task.ElectraPretrainConfig(
+        model=mg_electra_config.ElectraPretrainerConfig(discriminator_loss_weight=50.0),
+        train_data=mg_pretrain_dataloader.BertPretrainDataConfig(use_next_sentence_label=False)))
+    metrics = task.build_metrics()
+    mg_total = task.build_losses(batch, mg_out, metrics)
+    by_name = {m.name: m.result() for m in metrics}
+    self.assertAllClose(by_name["lm_example_loss"], ours_losses["mlm_loss"], rtol=1e-5)
+    self.assertAllClose(by_name["discriminator_loss"], ours_losses["rtd_loss"], rtol=1e-5)
+    self.assertAllClose(mg_total, ours_losses["total_loss"], rtol=1e-5)
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,148 @@
+"""The trainer on real text: losses fall, resume is exact, exports load, bad set-ups fail early."""
+import functools
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.data import pretraining_data
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import electra
+from official_rtd.training import export
+from official_rtd.training import optimization
+from official_rtd.training import trainer as trainer_lib
+from tests import testutil
+
+TINY = EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2, intermediate_size=128,
+                     embedding_size=64, max_position_embeddings=64)
+
+
+def make_records(output_dir, paragraphs=400, **kwargs):
+  corpus = os.path.join(output_dir + ".txt")
+  testutil.write_text(corpus, "\n".join(testutil.sample_paragraphs(paragraphs)) + "\n")
+  values = dict(input_files=(corpus,), vocab_file=testutil.SAMPLE_VOCAB, output_dir=output_dir,
+                max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, num_shards=2,
+                num_workers=1)
+  values.update(kwargs)
+  pretraining_data.create_pretraining_data(pretraining_data.DataConfig(**values),
+                                           log=lambda _: None)
+  return output_dir
+
+
+class TrainerTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp()
+    cls.records = make_records(os.path.join(cls.tmp, "records"))
+
+  def _trainer(self, model_dir, steps=20, records=None, encoder=TINY, **train_kwargs):
+    train = dict(train_batch_size=16, num_train_steps=steps, max_seq_length=64,
+                 max_predictions_per_seq=10, save_checkpoints_steps=10, log_every_steps=10,
+                 shuffle_buffer_size=100, seed=3)
+    train.update(train_kwargs)
+    return trainer_lib.Trainer(
+        model_dir, records or self.records, tf.distribute.OneDeviceStrategy("/cpu:0"),
+        train_config=trainer_lib.TrainConfig(**train),
+        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
+        encoder_config=encoder,
+        model_fn=functools.partial(electra.build_electra_pretrainer, generator_size=0.5),
+        log=lambda _: None)
+
+  def test_losses_fall_on_real_text(self):
+    model_dir = os.path.join(self.tmp, "fall")
+    logged = []
+    trainer = self._trainer(model_dir, steps=120, log_every_steps=20, save_checkpoints_steps=120)
+    trainer._log = functools.partial(self._capture, trainer._log, logged)
+    trainer.train()
+    first, last = logged[0], logged[-1]
+    self.assertLess(last["mlm_loss"], first["mlm_loss"] - 1.0, logged)
+    self.assertLess(last["rtd_loss"], first["rtd_loss"] - 0.05, logged)
+    self.assertEqual(last["step"], 120)
+    # TensorBoard summaries and the export were written.
+    self.assertNotEmpty(tf.io.gfile.glob(os.path.join(model_dir, "train", "events.out.*")))
+    encoder = export.load_encoder(os.path.join(model_dir, export.EXPORT_DIR))
+    for a, b in zip(encoder.weights, trainer.model.discriminator.weights):
+      self.assertAllEqual(a, b)
+    self.assertTrue(os.path.isfile(os.path.join(model_dir, "export", "vocab.txt")))
+
+  @staticmethod
+  def _capture(log_fn, logged, *args):
+    values = log_fn(*args)
+    logged.append(values)
+    return values
+
+  def test_resume_restores_step_optimizer_state_and_data_position(self):
+    model_dir = os.path.join(self.tmp, "resume")
+    first = self._trainer(model_dir, steps=20)
+    first.train()
+    expected_next = {k: v.numpy() for k, v in next(first.iterator).items()}
+    def optimizer_state(trainer):
+      state = [trainer.optimizer.iterations.numpy()]
+      for variable in trainer.model.trainable_variables:
+        state += [trainer.optimizer.get_slot(variable, s).numpy() for s in ("m", "v")]
+      return state
+
+    saved = optimizer_state(first)
+
+    second = self._trainer(model_dir, steps=30)
+    self.assertEqual(second.restore(), 20)
+    restored = optimizer_state(second)
+    self.assertLen(restored, len(saved))
+    for a, b in zip(restored, saved):
+      self.assertAllEqual(a, b)
+    for a, b in zip(second.model.weights, first.model.weights):
+      self.assertAllEqual(a, b)
+    got_next = {k: v.numpy() for k, v in next(second.iterator).items()}
+    for key in expected_next:
+      self.assertAllEqual(got_next[key], expected_next[key])
+    second.train()
+    self.assertEqual(second.step, 30)
+    self.assertEqual(tf.train.latest_checkpoint(model_dir), os.path.join(model_dir, "ckpt-30"))
+
+  def test_bad_setups_fail_before_training(self):
+    model_dir = os.path.join(self.tmp, "bad")
+    with self.assertRaisesRegex(trainer_lib.TrainingSetupError,
+                                "vocab_size 999 differs from the records' vocab size 5883"):
+      self._trainer(model_dir, encoder=EncoderConfig(vocab_size=999))
+    with self.assertRaisesRegex(trainer_lib.TrainingSetupError,
+                                "max_seq_length 64 but the model expects seq_length 128"):
+      self._trainer(model_dir, max_seq_length=128)
+    empty = tempfile.mkdtemp()
+    with self.assertRaisesRegex(trainer_lib.TrainingSetupError, f"{empty} is empty"):
+      self._trainer(model_dir, records=empty)
+    other_vocab = os.path.join(self.tmp, "other_vocab.txt")
+    shutil.copyfile(testutil.SAMPLE_VOCAB, other_vocab)
+    with open(other_vocab, "a") as f:
+      f.write("zzzunseentoken\n")
+    with self.assertRaisesRegex(trainer_lib.TrainingSetupError, "is not the one the records"):
+      trainer_lib.Trainer(model_dir, self.records, tf.distribute.get_strategy(),
+                          vocab_file=other_vocab, train_config=trainer_lib.TrainConfig(
+                              max_seq_length=64, max_predictions_per_seq=10),
+                          model_fn=electra.build_electra_pretrainer, log=lambda _: None)
+    self.assertFalse(os.path.exists(model_dir))
+
+  def test_dynamic_masking_of_unmasked_records(self):
+    records = make_records(os.path.join(self.tmp, "plain"), paragraphs=100, dupe_factor=0)
+    trainer = self._trainer(os.path.join(self.tmp, "dynamic"), steps=2, records=records)
+    self.assertFalse(trainer.masked_records)
+    batch = next(iter(trainer._make_iterator(0)))
+    weights = batch["masked_lm_weights"].numpy()
+    self.assertGreater(weights.sum(), 0)
+    ids = batch["input_word_ids"].numpy()
+    self.assertGreater((ids == trainer.vocab.mask_id).sum(), 0.7 * weights.sum())
+
+
+class LearningRateTest(tf.test.TestCase):
+
+  def test_warmup_then_linear_decay(self):
+    schedule = optimization.WarmupLinearDecay(peak=1e-3, warmup_steps=10, total_steps=100)
+    values = [float(schedule(step)) for step in (0, 5, 10, 55, 100, 200)]
+    self.assertAllClose(values, [0.0, 5e-4, 9e-4, 4.5e-4, 0.0, 0.0])
+
+
+if __name__ == "__main__":
+  tf.test.main()
