@@ -155,8 +155,9 @@ class Trainer:
             "masked_lm_weights": tf.zeros([1, cfg.max_predictions_per_seq])}
 
   # --- the step ----------------------------------------------------------------------------------
-  def replica_step(self, batch):
-    """Forward, backward, cross-replica gradient sum, global-norm clip, update, metrics."""
+  def replica_gradients(self, batch):
+    """Forward and backward on this replica's batch; returns (losses, gradients summed over
+    replicas, i.e. of the global-batch loss)."""
     variables = self.model.trainable_variables
     with tf.GradientTape() as tape:
       outputs = self.model(batch, training=True)
@@ -164,10 +165,16 @@ class Trainer:
     grads = [tf.convert_to_tensor(g) if g is not None else tf.zeros_like(v)
              for g, v in zip(tape.gradient(losses["total_loss"], variables), variables)]
     grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    self.model.update_metrics(self.metrics, batch, outputs, losses)
+    return losses, grads
+
+  def replica_step(self, batch):
+    """One training step on this replica: gradients, global-norm clip, update."""
+    losses, grads = self.replica_gradients(batch)
     if self.optimizer_config.clip_norm > 0:
       grads, _ = tf.clip_by_global_norm(grads, self.optimizer_config.clip_norm)
-    self.optimizer.apply_gradients(zip(grads, variables), experimental_aggregate_gradients=False)
-    self.model.update_metrics(self.metrics, batch, outputs, losses)
+    self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables),
+                                   experimental_aggregate_gradients=False)
     return losses
 
   def _train_steps(self):

@@ -1,0 +1,69 @@
+"""Run as a script (a fresh process, since logical devices must be set before TensorFlow starts):
+one gradient computation on the same global batch, with the same weights and the same generator
+samples, under OneDeviceStrategy and under MirroredStrategy over 2 logical CPUs. Prints JSON."""
+import functools
+import json
+import sys
+
+from official_rtd.training import strategies
+
+strategies.split_cpu(2)
+
+import numpy as np  # pylint: disable=g-import-not-at-top
+import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+from official_rtd.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
+from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
+from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+
+
+def main(records, model_dir):
+  encoder = EncoderConfig(hidden_size=32, num_layers=2, num_attention_heads=2,
+                          intermediate_size=64, embedding_size=32, max_position_embeddings=64,
+                          dropout_rate=0.0, attention_dropout_rate=0.0)
+  train = trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=1, max_seq_length=64,
+                                  max_predictions_per_seq=10)
+  batch = next(iter(pretrain_dataloader.load_pretraining_dataset(
+      pretrain_dataloader.PretrainInputConfig(records, 8, 64, 10, is_training=False))))
+  vocab_size = None
+  results, weights = {}, None
+  for name in ("one_device", "mirrored"):
+    strategy = strategies.get_strategy(name)
+    trainer = trainer_lib.Trainer(
+        model_dir, records, strategy, train_config=train, encoder_config=encoder,
+        model_fn=functools.partial(electra.build_electra_pretrainer, generator_size=0.5),
+        log=lambda _: None)
+    vocab_size = trainer.encoder_config.vocab_size
+    if weights is None:
+      weights = trainer.model.get_weights()
+    else:
+      trainer.model.set_weights(weights)
+    noise = np.random.default_rng(0).gumbel(size=[8, 10, vocab_size]).astype(np.float32)
+    dataset = tf.data.Dataset.from_tensors(dict(batch, gumbel_noise=noise))
+    distributed = next(iter(strategy.experimental_distribute_dataset(dataset)))
+
+    @tf.function
+    def run(inputs, strategy=strategy, trainer=trainer):
+      losses, grads = strategy.run(trainer.replica_gradients, args=(inputs,))
+      total = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+               for k, v in losses.items()}
+      return total, [strategy.experimental_local_results(g)[0] for g in grads]
+
+    losses, grads = run(distributed)
+    results[name] = {"replicas": strategy.num_replicas_in_sync,
+                     "losses": {k: float(v) for k, v in losses.items()},
+                     "grads": [g.numpy() for g in grads]}
+  one, mirrored = results["one_device"], results["mirrored"]
+  print(json.dumps({
+      "replicas": [one["replicas"], mirrored["replicas"]],
+      "losses": [one["losses"], mirrored["losses"]],
+      "max_grad_abs_diff": max(float(np.abs(a - b).max()) for a, b in zip(one["grads"],
+                                                                           mirrored["grads"])),
+      "max_grad_abs": max(float(np.abs(a).max()) for a in one["grads"]),
+      "num_grads": len(one["grads"]),
+  }))
+
+
+if __name__ == "__main__":
+  main(sys.argv[1], sys.argv[2])
