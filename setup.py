@@ -27,6 +27,7 @@ setuptools.setup(
             "build_vocab=official_rtd.tools.build_vocab:run",
             "create_pretraining_data=official_rtd.tools.create_pretraining_data:run",
             "run_pretraining=official_rtd.tools.run_pretraining:run",
+            "rtd_quickstart=official_rtd.tools.quickstart:run",
         ],
     },
 )

@@ -54,26 +54,34 @@ def parse_gin(gin_files, gin_params):
     raise ValueError(f"bad gin configuration: {message}") from None
 
 
-def main(_):
+def train(gin_files, gin_params, input_records, model_dir, distribution_strategy="one_device",
+          tpu="", vocab_file=None, num_cpu_devices=1):
+  """Parses gin, builds the strategy and trainer, trains; returns the trainer and last metrics."""
   from official_rtd.training import strategies  # pylint: disable=g-import-not-at-top
-  strategies.split_cpu(FLAGS.num_cpu_devices)
-  parse_gin(FLAGS.gin_file, FLAGS.gin_param)
+  strategies.split_cpu(num_cpu_devices)
+  parse_gin(gin_files, gin_params)
   import gin  # pylint: disable=g-import-not-at-top
   from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-  strategy = strategies.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+  strategy = strategies.get_strategy(distribution_strategy, tpu)
   logging.info("strategy %s with %d replica(s)", type(strategy).__name__,
                strategy.num_replicas_in_sync)
-  trainer = trainer_lib.Trainer(FLAGS.model_dir, FLAGS.input_records, strategy,
-                                train_config=trainer_lib.TrainConfig(),
-                                vocab_file=FLAGS.vocab_file, log=logging.info)
+  trainer = trainer_lib.Trainer(model_dir, input_records, strategy,
+                                train_config=trainer_lib.TrainConfig(), vocab_file=vocab_file,
+                                log=logging.info)
   if trainer.is_chief:
-    trainer_lib.write_run_config(FLAGS.model_dir, gin.config_str(), {
-        "gin_file": FLAGS.gin_file, "gin_param": FLAGS.gin_param,
-        "input_records": FLAGS.input_records, "distribution_strategy": FLAGS.distribution_strategy})
-  trainer.train()
+    trainer_lib.write_run_config(model_dir, gin.config_str(), {
+        "gin_file": list(gin_files), "gin_param": list(gin_params or []),
+        "input_records": input_records, "distribution_strategy": distribution_strategy})
+  metrics = trainer.train()
   logging.info("done: checkpoints in %s, TensorBoard logs in %s (tensorboard --logdir %s), "
-               "fine-tunable export in %s", FLAGS.model_dir, os.path.join(FLAGS.model_dir, "train"),
-               FLAGS.model_dir, os.path.join(FLAGS.model_dir, "export"))
+               "fine-tunable export in %s", model_dir, os.path.join(model_dir, "train"),
+               model_dir, os.path.join(model_dir, "export"))
+  return trainer, metrics
+
+
+def main(_):
+  train(FLAGS.gin_file, FLAGS.gin_param, FLAGS.input_records, FLAGS.model_dir,
+        FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.vocab_file, FLAGS.num_cpu_devices)
 
 
 def run():

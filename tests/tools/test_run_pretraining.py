@@ -1,0 +1,76 @@
+"""run_pretraining as a user runs it: bad gin fails clearly, a killed run resumes."""
+import os
+import re
+import signal
+import subprocess
+import tempfile
+
+import tensorflow as tf
+
+from tests import testutil
+from tests.training.test_trainer import make_records
+
+BASE = ["run_pretraining", "--gin_file=gin/models/tiny.gin", "--gin_file=gin/tasks/electra.gin"]
+
+
+class RunPretrainingCliTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp()
+    cls.records = make_records(os.path.join(cls.tmp, "records"), paragraphs=150)
+
+  def _run(self, *args):
+    return subprocess.run(BASE + list(args), cwd=testutil.REPO, capture_output=True, text=True,
+                          timeout=600, stdin=subprocess.DEVNULL)
+
+  def test_bad_gin_and_records_fail_before_training(self):
+    model_dir = os.path.join(self.tmp, "bad")
+    cases = [
+        (["--gin_param=EncoderConfig.hidden_sise = 3"], r"bad gin configuration: .*hidden_sise"),
+        (["--gin_file=gin/models/nope.gin"], r"gin file gin/models/nope.gin not found"),
+        (["--gin_param=EncoderConfig.vocab_size = 100"],
+         r"vocab_size 100 differs from the records' vocab size 5883"),
+        (["--gin_param=TrainConfig.max_seq_length = 32"],
+         r"max_seq_length 64 but the model expects seq_length 32"),
+    ]
+    for extra, message in cases:
+      result = self._run(f"--input_records={self.records}", f"--model_dir={model_dir}", *extra)
+      self.assertEqual(result.returncode, 1, result.stderr[-2000:])
+      errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining: error:")]
+      self.assertLen(errors, 1, result.stderr[-2000:])
+      self.assertRegex(errors[0], message)
+    empty = tempfile.mkdtemp()
+    result = self._run(f"--input_records={empty}", f"--model_dir={model_dir}")
+    self.assertEqual(result.returncode, 1)
+    self.assertIn(f"records directory {empty} is empty", result.stderr)
+    self.assertFalse(os.path.exists(os.path.join(model_dir, "checkpoint")))
+
+  def test_killed_run_resumes_from_latest_checkpoint(self):
+    model_dir = os.path.join(self.tmp, "killed")
+    args = [f"--input_records={self.records}", f"--model_dir={model_dir}",
+            "--gin_param=TrainConfig.train_batch_size = 8",
+            "--gin_param=TrainConfig.save_checkpoints_steps = 10",
+            "--gin_param=TrainConfig.log_every_steps = 10"]
+    process = subprocess.Popen(BASE + args + ["--gin_param=TrainConfig.num_train_steps = 5000"],
+                               cwd=testutil.REPO, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+      if "saved checkpoint" in line and line.rstrip().endswith("ckpt-20"):
+        break
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    latest = tf.train.latest_checkpoint(model_dir)
+    saved_step = int(latest.rsplit("-", 1)[1])
+    self.assertGreaterEqual(saved_step, 20)
+    result = self._run(*args, f"--gin_param=TrainConfig.num_train_steps = {saved_step + 10}")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn(f"restored {latest} (step {saved_step})", result.stderr)
+    self.assertRegex(result.stderr, rf"step {saved_step + 10}/{saved_step + 10} total_loss=")
+    self.assertNotRegex(result.stderr, rf"step {saved_step}/")  # no step is repeated
+    self.assertRegex(result.stderr, r"examples/s=[\d.]+ tokens/s=\d+ ETA \d+:\d\d:\d\d")
+    self.assertTrue(re.search(r"fine-tunable export in .*export", result.stderr))
+
+
+if __name__ == "__main__":
+  tf.test.main()
