@@ -28,6 +28,7 @@ setuptools.setup(
             "create_pretraining_data=official_rtd.tools.create_pretraining_data:run",
             "run_pretraining=official_rtd.tools.run_pretraining:run",
             "rtd_quickstart=official_rtd.tools.quickstart:run",
+            "run_glue=official_rtd.tools.run_glue:run",
         ],
     },
 )

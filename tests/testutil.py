@@ -17,3 +17,9 @@ def write_text(path: str, text, mode="w"):
   with open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
     f.write(text)
   return path
+
+
+def requires(path: str):
+  """Skips a test class when a data directory (e.g. ../shared, present in CI) is missing."""
+  import unittest  # pylint: disable=g-import-not-at-top
+  return unittest.skipUnless(os.path.isdir(path), f"{path} is not available")

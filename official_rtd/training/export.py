@@ -16,7 +16,8 @@ VOCAB_NAME = "vocab.txt"
 WEIGHTS_PREFIX = "encoder"
 
 
-def export_encoder(model, vocab: vocab_lib.Vocab, model_dir: str, max_seq_length: int) -> str:
+def export_encoder(model, vocab: vocab_lib.Vocab, model_dir: str, max_seq_length: int,
+                   do_lower_case: bool = True) -> str:
   """Writes the model's exported encoder (ELECTRA: the discriminator; the generator is dropped),
   its config and the vocab into a temporary directory, then moves it to `<model_dir>/export`."""
   final = os.path.join(model_dir, EXPORT_DIR)
@@ -28,19 +29,47 @@ def export_encoder(model, vocab: vocab_lib.Vocab, model_dir: str, max_seq_length
   shutil.copyfile(vocab.path, os.path.join(tmp, VOCAB_NAME))
   records.write_json_atomic(os.path.join(tmp, CONFIG_NAME), {
       "encoder": encoder.config.to_json(), "method": model.name, "vocab_sha256": vocab.sha256,
-      "max_seq_length": max_seq_length})
+      "max_seq_length": max_seq_length, "do_lower_case": do_lower_case})
   shutil.rmtree(final, ignore_errors=True)
   os.replace(tmp, final)
   return final
 
 
-def load_encoder(export_dir: str) -> TransformerEncoder:
-  """Rebuilds an exported encoder and restores its weights (for fine-tuning)."""
-  with open(os.path.join(export_dir, CONFIG_NAME), encoding="utf-8") as f:
-    config = EncoderConfig(**json.load(f)["encoder"])
-  encoder = TransformerEncoder(config, name="encoder")
+class ExportError(ValueError):
+  """A directory that is not a usable encoder export."""
+
+
+def read_export_config(export_dir: str) -> dict:
+  """The export's JSON config, after checking the directory is complete and its vocab matches.
+
+  Raises:
+    ExportError: naming the directory and what is wrong.
+  """
+  path = os.path.join(export_dir, CONFIG_NAME)
+  if not os.path.isfile(path):
+    raise ExportError(f"{export_dir} is not an encoder export: it has no {CONFIG_NAME} "
+                      f"(run_pretraining writes one to <model_dir>/{EXPORT_DIR})")
+  with open(path, encoding="utf-8") as f:
+    config = json.load(f)
+  vocab = vocab_lib.load_vocab(os.path.join(export_dir, VOCAB_NAME))
+  if vocab.sha256 != config["vocab_sha256"] or vocab.size != config["encoder"]["vocab_size"]:
+    raise ExportError(f"{export_dir}: {VOCAB_NAME} does not match the encoder (vocab size "
+                      f"{vocab.size} vs {config['encoder']['vocab_size']}, or a changed file)")
+  return config
+
+
+def build_encoder(config: dict) -> TransformerEncoder:
+  encoder = TransformerEncoder(EncoderConfig(**config["encoder"]), name="encoder")
   dummy = tf.zeros([1, 2], tf.int32)
   encoder({"input_word_ids": dummy, "input_mask": tf.ones_like(dummy), "input_type_ids": dummy})
-  tf.train.Checkpoint(encoder=encoder).read(
-      os.path.join(export_dir, WEIGHTS_PREFIX)).assert_existing_objects_matched()
+  return encoder
+
+
+def load_encoder(export_dir: str, restore: bool = True) -> TransformerEncoder:
+  """Rebuilds an exported encoder and (unless `restore=False`: random init of the same shape)
+  restores its weights."""
+  encoder = build_encoder(read_export_config(export_dir))
+  if restore:
+    tf.train.Checkpoint(encoder=encoder).read(
+        os.path.join(export_dir, WEIGHTS_PREFIX)).assert_existing_objects_matched()
   return encoder

@@ -139,6 +139,7 @@ class Trainer:
           f"{encoder_config.max_position_embeddings}")
     self.encoder_config = encoder_config
     self.masked_records = masked
+    self.do_lower_case = sidecar["vocab"]["do_lower_case"]
     input_config = dataclasses.replace(
         probe, shuffle_buffer_size=cfg.shuffle_buffer_size, seed=cfg.seed,
         vocab_sha256=vocab.sha256,
@@ -233,7 +234,8 @@ class Trainer:
         self._save(step)
     if self.is_chief:
       export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
-                                         max_seq_length=cfg.max_seq_length)
+                                         max_seq_length=cfg.max_seq_length,
+                                         do_lower_case=self.do_lower_case)
       self.log(f"exported the discriminator encoder to {export_dir}")
     return last
 

@@ -1,0 +1,272 @@
+"""GLUE fine-tuning with the ELECTRA protocol (dissertation Table 5.2): N trials, median + spread.
+
+Per trial: the exported encoder + ELECTRA's head, AdamW (ε 1e-6, weight decay 0 by default) with
+layer-wise learning-rate decay, 10% linear warmup then linear decay, gradient clipping 1.0, batch 32,
+3 epochs (10 for RTE and STS-B); evaluation on dev at the end. Finished trials are kept in
+`<model_dir>/trial_<k>/results.json`, so a killed run resumes with the next unfinished trial.
+"""
+import dataclasses
+import json
+import math
+import os
+import time
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.data import records
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import classifier
+from official_rtd.finetune import glue_data
+from official_rtd.finetune import metrics as metrics_lib
+from official_rtd.training import export
+from official_rtd.training import layerwise_decay
+from official_rtd.training import optimization
+
+# (learning rate, layer-wise decay) by model size, dissertation Table 5.2.
+SIZE_DEFAULTS = {"small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
+LONG_TASKS = ("rte", "sts-b")  # 10 epochs instead of 3
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueConfig:
+  """Field names are the `run_glue` flag names; `None` means "the paper's default"."""
+  task: str
+  init_checkpoint: str
+  model_dir: str
+  data_dir: str = ""
+  tfds_data_dir: str = ""
+  random_init: bool = False
+  model_size: str = "auto"
+  max_seq_length: int = 128
+  train_batch_size: int = 32
+  eval_batch_size: int = 128
+  num_train_epochs: Optional[float] = None
+  learning_rate: Optional[float] = None
+  layerwise_lr_decay: Optional[float] = None
+  lr_decay_convention: str = "electra"
+  warmup_proportion: float = 0.1
+  weight_decay_rate: float = 0.0
+  num_trials: int = 1
+  seed: int = 0
+  double_unordered: bool = False
+  max_train_examples: int = 0
+  do_predict: bool = False
+  log_every_steps: int = 100
+
+
+def model_size(encoder_config: dict, requested: str) -> str:
+  if requested != "auto":
+    if requested not in SIZE_DEFAULTS:
+      raise ValueError(f"--model_size must be auto or one of {sorted(SIZE_DEFAULTS)}")
+    return requested
+  hidden = encoder_config["hidden_size"]
+  return "small" if hidden <= 256 else "base" if hidden <= 768 else "large"
+
+
+def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.WordPieceTokenizer,
+           max_seq_length: int, swap: bool = False) -> Dict[str, np.ndarray]:
+  """`[CLS] a [SEP] (b [SEP])` ids, longest-first truncation; `swap` puts b first."""
+  vocab = tokenizer.vocab
+  firsts = tokenizer.tokenize_to_lists([e.text_b if swap else e.text_a for e in examples])
+  has_b = examples[0].text_b is not None
+  seconds = (tokenizer.tokenize_to_lists([e.text_a if swap else e.text_b for e in examples])
+             if has_b else [[] for _ in examples])
+  n = len(examples)
+  ids = np.full([n, max_seq_length], vocab.pad_id, np.int32)
+  types = np.zeros([n, max_seq_length], np.int32)
+  for row, (a, b) in enumerate(zip(firsts, seconds)):
+    budget = max_seq_length - (3 if has_b else 2)
+    a, b = list(a), list(b)
+    while len(a) + len(b) > budget:
+      (a if len(a) >= len(b) else b).pop()
+    tokens = [vocab.cls_id, *a, vocab.sep_id] + ([*b, vocab.sep_id] if has_b else [])
+    ids[row, :len(tokens)] = tokens
+    types[row, len(a) + 2:len(tokens)] = 1
+  return {"input_word_ids": ids, "input_mask": (ids != vocab.pad_id).astype(np.int32),
+          "input_type_ids": types}
+
+
+class GlueRunner:
+  """Loads data and the export once, then runs trials."""
+
+  def __init__(self, config: GlueConfig, log: Callable[[str], None] = print):
+    self.config = config
+    self.log = log
+    self.task = glue_data.get_task(config.task)
+    if bool(config.data_dir) == bool(config.tfds_data_dir):
+      raise ValueError("give exactly one of --data_dir (GLUE TSV files) and --tfds_data_dir")
+    if config.lr_decay_convention not in layerwise_decay.CONVENTIONS:
+      raise ValueError(f"--lr_decay_convention must be one of {list(layerwise_decay.CONVENTIONS)}")
+    if config.num_trials < 1:
+      raise ValueError(f"--num_trials={config.num_trials} must be >= 1")
+    if config.double_unordered and self.task.name not in ("mrpc", "sts-b"):
+      raise ValueError("--double_unordered applies to MRPC and STS-B only")
+    self.export_config = export.read_export_config(config.init_checkpoint)
+    encoder = self.export_config["encoder"]
+    if config.max_seq_length > encoder["max_position_embeddings"]:
+      raise ValueError(f"--max_seq_length={config.max_seq_length} exceeds the encoder's "
+                       f"max_position_embeddings {encoder['max_position_embeddings']}")
+    size = model_size(encoder, config.model_size)
+    default_lr, default_decay = SIZE_DEFAULTS[size]
+    self.learning_rate = config.learning_rate or default_lr
+    self.decay = config.layerwise_lr_decay or default_decay
+    self.epochs = config.num_train_epochs or (10 if self.task.name in LONG_TASKS else 3)
+    self.vocab = vocab_lib.load_vocab(os.path.join(config.init_checkpoint, export.VOCAB_NAME))
+    self.tokenizer = tokenizer_lib.WordPieceTokenizer(
+        self.vocab, self.export_config.get("do_lower_case", True))
+    load = (glue_data.load_tfds_split if config.tfds_data_dir else glue_data.load_split)
+    source = config.tfds_data_dir or config.data_dir
+    self.train_examples = load(source, self.task, "train")[0][1]
+    if config.max_train_examples:
+      rng = np.random.default_rng(config.seed)
+      keep = rng.permutation(len(self.train_examples))[:config.max_train_examples]
+      self.train_examples = [self.train_examples[i] for i in sorted(keep)]
+    self.dev_splits = load(source, self.task, "dev")
+    self.test_splits = load(source, self.task, "test") if config.do_predict else []
+    log(f"run_glue: {self.task.name}, {len(self.train_examples)} train examples, "
+        f"{size} defaults: lr {self.learning_rate:g}, layer-wise decay {self.decay} "
+        f"({config.lr_decay_convention} convention), {self.epochs:g} epochs, "
+        f"{config.num_trials} trial(s)")
+
+  # --- one trial ---------------------------------------------------------------------------------
+  def _build(self, trial: int, num_steps: int):
+    cfg = self.config
+    tf_keras.utils.set_random_seed(cfg.seed + trial)
+    encoder = export.load_encoder(cfg.init_checkpoint, restore=not cfg.random_init)
+    model = classifier.SequenceClassifier(encoder, self.task.num_classes, name="glue")
+    model({k: v[:1] for k, v in encode(self.train_examples[:1], self.tokenizer, 8).items()})
+    multipliers = layerwise_decay.learning_rate_multipliers(model, encoder, self.decay,
+                                                            cfg.lr_decay_convention)
+    schedule = optimization.WarmupLinearDecay(
+        self.learning_rate, int(cfg.warmup_proportion * num_steps), num_steps)
+    optimizer = layerwise_decay.LayerwiseAdamWeightDecay(
+        multipliers, learning_rate=schedule, weight_decay_rate=cfg.weight_decay_rate,
+        beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+        exclude_from_weight_decay=optimization.NO_DECAY, gradient_clip_norm=1.0)
+    return model, optimizer
+
+  def _train_features(self):
+    features = encode(self.train_examples, self.tokenizer, self.config.max_seq_length)
+    labels = np.array(glue_data.labels_of(self.train_examples), np.float32)
+    if self.config.double_unordered:
+      swapped = encode(self.train_examples, self.tokenizer, self.config.max_seq_length, swap=True)
+      features = {k: np.concatenate([features[k], swapped[k]]) for k in features}
+      labels = np.concatenate([labels, labels])
+    return features, labels
+
+  def run_trial(self, trial: int) -> dict:
+    cfg = self.config
+    features, labels = self._train_features()
+    steps_per_epoch = max(len(labels) // cfg.train_batch_size, 1)
+    num_steps = int(math.ceil(steps_per_epoch * self.epochs))
+    model, optimizer = self._build(trial, num_steps)
+    dataset = (tf.data.Dataset.from_tensor_slices((features, labels))
+               .shuffle(len(labels), seed=cfg.seed + trial).repeat()
+               .batch(cfg.train_batch_size, drop_remainder=True).prefetch(2))
+
+    @tf.function
+    def train_step(batch, batch_labels):
+      with tf.GradientTape() as tape:
+        loss = classifier.loss(model(batch, training=True), batch_labels)
+      grads = tape.gradient(loss, model.trainable_variables)
+      optimizer.apply_gradients(zip(grads, model.trainable_variables))
+      return loss
+
+    start, losses = time.time(), []
+    for step, (batch, batch_labels) in enumerate(dataset.take(num_steps), start=1):
+      losses.append(float(train_step(batch, batch_labels)))
+      if step % cfg.log_every_steps == 0 or step == num_steps:
+        elapsed = time.time() - start
+        self.log(f"trial {trial + 1}/{cfg.num_trials} step {step}/{num_steps} "
+                 f"loss={np.mean(losses[-cfg.log_every_steps:]):.4f} "
+                 f"ETA {(num_steps - step) * elapsed / step:.0f}s")
+    result = {"trial": trial, "seed": cfg.seed + trial, "train_steps": num_steps,
+              "final_train_loss": float(np.mean(losses[-10:])), "dev": {}}
+    for split, examples in self.dev_splits:
+      predictions = self.predict(model, examples)
+      result["dev"][split] = metrics_lib.task_metrics(
+          self.task.name, glue_data.labels_of(examples), predictions)
+    result["test_predictions"] = {split: np.asarray(self.predict(model, examples)).tolist()
+                                  for split, examples in self.test_splits}
+    return result
+
+  def predict(self, model, examples) -> List[float]:
+    """Class indices, or scores for STS-B; with `double_unordered` both orders are averaged."""
+    orders = [False, True] if self.config.double_unordered else [False]
+    total = None
+    for swap in orders:
+      features = encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap)
+      outputs = []
+      for start in range(0, len(examples), self.config.eval_batch_size):
+        batch = {k: v[start:start + self.config.eval_batch_size] for k, v in features.items()}
+        out = model(batch, training=False)
+        outputs.append((out["predictions"] if self.task.is_regression
+                        else tf.nn.softmax(out["logits"])).numpy())
+      scores = np.concatenate(outputs)
+      total = scores if total is None else total + scores
+    scores = total / len(orders)
+    return scores.tolist() if self.task.is_regression else scores.argmax(-1).tolist()
+
+  # --- all trials --------------------------------------------------------------------------------
+  def run(self) -> dict:
+    cfg = self.config
+    os.makedirs(cfg.model_dir, exist_ok=True)
+    trials = []
+    for trial in range(cfg.num_trials):
+      path = os.path.join(cfg.model_dir, f"trial_{trial}", "results.json")
+      if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+          trials.append(json.load(f))
+        self.log(f"trial {trial + 1}/{cfg.num_trials}: already done, reusing {path}")
+        continue
+      result = self.run_trial(trial)
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      records.write_json_atomic(path, result)
+      self.log(f"trial {trial + 1}/{cfg.num_trials}: {json.dumps(result['dev'])}")
+      trials.append(result)
+    summary = self._summarize(trials)
+    records.write_json_atomic(os.path.join(cfg.model_dir, "eval_results.json"), summary)
+    if cfg.do_predict:
+      self._write_submission(trials)
+    return summary
+
+  def _summarize(self, trials) -> dict:
+    median, spread = {}, {}
+    for split in trials[0]["dev"]:
+      median[split], spread[split] = {}, {}
+      for metric in trials[0]["dev"][split]:
+        values = np.array([t["dev"][split][metric] for t in trials])
+        median[split][metric] = float(np.median(values))
+        spread[split][metric] = {"min": float(values.min()), "max": float(values.max()),
+                                 "std": float(values.std()), "n": int(len(values))}
+    primary = metrics_lib.PRIMARY[self.task.name]
+    return {"task": self.task.name, "init_checkpoint": os.path.abspath(self.config.init_checkpoint),
+            "random_init": self.config.random_init, "primary_metric": primary,
+            "median": median, "spread": spread,
+            "trials": [{k: v for k, v in t.items() if k != "test_predictions"} for t in trials],
+            "flags": dataclasses.asdict(self.config),
+            "resolved": {"learning_rate": self.learning_rate, "layerwise_lr_decay": self.decay,
+                         "num_train_epochs": self.epochs}}
+
+  def _write_submission(self, trials):
+    """`<TASK>.tsv` (`index<TAB>prediction`) from the trial with the best dev primary metric."""
+    primary = metrics_lib.PRIMARY[self.task.name]
+    first_dev = next(iter(trials[0]["dev"]))
+    best = max(trials, key=lambda t: t["dev"][first_dev][primary])
+    for split, examples in self.test_splits:
+      suffix = {"test_matched": "-m", "test_mismatched": "-mm"}.get(split, "")
+      path = os.path.join(self.config.model_dir, f"{self.task.submission_name}{suffix}.tsv")
+      lines = ["index\tprediction"]
+      for example, value in zip(examples, best["test_predictions"][split]):
+        shown = (f"{min(max(value, 0.0), 5.0):.3f}" if self.task.is_regression
+                 else self.task.labels[int(value)])
+        lines.append(f"{example.guid}\t{shown}")
+      tmp = f"{path}.tmp-{os.getpid()}"
+      with open(tmp, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+      os.replace(tmp, path)
+      self.log(f"wrote {len(examples)} test predictions to {path}")

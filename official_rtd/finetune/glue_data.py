@@ -1,0 +1,180 @@
+"""GLUE tasks in the original distribution layout (`<data_dir>/{train,dev,test}.tsv`) and TFDS.
+
+Rows are split on tabs only (no CSV quoting: MRPC and SST-2 sentences contain `"`), a UTF-8 BOM is
+dropped, and a row with too few columns or an unknown label fails with `file:line`.
+"""
+import dataclasses
+import os
+from typing import List, Optional, Sequence, Tuple
+
+
+class GlueDataError(ValueError):
+  """A GLUE file or TFDS source that cannot be read."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+  """Column layout of one task's TSV files (0-based column indices)."""
+  name: str
+  labels: Optional[Tuple[str, ...]]  # None: regression
+  header: bool
+  text_a: int
+  text_b: Optional[int]
+  label: int
+  test_text_a: int
+  test_text_b: Optional[int]
+  submission_name: str = ""
+  dev_files: Tuple[str, ...] = ("dev.tsv",)
+  test_files: Tuple[str, ...] = ("test.tsv",)
+  tfds_name: str = ""
+
+  @property
+  def is_regression(self) -> bool:
+    return self.labels is None
+
+  @property
+  def num_classes(self) -> int:
+    return 1 if self.labels is None else len(self.labels)
+
+
+TASKS = {t.name: t for t in [
+    TaskSpec("cola", submission_name="CoLA", labels=("0", "1"), header=False, text_a=3, text_b=None, label=1,
+             test_text_a=1, test_text_b=None, tfds_name="glue/cola"),
+    TaskSpec("sst-2", submission_name="SST-2", labels=("0", "1"), header=True, text_a=0, text_b=None, label=1,
+             test_text_a=1, test_text_b=None, tfds_name="glue/sst2"),
+    TaskSpec("mrpc", submission_name="MRPC", labels=("0", "1"), header=True, text_a=3, text_b=4, label=0,
+             test_text_a=3, test_text_b=4, tfds_name="glue/mrpc"),
+    TaskSpec("sts-b", submission_name="STS-B", labels=None, header=True, text_a=7, text_b=8, label=9,
+             test_text_a=7, test_text_b=8, tfds_name="glue/stsb"),
+    TaskSpec("qqp", submission_name="QQP", labels=("0", "1"), header=True, text_a=3, text_b=4, label=5,
+             test_text_a=1, test_text_b=2, tfds_name="glue/qqp"),
+    TaskSpec("mnli", submission_name="MNLI", labels=("contradiction", "entailment", "neutral"),
+             header=True, text_a=8, text_b=9, label=-1, test_text_a=8, test_text_b=9,
+             dev_files=("dev_matched.tsv", "dev_mismatched.tsv"),
+             test_files=("test_matched.tsv", "test_mismatched.tsv"), tfds_name="glue/mnli"),
+    TaskSpec("qnli", submission_name="QNLI", labels=("entailment", "not_entailment"), header=True, text_a=1, text_b=2, label=3,
+             test_text_a=1, test_text_b=2, tfds_name="glue/qnli"),
+    TaskSpec("rte", submission_name="RTE", labels=("entailment", "not_entailment"), header=True, text_a=1, text_b=2, label=3,
+             test_text_a=1, test_text_b=2, tfds_name="glue/rte"),
+    TaskSpec("wnli", submission_name="WNLI", labels=("0", "1"), header=True, text_a=1, text_b=2, label=3,
+             test_text_a=1, test_text_b=2, tfds_name="glue/wnli"),
+]}
+ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "sts": "sts-b", "sst": "sst-2"}
+
+
+def get_task(name: str) -> TaskSpec:
+  key = ALIASES.get(name.lower(), name.lower())
+  if key not in TASKS:
+    raise GlueDataError(f"unknown GLUE task {name!r}; one of {sorted(TASKS)}")
+  return TASKS[key]
+
+
+@dataclasses.dataclass
+class Example:
+  guid: str
+  text_a: str
+  text_b: Optional[str]
+  label: Optional[float]  # class index, or the score for STS-B; None for test rows
+
+
+def read_tsv(path: str, task: TaskSpec, split: str) -> List[Example]:
+  """Reads `train`/`dev`/`test` rows of `task` from `path`.
+
+  Raises:
+    GlueDataError: missing file, or `path:line` of a short row or an unknown label.
+  """
+  if not os.path.isfile(path):
+    raise GlueDataError(f"GLUE file {path} does not exist")
+  test = split == "test"
+  a_col = task.test_text_a if test else task.text_a
+  b_col = task.test_text_b if test else task.text_b
+  needed = max(c for c in (a_col, b_col, None if test else task.label) if c is not None and c >= 0)
+  examples = []
+  with open(path, encoding="utf-8-sig") as f:
+    for line_number, line in enumerate(f, start=1):
+      if line_number == 1 and (task.header or test):
+        continue
+      line = line.rstrip("\r\n")
+      if not line:
+        continue
+      columns = line.split("\t")
+      if len(columns) <= needed:
+        raise GlueDataError(f"{path}:{line_number}: expected at least {needed + 1} tab-separated "
+                            f"columns for {task.name}, got {len(columns)}")
+      label = None
+      if not test:
+        raw = columns[task.label].strip()
+        if task.is_regression:
+          try:
+            label = float(raw)
+          except ValueError:
+            raise GlueDataError(f"{path}:{line_number}: score {raw!r} is not a number") from None
+        elif raw in task.labels:
+          label = task.labels.index(raw)
+        else:
+          raise GlueDataError(f"{path}:{line_number}: label {raw!r} is not one of "
+                              f"{list(task.labels)}")
+      examples.append(Example(
+          guid=columns[0] if test else f"{split}-{line_number}", text_a=columns[a_col],
+          text_b=columns[b_col] if b_col is not None else None, label=label))
+  if not examples:
+    raise GlueDataError(f"GLUE file {path} holds no rows")
+  return examples
+
+
+def load_split(data_dir: str, task: TaskSpec, split: str) -> List[Tuple[str, List[Example]]]:
+  """`[(split name, examples)]`: one entry, or two for MNLI's dev (matched, mismatched)."""
+  files = {"train": ("train.tsv",), "dev": task.dev_files, "test": task.test_files}[split]
+  return [(os.path.splitext(f)[0], read_tsv(os.path.join(data_dir, f), task, split))
+          for f in files]
+
+
+def load_tfds_split(tfds_data_dir: str, task: TaskSpec, split: str
+                    ) -> List[Tuple[str, List[Example]]]:
+  """The same from a TFDS cache (`glue/<task>` builder), never downloading.
+
+  Raises:
+    GlueDataError: naming the builder and directory when the cache does not hold it.
+  """
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  splits = {"train": ["train"], "test": ["test"],
+            "dev": ["validation_matched", "validation_mismatched"] if task.name == "mnli"
+                   else ["validation"]}[split]
+  try:
+    builder = tfds.builder(task.tfds_name, data_dir=tfds_data_dir, try_gcs=False)
+    if not builder.is_prepared():
+      raise GlueDataError(f"TFDS builder {task.tfds_name} is not prepared in {tfds_data_dir} (this "
+                          "tool never downloads: run `tfds build` where there is network, or use "
+                          "--data_dir with the GLUE TSV files)")
+    out = []
+    for name in splits:
+      rows = tfds.as_numpy(builder.as_dataset(split=name))
+      keys = {"cola": ("sentence", None), "sst2": ("sentence", None),
+              "mrpc": ("sentence1", "sentence2"), "stsb": ("sentence1", "sentence2"),
+              "qqp": ("question1", "question2"), "mnli": ("premise", "hypothesis"),
+              "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2"),
+              "wnli": ("sentence1", "sentence2")}[task.tfds_name.split("/")[1]]
+      names = None if task.is_regression else builder.info.features["label"].names
+
+      def label(value, names=names):
+        if split == "test":
+          return None
+        if names is None:
+          return float(value)
+        return task.labels.index(names[value]) if task.name == "mnli" else int(value)
+
+      examples = [Example(
+          guid=str(row["idx"]), text_a=row[keys[0]].decode("utf-8"),
+          text_b=row[keys[1]].decode("utf-8") if keys[1] else None, label=label(row["label"]))
+          for row in rows]
+      out.append((name, examples))
+    return out
+  except GlueDataError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    raise GlueDataError(f"cannot read TFDS {task.tfds_name} from {tfds_data_dir}: "
+                        f"{' '.join(str(e).split())[:300]}") from None
+
+
+def labels_of(examples: Sequence[Example]):
+  return [e.label for e in examples]
