@@ -1,0 +1,114 @@
+"""run_glue end to end: a tiny pre-trained encoder fine-tuned for a few steps on RTE and STS-B."""
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from official_rtd.finetune import glue
+from official_rtd.modeling.models import electra
+from official_rtd.training import export
+from official_rtd.training import trainer as trainer_lib
+from tests import testutil
+from tests.training.test_trainer import TINY, make_records
+
+GLUE = os.path.join(testutil.REPO, "..", "shared", "data", "glue")
+
+
+def head_of(src, dst, rows, drop_last_column=False):
+  with open(src, encoding="utf-8") as f:
+    lines = f.read().split("\n")[:rows + 1]
+  if drop_last_column:
+    lines = ["\t".join(l.split("\t")[:-1]) for l in lines]
+  testutil.write_text(dst, "\n".join(lines) + "\n")
+
+
+@testutil.requires(GLUE)
+class RunGlueTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp()
+    records = make_records(os.path.join(cls.tmp, "records"), paragraphs=100)
+    trainer = trainer_lib.Trainer(
+        os.path.join(cls.tmp, "pretrain"), records, tf.distribute.get_strategy(),
+        train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=4,
+                                             max_seq_length=64, max_predictions_per_seq=10,
+                                             log_every_steps=4, save_checkpoints_steps=4),
+        encoder_config=TINY, model_fn=electra.build_electra_pretrainer, log=lambda _: None)
+    trainer.train()
+    cls.export_dir = os.path.join(cls.tmp, "pretrain", "export")
+    cls.data = {}
+    for task, folder in (("rte", "RTE"), ("sts-b", "STS-B")):
+      data_dir = os.path.join(cls.tmp, folder)
+      os.makedirs(data_dir)
+      head_of(os.path.join(GLUE, folder, "train.tsv"), os.path.join(data_dir, "train.tsv"), 64)
+      head_of(os.path.join(GLUE, folder, "dev.tsv"), os.path.join(data_dir, "dev.tsv"), 40)
+      cls.data[task] = data_dir
+    head_of(os.path.join(GLUE, "STS-B", "dev.tsv"), os.path.join(cls.data["sts-b"], "test.tsv"),
+            12, drop_last_column=True)
+
+  def _config(self, task, model_dir, **kwargs):
+    values = dict(task=task, init_checkpoint=self.export_dir, model_dir=model_dir,
+                  data_dir=self.data[task], max_seq_length=64, train_batch_size=16,
+                  num_train_epochs=1, num_trials=2, log_every_steps=2)
+    values.update(kwargs)
+    return glue.GlueConfig(**values)
+
+  def test_rte_results_file_and_resume(self):
+    model_dir = os.path.join(self.tmp, "rte")
+    summary = glue.GlueRunner(self._config("rte", model_dir), log=lambda _: None).run()
+    with open(os.path.join(model_dir, "eval_results.json")) as f:
+      written = json.load(f)
+    self.assertEqual(written, json.loads(json.dumps(summary)))
+    self.assertLen(written["trials"], 2)
+    self.assertEqual([t["seed"] for t in written["trials"]], [0, 1])
+    accuracy = written["median"]["dev"]["accuracy"]
+    self.assertBetween(accuracy, 0.0, 1.0)
+    self.assertEqual(written["spread"]["dev"]["accuracy"]["n"], 2)
+    self.assertEqual(written["resolved"], {"learning_rate": 3e-4, "layerwise_lr_decay": 0.8,
+                                           "num_train_epochs": 1})
+    self.assertEqual(written["trials"][0]["train_steps"], 4)  # 64 examples / 16, 1 epoch
+    # A re-run (e.g. after a kill) reuses finished trials instead of training again.
+    logs = []
+    again = glue.GlueRunner(self._config("rte", model_dir, num_trials=3), log=logs.append).run()
+    self.assertEqual(sum("already done" in l for l in logs), 2)
+    self.assertLen(again["trials"], 3)
+
+  def test_stsb_regression_double_unordered_and_predictions(self):
+    model_dir = os.path.join(self.tmp, "stsb")
+    summary = glue.GlueRunner(self._config("sts-b", model_dir, double_unordered=True,
+                                           do_predict=True, num_trials=1),
+                              log=lambda _: None).run()
+    self.assertEqual(set(summary["median"]["dev"]), {"pearson", "spearman"})
+    self.assertEqual(summary["resolved"]["num_train_epochs"], 1)
+    self.assertEqual(summary["trials"][0]["train_steps"], 8)  # both orders: 128 / 16
+    with open(os.path.join(model_dir, "STS-B.tsv")) as f:
+      rows = f.read().strip().split("\n")
+    self.assertEqual(rows[0], "index\tprediction")
+    self.assertLen(rows, 13)
+    for row in rows[1:]:
+      self.assertBetween(float(row.split("\t")[1]), 0.0, 5.0)
+
+  def test_bad_configuration(self):
+    model_dir = os.path.join(self.tmp, "bad")
+    with self.assertRaisesRegex(ValueError, "exactly one of --data_dir"):
+      glue.GlueRunner(self._config("rte", model_dir, tfds_data_dir="/x"))
+    with self.assertRaisesRegex(ValueError, "--double_unordered applies to MRPC and STS-B"):
+      glue.GlueRunner(self._config("rte", model_dir, double_unordered=True))
+    with self.assertRaisesRegex(export.ExportError, "is not an encoder export"):
+      glue.GlueRunner(self._config("rte", model_dir, init_checkpoint=self.tmp))
+    with self.assertRaisesRegex(ValueError, "exceeds the encoder's max_position_embeddings 64"):
+      glue.GlueRunner(self._config("rte", model_dir, max_seq_length=128))
+    broken = os.path.join(self.tmp, "broken_export")
+    shutil.copytree(self.export_dir, broken)
+    with open(os.path.join(broken, "vocab.txt"), "a") as f:
+      f.write("zzznewtoken\n")
+    with self.assertRaisesRegex(export.ExportError, "vocab.txt does not match the encoder"):
+      glue.GlueRunner(self._config("rte", model_dir, init_checkpoint=broken))
+
+
+if __name__ == "__main__":
+  tf.test.main()
