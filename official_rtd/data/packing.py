@@ -8,8 +8,9 @@ into segments A and B at a random line boundary near the middle (both contiguous
 move a later short line into A, we do not). There is no next-sentence label.
 
 Two packing modes:
-* `electra`: ELECTRA's builder (but for contiguous segments). The line that reaches the target joins the example whole and
-  the overflow is truncated, which with paragraph-per-line corpora throws away ~20% of the text.
+* `electra`: ELECTRA's builder (but for contiguous segments). The line that reaches the target
+  joins the example whole and the overflow is truncated, which with paragraph-per-line corpora
+  throws away ~20% of the text.
 * `fill` (default): the line that would cross the target is cut there (at a word start where
   possible) and its remainder starts the next example, so examples are as full and nothing is
   truncated.
