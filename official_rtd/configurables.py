@@ -4,3 +4,4 @@ from official_rtd.modeling import encoder_config
 from official_rtd.modeling.models import electra
 from official_rtd.training import optimization
 from official_rtd.training import trainer
+from official_rtd.training import evaluation

@@ -6,7 +6,8 @@ import tensorflow as tf
 
 def gumbel_max_sample(logits: tf.Tensor, temperature: float = 1.0,
                       disallow_ids: Optional[tf.Tensor] = None,
-                      gumbel_noise: Optional[tf.Tensor] = None) -> tf.Tensor:
+                      gumbel_noise: Optional[tf.Tensor] = None,
+                      seed: Optional[tf.Tensor] = None) -> tf.Tensor:
   """Samples ids from softmax(logits / temperature) with the Gumbel-max trick, in float32.
 
   Args:
@@ -15,6 +16,7 @@ def gumbel_max_sample(logits: tf.Tensor, temperature: float = 1.0,
     disallow_ids: `[batch, num_predictions]` ids that must not be sampled (e.g. the originals).
     gumbel_noise: `[batch, num_predictions, vocab]` noise to use instead of fresh draws
       (reproducible sampling, e.g. across distribution strategies).
+    seed: `[2]` ints: draw the noise statelessly from this seed (reproducible evaluation).
 
   Returns:
     `[batch, num_predictions]` int32 ids.
@@ -26,7 +28,10 @@ def gumbel_max_sample(logits: tf.Tensor, temperature: float = 1.0,
     logits -= 1e4 * tf.one_hot(disallow_ids, tf.shape(logits)[-1], dtype=tf.float32)
   if temperature > 0:
     if gumbel_noise is None:
-      uniform = tf.random.uniform(tf.shape(logits), minval=0.0, maxval=1.0)
+      if seed is not None:
+        uniform = tf.random.stateless_uniform(tf.shape(logits), seed, minval=0.0, maxval=1.0)
+      else:
+        uniform = tf.random.uniform(tf.shape(logits), minval=0.0, maxval=1.0)
       gumbel_noise = -tf.math.log(-tf.math.log(uniform + 1e-9) + 1e-9)
     logits += gumbel_noise
   return tf.argmax(logits, axis=-1, output_type=tf.int32)

@@ -29,6 +29,12 @@ flags.DEFINE_enum("distribution_strategy", "one_device",
 flags.DEFINE_string("tpu", "", "TPU name or address for --distribution_strategy=tpu.")
 flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
                      "(data parallelism on a CPU-only machine with 'mirrored').")
+flags.DEFINE_enum("mode", "train", ["train", "eval", "train_and_eval"],
+                  "eval: evaluate the latest checkpoint (--all_checkpoints: every kept one) on "
+                  "--eval_input; train_and_eval: evaluate every EvalConfig.eval_every_steps.")
+flags.DEFINE_string("eval_input", None, "Held-out records directories (create_pretraining_data "
+                    "on held-out documents, fixed --seed).")
+flags.DEFINE_bool("all_checkpoints", False, "With --mode=eval: one row per kept checkpoint.")
 flags.mark_flags_as_required(["gin_file", "input_records", "model_dir"])
 FLAGS = flags.FLAGS
 
@@ -55,8 +61,12 @@ def parse_gin(gin_files, gin_params):
 
 
 def train(gin_files, gin_params, input_records, model_dir, distribution_strategy="one_device",
-          tpu="", vocab_file=None, num_cpu_devices=1):
-  """Parses gin, builds the strategy and trainer, trains; returns the trainer and last metrics."""
+          tpu="", vocab_file=None, num_cpu_devices=1, mode="train", eval_input=None,
+          all_checkpoints=False):
+  """Parses gin, builds the strategy and trainer, then trains and/or evaluates; returns the
+  trainer and the last metrics (or evaluation rows)."""
+  if mode != "train" and not eval_input:
+    raise ValueError(f"--mode={mode} needs --eval_input (held-out records)")
   from official_rtd.training import strategies  # pylint: disable=g-import-not-at-top
   strategies.split_cpu(num_cpu_devices)
   parse_gin(gin_files, gin_params)
@@ -68,11 +78,17 @@ def train(gin_files, gin_params, input_records, model_dir, distribution_strategy
   trainer = trainer_lib.Trainer(model_dir, input_records, strategy,
                                 train_config=trainer_lib.TrainConfig(), vocab_file=vocab_file,
                                 log=logging.info)
+  evaluator = None
+  if mode != "train":
+    from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
+    evaluator = evaluation.Evaluator(trainer, eval_input, evaluation.EvalConfig())
+  if mode == "eval":
+    return trainer, trainer.evaluate_checkpoints(evaluator, all_checkpoints)
   if trainer.is_chief:
     trainer_lib.write_run_config(model_dir, gin.config_str(), {
         "gin_file": list(gin_files), "gin_param": list(gin_params or []),
         "input_records": input_records, "distribution_strategy": distribution_strategy})
-  metrics = trainer.train()
+  metrics = trainer.train(evaluator, evaluator.config.eval_every_steps if evaluator else 0)
   logging.info("done: checkpoints in %s, TensorBoard logs in %s (tensorboard --logdir %s), "
                "fine-tunable export in %s", model_dir, os.path.join(model_dir, "train"),
                model_dir, os.path.join(model_dir, "export"))
@@ -81,7 +97,8 @@ def train(gin_files, gin_params, input_records, model_dir, distribution_strategy
 
 def main(_):
   train(FLAGS.gin_file, FLAGS.gin_param, FLAGS.input_records, FLAGS.model_dir,
-        FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.vocab_file, FLAGS.num_cpu_devices)
+        FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.vocab_file, FLAGS.num_cpu_devices,
+        FLAGS.mode, FLAGS.eval_input, FLAGS.all_checkpoints)
 
 
 def run():

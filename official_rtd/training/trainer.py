@@ -209,8 +209,15 @@ class Trainer:
       return pretrain_dataloader.load_pretraining_dataset(config, context)
     return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
 
-  def train(self) -> Dict[str, float]:
-    """Trains to `num_train_steps` (resuming if possible), exports the discriminator encoder and
+  def train_flops(self, step: int) -> float:
+    """Section 5.2.2 FLOPs that `step` training steps consumed."""
+    cfg = self.train_config
+    return step * cfg.train_batch_size * self.model.train_flops_per_example(
+        cfg.max_seq_length, cfg.max_predictions_per_seq)
+
+  def train(self, evaluator=None, eval_every_steps: int = 0) -> Dict[str, float]:
+    """Trains to `num_train_steps` (resuming if possible), evaluating every `eval_every_steps` and
+    at the end when an `evaluation.Evaluator` is given; exports the discriminator encoder and
     returns the last logged metrics."""
     cfg = self.train_config
     self.restore()
@@ -220,10 +227,12 @@ class Trainer:
     step, last = self.step, {}
     start_step, start_time = step, time.time()
     interval_start, interval_steps = time.time(), 0
+    eval_every = eval_every_steps if evaluator is not None and eval_every_steps > 0 else 0
     while step < cfg.num_train_steps:
       n = min(cfg.log_every_steps - step % cfg.log_every_steps,
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
-              cfg.num_train_steps - step)
+              cfg.num_train_steps - step,
+              *([eval_every - step % eval_every] if eval_every else []))
       train_steps(self.iterator, tf.constant(n))
       step, interval_steps = step + n, interval_steps + n
       if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
@@ -232,12 +241,44 @@ class Trainer:
         interval_start, interval_steps = time.time(), 0
       if step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps:
         self._save(step)
+      if evaluator is not None and self.is_chief and (
+          (eval_every and step % eval_every == 0) or step == cfg.num_train_steps):
+        self.evaluate(evaluator, step)
     if self.is_chief:
       export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
                                          max_seq_length=cfg.max_seq_length,
                                          do_lower_case=self.do_lower_case)
       self.log(f"exported the discriminator encoder to {export_dir}")
     return last
+
+  def evaluate(self, evaluator, step: int) -> dict:
+    """Runs `evaluator` on the current weights; logs, writes `eval/` summaries and a JSON row."""
+    from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
+    start = time.time()
+    figures = evaluator.evaluate()
+    row = dict(figures, step=step, train_flops=self.train_flops(step))
+    evaluation.append_result(self.model_dir, row)
+    writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
+    with writer.as_default(step=step):
+      for name, value in figures.items():
+        tf.summary.scalar(name, value)
+      tf.summary.scalar("train_flops", row["train_flops"])
+    writer.flush()
+    shown = " ".join(f"{k}={v:.4f}" for k, v in sorted(figures.items()))
+    self.log(f"eval at step {step} ({time.time() - start:.1f}s): {shown}")
+    return row
+
+  def evaluate_checkpoints(self, evaluator, all_checkpoints: bool = False) -> list:
+    """`--mode=eval`: evaluates the latest checkpoint (or every one kept) of `model_dir`."""
+    state = tf.train.get_checkpoint_state(self.model_dir)
+    paths = list(state.all_model_checkpoint_paths) if state else []
+    if not paths:
+      raise TrainingSetupError(f"no checkpoint to evaluate in {self.model_dir}")
+    rows = []
+    for path in (paths if all_checkpoints else paths[-1:]):
+      self.checkpoint.restore(path).assert_existing_objects_matched()
+      rows.append(self.evaluate(evaluator, self.step))
+    return rows
 
   def _save(self, step):
     path = self.manager.save(checkpoint_number=step)

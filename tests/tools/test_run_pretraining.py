@@ -34,6 +34,8 @@ class RunPretrainingCliTest(tf.test.TestCase):
          r"vocab_size 100 differs from the records' vocab size 5883"),
         (["--gin_param=TrainConfig.max_seq_length = 32"],
          r"max_seq_length 64 but the model expects seq_length 32"),
+        (["--mode=eval"], r"--mode=eval needs --eval_input"),
+        (["--mode=eval", f"--eval_input={self.records}"], r"no checkpoint to evaluate in"),
     ]
     for extra, message in cases:
       result = self._run(f"--input_records={self.records}", f"--model_dir={model_dir}", *extra)

@@ -1,5 +1,5 @@
 """The interface every pre-training method implements, so one trainer runs them all."""
-from typing import Dict
+from typing import Dict, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -27,6 +27,21 @@ class PretrainingModel(tf_keras.Model):
   @property
   def exported_encoder(self) -> tf_keras.layers.Layer:
     raise NotImplementedError
+
+  def train_flops_per_example(self, seq_len: int, num_predictions: int) -> float:
+    """Section 5.2.2 FLOPs of one training example (forward + backward)."""
+    raise NotImplementedError
+
+  def replaced_token_logits(self, inputs: Dict[str, tf.Tensor]) -> Optional[tf.Tensor]:
+    """`[batch, seq_len]` logits that each input token was replaced (> 0: replaced), for
+    method-agnostic fixed-noise detection; None for methods without a detector."""
+    return None
+
+  def pseudo_log_likelihood(self, input_word_ids, input_mask, input_type_ids, mask_id: int
+                            ) -> Optional[tf.Tensor]:
+    """`[batch]` pseudo-log-likelihoods Σ_t log p(x_t | x∖t) over non-special positions, for models
+    that can score text; None otherwise."""
+    return None
 
   @property
   def exported_encoder_config(self) -> EncoderConfig:

@@ -19,6 +19,7 @@ import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers
 
+from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.rtd_head import ReplacedTokenDetectionHead
 from official_rtd.modeling.models import base
@@ -39,7 +40,8 @@ class ElectraPretrainer(base.PretrainingModel):
   * `rtd_logits`: `[batch, seq_len]` discriminator logits (> 0: replaced).
 
   If `inputs` holds `gumbel_noise` (`[batch, num_predictions, vocab]`), it is used for sampling
-  instead of fresh noise (reproducible samples, e.g. to compare strategies).
+  instead of fresh noise (reproducible samples, e.g. to compare strategies); `sampling_seed`
+  (`[2]` ints) draws the noise statelessly (reproducible evaluation).
   """
 
   def __init__(self, generator: TransformerEncoder, discriminator: TransformerEncoder,
@@ -68,7 +70,7 @@ class ElectraPretrainer(base.PretrainingModel):
     sampled_ids = tf.stop_gradient(sampling.gumbel_max_sample(
         mlm_logits, self.temperature,
         disallow_ids=inputs["masked_lm_ids"] if self.disallow_correct else None,
-        gumbel_noise=inputs.get("gumbel_noise")))
+        gumbel_noise=inputs.get("gumbel_noise"), seed=inputs.get("sampling_seed")))
     corrupted_ids = sampling.scatter_positions(
         original_ids, inputs["masked_lm_positions"], sampled_ids, inputs["masked_lm_weights"])
     rtd_labels = tf.cast(tf.not_equal(corrupted_ids, original_ids), tf.float32)
@@ -90,6 +92,48 @@ class ElectraPretrainer(base.PretrainingModel):
   @property
   def exported_encoder(self):
     return self.discriminator
+
+  def train_flops_per_example(self, seq_len, num_predictions):
+    gen, disc = self.generator.config, self.discriminator.config
+    forward = (flops.encoder_forward_flops(gen, seq_len)
+               + flops.mlm_head_flops(gen.hidden_size, gen.embedding_size, gen.vocab_size,
+                                      num_predictions)
+               + flops.encoder_forward_flops(disc, seq_len)
+               + flops.rtd_head_flops(disc.hidden_size, seq_len))
+    return 2.0 * forward
+
+  def replaced_token_logits(self, inputs):
+    return self.rtd_head(self.discriminator(inputs, training=False)["sequence_output"])
+
+  def pseudo_log_likelihood(self, input_word_ids, input_mask, input_type_ids, mask_id):
+    """PLL under the generator MLM: one forward pass per position, each with that position
+    masked (Salazar et al.); special and pad positions are skipped."""
+    return masked_lm_pll(self.generator, self.masked_lm, input_word_ids, input_mask,
+                         input_type_ids, mask_id)
+
+
+def masked_lm_pll(encoder, masked_lm, input_word_ids, input_mask, input_type_ids, mask_id):
+  """`[batch]` Σ_t log p(x_t | x with t masked) over positions 1..n−2 of each row (all but
+  `[CLS]`, the final `[SEP]` and padding); n masked copies of each row are scored in one batch."""
+  ids = tf.convert_to_tensor(input_word_ids)
+  batch, seq_len = tf.shape(ids)[0], tf.shape(ids)[1]
+  length = tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=1)              # [batch]
+  position = tf.range(seq_len)
+  scored = (position[tf.newaxis] >= 1) & (position[tf.newaxis] < length[:, tf.newaxis] - 1)
+  # Copy t of row b masks position t: [batch, seq_len(copies), seq_len].
+  copies = tf.where(tf.eye(seq_len, dtype=tf.bool)[tf.newaxis], tf.cast(mask_id, ids.dtype),
+                    ids[:, tf.newaxis, :])
+  flat = lambda x: tf.reshape(tf.broadcast_to(x[:, tf.newaxis, :], [batch, seq_len, seq_len]),
+                              [-1, seq_len])
+  sequence = encoder({"input_word_ids": tf.reshape(copies, [-1, seq_len]),
+                      "input_mask": flat(input_mask), "input_type_ids": flat(input_type_ids)},
+                     training=False)["sequence_output"]
+  logits = tf.cast(masked_lm(sequence, tf.reshape(tf.tile(position[tf.newaxis], [batch, 1]),
+                                                  [-1, 1])), tf.float32)  # [batch*seq, 1, vocab]
+  log_probs = tf.nn.log_softmax(logits[:, 0], axis=-1)
+  token_log_prob = tf.gather(log_probs, tf.reshape(ids, [-1, 1]), batch_dims=1)[:, 0]
+  token_log_prob = tf.reshape(token_log_prob, [batch, seq_len])
+  return tf.reduce_sum(tf.where(scored, token_log_prob, 0.0), axis=1)
 
 
 def mlm_loss(inputs, mlm_logits) -> tf.Tensor:

@@ -1,0 +1,155 @@
+"""Held-out evaluation: figures vs direct computations, determinism, modes, run comparison."""
+import functools
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.modeling import flops
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import electra
+from official_rtd.tools import compare_runs
+from official_rtd.training import evaluation
+from official_rtd.training import optimization
+from official_rtd.training import trainer as trainer_lib
+from tests import testutil
+from tests.training.test_trainer import TINY, make_records
+
+GLUE = os.path.join(testutil.REPO, "..", "shared", "data", "glue")
+
+
+class FiguresTest(tf.test.TestCase):
+
+  def test_auc_on_a_known_ranking(self):
+    # Positives 0.9 and 0.3, negatives 0.8 and 0.1: 3 of the 4 pairs are ordered right.
+    self.assertAllClose(evaluation.roc_auc([1, 0, 1, 0], [0.9, 0.8, 0.3, 0.1]), 0.75)
+    self.assertAllClose(evaluation.roc_auc([1, 0], [0.5, 0.5]), 0.5)
+    from sklearn.metrics import roc_auc_score  # pylint: disable=g-import-not-at-top
+    rng = np.random.default_rng(0)
+    labels, scores = rng.integers(0, 2, 400), rng.integers(0, 20, 400).astype(float)
+    self.assertAllClose(evaluation.roc_auc(labels, scores), roc_auc_score(labels, scores))
+
+  def test_detection_figures(self):
+    figures = evaluation.detection_figures(np.array([1, 1, 0, 0, 0]),
+                                           np.array([2.0, -1.0, 0.5, -3.0, -2.0]), "x_")
+    self.assertAllClose(figures["x_accuracy"], 3 / 5)
+    self.assertAllClose(figures["x_precision"], 1 / 2)
+    self.assertAllClose(figures["x_recall"], 1 / 2)
+    self.assertAllClose(figures["x_replaced_fraction"], 2 / 5)
+    self.assertAllClose(figures["x_auc"], 5 / 6)
+
+  def test_flops_reproduce_the_dissertation(self):
+    """Table 5.3: inference FLOPs per 128 tokens 3.7e9 (Small) and 2.9e10 (Base)."""
+    small = EncoderConfig(vocab_size=30522)
+    base = EncoderConfig(vocab_size=30522, hidden_size=768, num_attention_heads=12,
+                         intermediate_size=3072, embedding_size=768)
+    self.assertAllClose(flops.encoder_forward_flops(small, 128), 3.7e9, rtol=0.03)
+    self.assertAllClose(flops.encoder_forward_flops(base, 128), 2.9e10, rtol=0.03)
+    model = electra.build_electra_pretrainer(small, generator_size=0.25)
+    # 1M steps of 128 examples: the dissertation gives 1.4e18; we count matmuls only (-8%).
+    total = 1e6 * 128 * model.train_flops_per_example(128, 19)
+    self.assertAllClose(total, 1.4e18, rtol=0.1)
+
+
+class EvaluatorTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp()
+    cls.records = make_records(os.path.join(cls.tmp, "records"), paragraphs=150)
+    cls.heldout = make_records(os.path.join(cls.tmp, "heldout"), paragraphs=40, dupe_factor=1,
+                               seed=99)
+
+  def _trainer(self, model_dir, steps=20):
+    return trainer_lib.Trainer(
+        model_dir, self.records, tf.distribute.get_strategy(),
+        train_config=trainer_lib.TrainConfig(
+            train_batch_size=8, num_train_steps=steps, max_seq_length=64,
+            max_predictions_per_seq=10, save_checkpoints_steps=10, log_every_steps=10),
+        optimizer_config=optimization.OptimizerConfig(learning_rate=1e-3, warmup_steps=5),
+        encoder_config=TINY,
+        model_fn=functools.partial(electra.build_electra_pretrainer, generator_size=0.5),
+        log=lambda _: None)
+
+  def _eval_config(self, **kwargs):
+    values = dict(eval_batch_size=16, pll_sentences=6, pll_max_tokens=12, eval_every_steps=10)
+    if os.path.isdir(GLUE):
+      values.update(probe_data_dir=os.path.join(GLUE, "SST-2"), probe_max_train_examples=200)
+    values.update(kwargs)
+    return evaluation.EvalConfig(**values)
+
+  def test_train_and_eval_rows_and_determinism(self):
+    model_dir = os.path.join(self.tmp, "run")
+    trainer = self._trainer(model_dir)
+    evaluator = evaluation.Evaluator(trainer, self.heldout, self._eval_config())
+    trainer.train(evaluator, eval_every_steps=10)
+    rows = evaluation.read_results(model_dir)
+    self.assertEqual([r["step"] for r in rows], [10, 20])
+    per_example = trainer.model.train_flops_per_example(64, 10)
+    self.assertAllClose([r["train_flops"] for r in rows], [80 * per_example, 160 * per_example])
+    for name in ("mlm_loss", "mlm_accuracy", "mlm_perplexity", "rtd_loss", "rtd_auc",
+                 "rtd_precision", "rtd_recall", "replaced_fraction", "fixed_noise_auc",
+                 "fixed_noise_accuracy", "pll_swap_accuracy"):
+      self.assertIn(name, rows[-1])
+    self.assertAllClose(rows[-1]["mlm_perplexity"], np.exp(rows[-1]["mlm_loss"]))
+    self.assertAllClose(rows[-1]["fixed_noise_replaced_fraction"], 0.15, atol=0.03)
+    if os.path.isdir(GLUE):
+      self.assertBetween(rows[-1]["probe_sst-2_accuracy"], 0.3, 1.0)
+    # Same weights, evaluated twice: identical figures.
+    first, second = evaluator.evaluate(), evaluator.evaluate()
+    self.assertEqual(first, second)
+    self.assertAllClose(first["mlm_loss"], rows[-1]["mlm_loss"])
+    # --mode=eval over every kept checkpoint gives one row per checkpoint, in step order.
+    eval_rows = trainer.evaluate_checkpoints(evaluator, all_checkpoints=True)
+    self.assertEqual([r["step"] for r in eval_rows], [10, 20])
+    self.assertAllClose(eval_rows[1]["mlm_loss"], rows[1]["mlm_loss"])
+    self.assertTrue(tf.io.gfile.glob(os.path.join(model_dir, "eval", "events.out.*")))
+
+  def test_eval_without_checkpoint_fails(self):
+    trainer = self._trainer(os.path.join(self.tmp, "empty_run"))
+    evaluator = evaluation.Evaluator(trainer, self.heldout, self._eval_config(probe_data_dir=""))
+    with self.assertRaisesRegex(trainer_lib.TrainingSetupError, "no checkpoint to evaluate in"):
+      trainer.evaluate_checkpoints(evaluator)
+
+  def test_pll_equals_one_position_at_a_time(self):
+    trainer = self._trainer(os.path.join(self.tmp, "pll"))
+    model, vocab = trainer.model, trainer.vocab
+    ids = np.array([[vocab.cls_id, 50, 60, 70, vocab.sep_id, vocab.pad_id]], np.int32)
+    mask = (ids != vocab.pad_id).astype(np.int32)
+    pll = model.pseudo_log_likelihood(tf.constant(ids), tf.constant(mask),
+                                      tf.zeros_like(tf.constant(ids)), vocab.mask_id)
+    expected = 0.0
+    for t in (1, 2, 3):
+      masked = ids.copy()
+      masked[0, t] = vocab.mask_id
+      sequence = model.generator({"input_word_ids": tf.constant(masked),
+                                  "input_mask": tf.constant(mask),
+                                  "input_type_ids": tf.zeros_like(tf.constant(ids))},
+                                 training=False)["sequence_output"]
+      logits = model.masked_lm(sequence, tf.constant([[t]]))
+      expected += float(tf.nn.log_softmax(logits[0, 0])[ids[0, t]])
+    self.assertAllClose(pll[0], expected, rtol=1e-5)
+
+
+class CompareRunsTest(tf.test.TestCase):
+
+  def test_rows_at_equal_flops(self):
+    tmp = tempfile.mkdtemp()
+    runs = {"a": [(10, 1e9, 5.0), (20, 2e9, 4.0), (30, 3e9, 3.5)],
+            "b": [(10, 1.5e9, 4.8), (20, 2.5e9, 4.1)]}
+    for name, rows in runs.items():
+      for step, train_flops, loss in rows:
+        evaluation.append_result(os.path.join(tmp, name),
+                                 {"step": step, "train_flops": train_flops, "mlm_loss": loss})
+    table = compare_runs.compare([os.path.join(tmp, "a"), os.path.join(tmp, "b")])
+    self.assertIn("equal budget: 2.5e+09", table)
+    self.assertRegex(table, r"a \| 20 \| 2e\+09 \| 4.0000")
+    self.assertRegex(table, r"b \| 20 \| 2.5e\+09 \| 4.1000")
+    with self.assertRaisesRegex(FileNotFoundError, "has no eval_results.jsonl"):
+      compare_runs.compare([tmp])
+
+
+if __name__ == "__main__":
+  tf.test.main()
