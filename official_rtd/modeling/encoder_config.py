@@ -21,6 +21,7 @@ class EncoderConfig:
   dropout_rate: float = 0.1
   attention_dropout_rate: float = 0.1
   initializer_range: float = 0.02
+  share_layers: bool = False  # ALBERT cross-layer sharing: one block's weights in every layer
 
   def scaled(self, size: float, layers: float = 1.0) -> "EncoderConfig":
     """ELECTRA's generator size: hidden size, FFN size and heads × `size`; layers × `layers`.

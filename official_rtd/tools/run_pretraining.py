@@ -53,9 +53,10 @@ def parse_gin(gin_files, gin_params):
   import gin  # pylint: disable=g-import-not-at-top
   from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
   files = [_resolve_gin_file(f) for f in gin_files]
+  gin.add_config_file_search_path(REPO_GIN_DIR)  # for `include 'tasks/electra.gin'`
   try:
     gin.parse_config_files_and_bindings(files, gin_params or [], finalize_config=False)
-  except (ValueError, KeyError, SyntaxError) as e:
+  except (ValueError, KeyError, SyntaxError, OSError) as e:
     message = " ".join(str(e).split())
     raise ValueError(f"bad gin configuration: {message}") from None
 

@@ -26,7 +26,8 @@ class TransformerEncoder(tf_keras.layers.Layer):
     config: sizes; `config.vocab_size` must be set.
     embeddings: an `Embeddings` layer to share (e.g. the discriminator's); built from `config`
       when None. With `embedding_size != hidden_size` each encoder owns its projection.
-    transformer_layers: blocks to share (e.g. `tie_all`); built when None.
+    transformer_layers: blocks to share (e.g. `tie_all`); built when None, as `num_layers`
+      blocks or, with `config.share_layers` (ALBERT), one block applied `num_layers` times.
   """
 
   def __init__(self, config: EncoderConfig, embeddings: Optional[Embeddings] = None,
@@ -43,14 +44,19 @@ class TransformerEncoder(tf_keras.layers.Layer):
       self.embedding_projection = tf_keras.layers.EinsumDense(
           "...x,xy->...y", output_shape=config.hidden_size, bias_axes="y",
           kernel_initializer=initializer(config), name="embedding_projection")
-    self.transformer_layers = transformer_layers or [
-        layers.TransformerEncoderBlock(
-            num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
-            inner_activation=gelu, output_dropout=config.dropout_rate,
-            attention_dropout=config.attention_dropout_rate,
-            kernel_initializer=tf_utils.clone_initializer(initializer(config)),
-            name=f"transformer/layer_{i}")
-        for i in range(config.num_layers)]
+    def block(name):
+      return layers.TransformerEncoderBlock(
+          num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
+          inner_activation=gelu, output_dropout=config.dropout_rate,
+          attention_dropout=config.attention_dropout_rate,
+          kernel_initializer=tf_utils.clone_initializer(initializer(config)), name=name)
+
+    if transformer_layers is not None:
+      self.transformer_layers = transformer_layers
+    elif config.share_layers:
+      self.transformer_layers = [block("transformer/shared_layer")] * config.num_layers
+    else:
+      self.transformer_layers = [block(f"transformer/layer_{i}") for i in range(config.num_layers)]
     self.attention_mask_layer = layers.SelfAttentionMask()
 
   def get_embedding_table(self) -> tf.Variable:
