@@ -1,0 +1,116 @@
+"""Electric: no leak in the two-tower q, the NCE loss by hand, PLL, and learning on real text."""
+import functools
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import electric
+from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
+from official_rtd.training import optimization
+from official_rtd.training import trainer as trainer_lib
+from tests.modeling.test_electra import CONFIG, VOCAB, forcing_noise, toy_batch
+from tests.training.test_trainer import make_records
+
+
+class TwoTowerTest(tf.test.TestCase):
+
+  def test_q_at_t_does_not_see_token_t(self):
+    model = TwoTowerClozeModel(CONFIG)
+    ids = np.array([[2, 10, 11, 12, 13, 3, 0]], np.int32)
+    inputs = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant((ids > 0) * 1),
+              "input_type_ids": tf.zeros_like(ids)}
+    base = model(inputs, training=False)["logits"].numpy()
+    for t in (1, 3, 5):
+      changed = ids.copy()
+      changed[0, t] = 40
+      out = model(dict(inputs, input_word_ids=tf.constant(changed)), training=False)["logits"]
+      self.assertAllClose(out.numpy()[0, t], base[0, t], atol=1e-5)  # q(·|x∖t) unchanged
+      others = [s for s in range(6) if s != t]
+      self.assertGreater(np.abs(out.numpy()[0, others] - base[0, others]).max(), 1e-4)
+
+
+class ElectricLossTest(tf.test.TestCase):
+
+  def test_nce_loss_equals_the_formula(self):
+    model = electric.build_electric_pretrainer(CONFIG, generator_size=0.5, nce_weight=50.0)
+    batch = toy_batch()
+    # Row 0 replaces positions 2 (sample = the original 11: still noise) and 5; row 1 position 3.
+    batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+    out = {k: v.numpy().astype(np.float64) for k, v in model(batch, training=False).items()}
+    losses = model.compute_losses(batch, model(batch, training=False))
+
+    is_noise = np.zeros([2, 8])
+    is_noise[0, 2] = is_noise[0, 5] = is_noise[1, 3] = 1
+    self.assertAllEqual(out["is_noise"], is_noise)
+    mask = batch["input_mask"].numpy().astype(np.float64)
+    n, k = mask.sum(1, keepdims=True), np.array([[2.0], [1.0]])
+    # D = (n−k)·p̂ / ((n−k)·p̂ + k·q), p̂ = exp(−E)
+    p_hat = np.exp(-out["energy"])
+    q = np.exp(out["log_q_noised"])
+    d = (n - k) * p_hat / ((n - k) * p_hat + k * q)
+    per_position = np.where(is_noise == 1, -np.log(1 - d), -np.log(d))
+    nce = (per_position * mask).sum() / mask.sum()
+    cloze = (-out["log_q_data"] * mask).sum() / mask.sum()
+    self.assertAllClose(losses["nce_loss"], nce, rtol=1e-5)
+    self.assertAllClose(losses["cloze_loss"], cloze, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"], cloze + 50 * nce, rtol=1e-5)
+    # log q of the noised tokens: the forced samples at R, the originals elsewhere.
+    self.assertEqual(out["noised_ids"][0, 5], 30)
+    self.assertEqual(out["noised_ids"][1, 3], 40)
+
+  def test_pll_is_the_sum_of_negated_energies(self):
+    model = electric.build_electric_pretrainer(CONFIG, generator_size=0.5)
+    ids = tf.constant([[2, 10, 11, 12, 3, 0]])
+    mask = tf.cast(ids > 0, tf.int32)
+    pll = model.pseudo_log_likelihood(ids, mask, tf.zeros_like(ids), mask_id=4)
+    energy = model.energy({"input_word_ids": ids, "input_mask": mask,
+                           "input_type_ids": tf.zeros_like(ids)}).numpy()
+    self.assertAllClose(pll[0], -energy[0, 1:4].sum(), rtol=1e-6)
+
+
+class ElectricTrainingTest(tf.test.TestCase):
+
+  def test_scores_real_text_above_corrupted_text(self):
+    tmp = tempfile.mkdtemp()
+    records = make_records(os.path.join(tmp, "records"), paragraphs=400)
+    config = EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2,
+                           intermediate_size=128, embedding_size=64, max_position_embeddings=64)
+    trainer = trainer_lib.Trainer(
+        os.path.join(tmp, "electric"), records, tf.distribute.get_strategy(),
+        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=150,
+                                             max_seq_length=64, max_predictions_per_seq=10,
+                                             log_every_steps=50, save_checkpoints_steps=150),
+        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
+        encoder_config=config,
+        model_fn=functools.partial(electric.build_electric_pretrainer, generator_size=0.5),
+        log=lambda _: None)
+    logged = []
+    log = trainer._log
+    trainer._log = lambda *a: logged.append(log(*a)) or logged[-1]
+    trainer.train()
+    self.assertLess(logged[-1]["cloze_loss"], logged[0]["cloze_loss"] - 0.5, logged)
+    self.assertLess(logged[-1]["nce_loss"], logged[0]["nce_loss"], logged)
+    # Real rows vs the same rows with 30% of their tokens replaced by random ones.
+    real, fake = [], []
+    rng = np.random.default_rng(0)
+    iterator = trainer._make_iterator(0)
+    ordinary = np.flatnonzero(~trainer.vocab.is_special())
+    for _ in range(4):
+      batch = next(iterator)
+      ids = trainer.model(batch, training=False)["original_ids"].numpy()
+      special = trainer.vocab.is_special()[ids]
+      noise = ~special & (rng.random(ids.shape) < 0.3)
+      corrupted = np.where(noise, rng.choice(ordinary, ids.shape), ids).astype(np.int32)
+      mask = tf.constant((ids != trainer.vocab.pad_id).astype(np.int32))
+      types = batch["input_type_ids"]
+      real.append(trainer.model.pseudo_log_likelihood(tf.constant(ids), mask, types, 0).numpy())
+      fake.append(trainer.model.pseudo_log_likelihood(tf.constant(corrupted), mask, types,
+                                                      0).numpy())
+    real, fake = np.concatenate(real), np.concatenate(fake)
+    self.assertGreater(np.mean(real > fake), 0.9, (real, fake))
+
+if __name__ == "__main__":
+  tf.test.main()
