@@ -54,19 +54,28 @@ class ElectraPretrainer(base.PretrainingModel):
     self.temperature = temperature
     self.disallow_correct = disallow_correct
     config = discriminator.config
-    self.masked_lm = layers.MaskedLM(
-        embedding_table=generator.get_embedding_table(), activation=transformer_encoder.gelu,
-        initializer=transformer_encoder.initializer(config), output="logits",
-        name="generator_masked_lm")
+    self.masked_lm = None
+    if isinstance(generator, TransformerEncoder):
+      self.masked_lm = layers.MaskedLM(
+          embedding_table=generator.get_embedding_table(), activation=transformer_encoder.gelu,
+          initializer=transformer_encoder.initializer(config), output="logits",
+          name="generator_masked_lm")
     self.rtd_head = ReplacedTokenDetectionHead(
         config.hidden_size, transformer_encoder.gelu, transformer_encoder.initializer(config),
         name="discriminator_rtd_head")
 
-  def call(self, inputs, training=None):
+  def generator_logits(self, inputs, original_ids, training=None) -> Dict[str, tf.Tensor]:
+    """The generator's `mlm_logits` (`[batch, num_predictions, vocab]`) at the masked positions,
+    from the masked input (subclasses may use another generator and add outputs)."""
+    del original_ids
     generator_output = self.generator(inputs, training=training)["sequence_output"]
-    mlm_logits = tf.cast(self.masked_lm(generator_output, inputs["masked_lm_positions"]),
-                         tf.float32)
+    return {"mlm_logits": tf.cast(
+        self.masked_lm(generator_output, inputs["masked_lm_positions"]), tf.float32)}
+
+  def call(self, inputs, training=None):
     original_ids = sampling.unmask(inputs)
+    outputs = self.generator_logits(inputs, original_ids, training=training)
+    mlm_logits = outputs["mlm_logits"]
     sampled_ids = tf.stop_gradient(sampling.gumbel_max_sample(
         mlm_logits, self.temperature,
         disallow_ids=inputs["masked_lm_ids"] if self.disallow_correct else None,
@@ -77,8 +86,8 @@ class ElectraPretrainer(base.PretrainingModel):
     discriminator_inputs = dict(inputs, input_word_ids=corrupted_ids)
     discriminator_output = self.discriminator(discriminator_inputs, training=training)
     rtd_logits = self.rtd_head(discriminator_output["sequence_output"])
-    return {"mlm_logits": mlm_logits, "sampled_ids": sampled_ids, "original_ids": original_ids,
-            "corrupted_ids": corrupted_ids, "rtd_labels": rtd_labels, "rtd_logits": rtd_logits}
+    return dict(outputs, sampled_ids=sampled_ids, original_ids=original_ids,
+                corrupted_ids=corrupted_ids, rtd_labels=rtd_labels, rtd_logits=rtd_logits)
 
   def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
     return electra_losses(inputs, outputs, self.rtd_weight)
