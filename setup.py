@@ -30,6 +30,7 @@ setuptools.setup(
             "rtd_quickstart=official_rtd.tools.quickstart:run",
             "run_glue=official_rtd.tools.run_glue:run",
             "compare_runs=official_rtd.tools.compare_runs:run",
+            "score_pll=official_rtd.tools.score_pll:run",
         ],
     },
 )

@@ -88,7 +88,8 @@ def train(gin_files, gin_params, input_records, model_dir, distribution_strategy
   if trainer.is_chief:
     trainer_lib.write_run_config(model_dir, gin.config_str(), {
         "gin_file": list(gin_files), "gin_param": list(gin_params or []),
-        "input_records": input_records, "distribution_strategy": distribution_strategy})
+        "input_records": input_records, "distribution_strategy": distribution_strategy},
+        trainer)
   metrics = trainer.train(evaluator, evaluator.config.eval_every_steps if evaluator else 0)
   logging.info("done: checkpoints in %s, TensorBoard logs in %s (tensorboard --logdir %s), "
                "fine-tunable export in %s", model_dir, os.path.join(model_dir, "train"),

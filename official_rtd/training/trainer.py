@@ -314,9 +314,16 @@ def _format_eta(seconds: float) -> str:
   return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def write_run_config(model_dir: str, gin_config: str, extra: dict):
-  """Records the operative gin config and flags next to the checkpoints."""
+OPERATIVE_CONFIG = "operative_config.gin"
+RUN_FLAGS = "run_flags.json"
+
+
+def write_run_config(model_dir: str, gin_config: str, extra: dict, trainer: "Trainer"):
+  """Records the gin config, the flags, the vocab and its casing next to the checkpoints, so the
+  run can be rebuilt from `model_dir` alone (e.g. by `score_pll`)."""
   os.makedirs(model_dir, exist_ok=True)
-  with open(os.path.join(model_dir, "operative_config.gin"), "w", encoding="utf-8") as f:
+  with open(os.path.join(model_dir, OPERATIVE_CONFIG), "w", encoding="utf-8") as f:
     f.write(gin_config)
-  records.write_json_atomic(os.path.join(model_dir, "run_flags.json"), extra)
+  shutil.copyfile(trainer.vocab.path, os.path.join(model_dir, "vocab.txt"))
+  records.write_json_atomic(os.path.join(model_dir, RUN_FLAGS), dict(
+      extra, do_lower_case=trainer.do_lower_case, vocab_sha256=trainer.vocab.sha256))

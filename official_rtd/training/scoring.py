@@ -1,0 +1,111 @@
+"""Pseudo-log-likelihood scoring of text with a pre-training run (`score_pll`).
+
+PLL(x) = Σ_t log p(x_t | x∖t) over the word pieces of x, as each method defines it: Electric
+Σ_t −E(x)_t in one pass; ELECTRA-TT log(k·q·D / (n·(1−D))) in one pass; masked LMs (ELECTRA's
+generator) exactly, with one forward pass per position, batched. Re-ranking an n-best list uses
+score = first-pass score + λ·PLL (dissertation §5.4.5).
+"""
+import collections
+import json
+import os
+from typing import Dict, List, Sequence, Tuple
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.training import trainer as trainer_lib
+
+
+class ScoringError(ValueError):
+  """A run or input that cannot be scored."""
+
+
+def load_run(model_dir: str):
+  """Rebuilds the pre-training model of a `run_pretraining` directory from its operative gin
+  config and restores the latest checkpoint. Returns (model, tokenizer)."""
+  config_path = os.path.join(model_dir, trainer_lib.OPERATIVE_CONFIG)
+  if not os.path.isfile(config_path):
+    raise ScoringError(f"{model_dir} is not a run_pretraining directory: no "
+                       f"{trainer_lib.OPERATIVE_CONFIG}")
+  latest = tf.train.latest_checkpoint(model_dir)
+  if not latest:
+    raise ScoringError(f"no checkpoint in {model_dir}")
+  from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  gin.clear_config()
+  gin.parse_config_file(config_path)
+  with open(os.path.join(model_dir, trainer_lib.RUN_FLAGS), encoding="utf-8") as f:
+    flags = json.load(f)
+  vocab = vocab_lib.load_vocab(os.path.join(model_dir, "vocab.txt"))
+  model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size))
+  max_len = trainer_lib.TrainConfig().max_seq_length
+  dummy = tf.zeros([1, max_len], tf.int32)
+  prediction = tf.zeros([1, trainer_lib.TrainConfig().max_predictions_per_seq], tf.int32)
+  model({"input_word_ids": dummy, "input_mask": tf.ones_like(dummy), "input_type_ids": dummy,
+         "masked_lm_positions": prediction, "masked_lm_ids": prediction,
+         "masked_lm_weights": tf.cast(prediction, tf.float32)}, training=False)
+  tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+  return model, tokenizer_lib.WordPieceTokenizer(vocab, flags.get("do_lower_case", True))
+
+
+def score_sentences(model, tokenizer: tokenizer_lib.WordPieceTokenizer, sentences: Sequence[str],
+                    max_seq_length: int = 128, batch_size: int = 16) -> Tuple[np.ndarray, List[int]]:
+  """PLL of each sentence (`[CLS] pieces [SEP]`, truncated to `max_seq_length`) and its number of
+  scored pieces."""
+  vocab = tokenizer.vocab
+  pieces = [p[:max_seq_length - 2] for p in tokenizer.tokenize_to_lists(list(sentences))]
+  scores = []
+  for start in range(0, len(pieces), batch_size):
+    chunk = pieces[start:start + batch_size]
+    width = max(len(p) for p in chunk) + 2
+    ids = np.full([len(chunk), width], vocab.pad_id, np.int32)
+    for row, p in enumerate(chunk):
+      ids[row, :len(p) + 2] = [vocab.cls_id, *p, vocab.sep_id]
+    mask = (ids != vocab.pad_id).astype(np.int32)
+    out = model.pseudo_log_likelihood(tf.constant(ids), tf.constant(mask),
+                                      tf.zeros_like(tf.constant(ids)), vocab.mask_id)
+    if out is None:
+      raise ScoringError(f"the {model.name} method cannot score text")
+    scores.append(out.numpy())
+  return np.concatenate(scores) if scores else np.zeros([0]), [len(p) for p in pieces]
+
+
+def read_nbest(path: str) -> Dict[str, List[Tuple[str, float]]]:
+  """`id<TAB>hypothesis<TAB>score` lines -> {id: [(hypothesis, score)]} in file order."""
+  out = collections.OrderedDict()
+  with open(path, encoding="utf-8") as f:
+    for number, line in enumerate(f, start=1):
+      if not line.strip():
+        continue
+      columns = line.rstrip("\n").split("\t")
+      if len(columns) != 3:
+        raise ScoringError(f"{path}:{number}: expected id<TAB>hypothesis<TAB>score")
+      try:
+        score = float(columns[2])
+      except ValueError:
+        raise ScoringError(f"{path}:{number}: score {columns[2]!r} is not a number") from None
+      out.setdefault(columns[0], []).append((columns[1], score))
+  if not out:
+    raise ScoringError(f"{path} holds no hypotheses")
+  return out
+
+
+def word_errors(hypothesis: str, reference: str) -> Tuple[int, int]:
+  """(word-level edit distance, reference length)."""
+  h, r = hypothesis.split(), reference.split()
+  previous = list(range(len(h) + 1))
+  for i, rw in enumerate(r, start=1):
+    current = [i] + [0] * len(h)
+    for j, hw in enumerate(h, start=1):
+      current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (rw != hw))
+    previous = current
+  return previous[-1], len(r)
+
+
+def rerank(nbest, plls: Dict[Tuple[str, int], float], lm_weight: float) -> Dict[str, int]:
+  """{id: index of the best hypothesis} by first-pass score + λ·PLL."""
+  return {key: max(range(len(hyps)), key=lambda i, k=key, h=hyps: h[i][1] + lm_weight * plls[(k, i)])
+          for key, hyps in nbest.items()}

@@ -1,0 +1,80 @@
+"""score_pll: sentences and n-best re-ranking from a run directory; WER; errors."""
+import os
+import subprocess
+import tempfile
+
+import tensorflow as tf
+
+from official_rtd.training import scoring
+from tests import testutil
+from tests.training.test_trainer import make_records
+
+
+def run(args, **kwargs):
+  return subprocess.run(args, cwd=testutil.REPO, capture_output=True, text=True, timeout=600,
+                        stdin=subprocess.DEVNULL, **kwargs)
+
+
+class ScorePllTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp()
+    records = make_records(os.path.join(cls.tmp, "records"), paragraphs=100)
+    cls.model_dir = os.path.join(cls.tmp, "electric")
+    result = run(["run_pretraining", "--gin_file=gin/models/tiny.gin",
+                  "--gin_file=gin/tasks/electric.gin", f"--input_records={records}",
+                  f"--model_dir={cls.model_dir}", "--gin_param=TrainConfig.num_train_steps = 4",
+                  "--gin_param=TrainConfig.train_batch_size = 8",
+                  "--gin_param=EncoderConfig.num_layers = 1"])
+    assert result.returncode == 0, result.stderr[-3000:]
+
+  def test_sentences_and_nbest(self):
+    sentences = ["Alice was beginning to get very tired.", "tired very get to beginning was Alice."]
+    path = testutil.write_text(os.path.join(self.tmp, "s.txt"), "\n".join(sentences) + "\n")
+    out = os.path.join(self.tmp, "scores.tsv")
+    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--input_file={path}",
+                  f"--output_file={out}"])
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    with open(out) as f:
+      rows = [line.rstrip("\n").split("\t") for line in f]
+    self.assertEqual([r[3] for r in rows], sentences)
+    model, tokenizer = scoring.load_run(self.model_dir)
+    plls, lengths = scoring.score_sentences(model, tokenizer, sentences)
+    self.assertAllClose([float(r[1]) for r in rows], plls, atol=1e-3)
+    self.assertEqual([int(r[2]) for r in rows], lengths)
+
+    nbest = testutil.write_text(os.path.join(self.tmp, "nbest.tsv"), "".join(
+        f"{key}\t{hyp}\t{score}\n" for key, hyp, score in [
+            ("u1", "the cat sat", -1.0), ("u1", "the cat sad", -0.5),
+            ("u2", "a dog ran home", -2.0), ("u2", "a dog ran", -2.5)]))
+    refs = testutil.write_text(os.path.join(self.tmp, "refs.tsv"),
+                               "u1\tthe cat sat\nu2\ta dog ran home\n")
+    out = os.path.join(self.tmp, "reranked.tsv")
+    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+                  f"--references={refs}", "--lm_weight=0", f"--output_file={out}"])
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    # λ = 0 keeps the first-pass choice: "the cat sad" (1 error in 7 reference words).
+    self.assertIn("WER first pass: 14.29%", result.stdout)
+    self.assertIn("WER re-ranked: 14.29%", result.stdout)
+    with open(out) as f:
+      self.assertEqual([l.split("\t")[1] for l in f.read().strip().split("\n")],
+                       ["the cat sad", "a dog ran home"])
+
+  def test_errors(self):
+    result = run(["score_pll", f"--model_dir={self.tmp}", "--input_file=x",
+                  f"--output_file={self.tmp}/o"])
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("is not a run_pretraining directory", result.stderr)
+    bad = testutil.write_text(os.path.join(self.tmp, "bad.tsv"), "u1\tonly two\n")
+    with self.assertRaisesRegex(scoring.ScoringError, r"bad.tsv:1: expected id<TAB>hypothesis"):
+      scoring.read_nbest(bad)
+
+  def test_word_errors(self):
+    self.assertEqual(scoring.word_errors("a b c", "a x c d"), (2, 4))
+    self.assertEqual(scoring.word_errors("", "a b"), (2, 2))
+
+
+if __name__ == "__main__":
+  tf.test.main()
