@@ -6,7 +6,6 @@ import os
 import tempfile
 import unicodedata
 
-import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import corpus as corpus_lib

@@ -11,7 +11,7 @@ from official_rtd.modeling.models import electric
 from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
-from tests.modeling.test_electra import CONFIG, VOCAB, forcing_noise, toy_batch
+from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
 from tests.training.test_trainer import make_records
 
 

@@ -8,18 +8,13 @@ import tempfile
 import tensorflow as tf
 
 from tests import testutil
-from tests.training.test_trainer import make_records
+from tests.training.test_trainer import RecordsTestCase
 
 BASE = ["run_pretraining", "--gin_file=gin/models/tiny.gin", "--gin_file=gin/tasks/electra.gin"]
 
 
-class RunPretrainingCliTest(tf.test.TestCase):
-
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    cls.tmp = tempfile.mkdtemp()
-    cls.records = make_records(os.path.join(cls.tmp, "records"), paragraphs=150)
+class RunPretrainingCliTest(RecordsTestCase):
+  PARAGRAPHS = 150
 
   def _run(self, *args):
     return subprocess.run(BASE + list(args), cwd=testutil.REPO, capture_output=True, text=True,

@@ -5,13 +5,11 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 
 import tensorflow as tf
 
-from official_rtd.data import records
 from tests import testutil
-from tests.training.test_trainer import make_records
+from tests.training.test_trainer import RecordsTestCase
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -22,13 +20,8 @@ def free_port():
     return s.getsockname()[1]
 
 
-class DistributedTest(tf.test.TestCase):
-
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    cls.tmp = tempfile.mkdtemp()
-    cls.records = make_records(os.path.join(cls.tmp, "records"), paragraphs=150)
+class DistributedTest(RecordsTestCase):
+  PARAGRAPHS = 150
 
   def test_mirrored_two_cpus_equals_one_device(self):
     result = subprocess.run(

@@ -14,7 +14,7 @@ from official_rtd.training import evaluation
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
-from tests.training.test_trainer import TINY, make_records
+from tests.training.test_trainer import TINY, RecordsTestCase, make_records
 
 GLUE = os.path.join(testutil.REPO, "..", "shared", "data", "glue")
 
@@ -52,13 +52,12 @@ class FiguresTest(tf.test.TestCase):
     self.assertAllClose(total, 1.4e18, rtol=0.1)
 
 
-class EvaluatorTest(tf.test.TestCase):
+class EvaluatorTest(RecordsTestCase):
+  PARAGRAPHS = 150
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.tmp = tempfile.mkdtemp()
-    cls.records = make_records(os.path.join(cls.tmp, "records"), paragraphs=150)
     cls.heldout = make_records(os.path.join(cls.tmp, "heldout"), paragraphs=40, dupe_factor=1,
                                seed=99)
 

@@ -4,7 +4,6 @@ import os
 import shutil
 import tempfile
 
-import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import pretraining_data
@@ -31,13 +30,18 @@ def make_records(output_dir, paragraphs=400, **kwargs):
   return output_dir
 
 
-class TrainerTest(tf.test.TestCase):
+class RecordsTestCase(tf.test.TestCase):
+  """Makes `cls.records` (masked records of `PARAGRAPHS` real paragraphs) in `cls.tmp`."""
+  PARAGRAPHS = 400
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
     cls.tmp = tempfile.mkdtemp()
-    cls.records = make_records(os.path.join(cls.tmp, "records"))
+    cls.records = make_records(os.path.join(cls.tmp, "records"), paragraphs=cls.PARAGRAPHS)
+
+
+class TrainerTest(RecordsTestCase):
 
   def _trainer(self, model_dir, steps=20, records=None, encoder=TINY, **train_kwargs):
     train = dict(train_batch_size=16, num_train_steps=steps, max_seq_length=64,
