@@ -21,7 +21,7 @@ setuptools.setup(
         "absl-py",
         "numpy",
     ],
-    extras_require={"test": ["pytest"]},
+    extras_require={"test": ["pytest", "scipy", "scikit-learn"]},
     entry_points={
         "console_scripts": [
             "build_vocab=official_rtd.tools.build_vocab:run",

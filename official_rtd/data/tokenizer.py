@@ -41,6 +41,3 @@ class WordPieceTokenizer:
     flat = ids.flat_values.numpy().tolist()
     splits = ids.row_splits.numpy().tolist()
     return [flat[a:b] for a, b in zip(splits[:-1], splits[1:])]
-
-  def ids_to_tokens(self, ids):
-    return [self.vocab.tokens[i] for i in ids]
