@@ -27,14 +27,15 @@ def gumbel_max_sample(logits: tf.Tensor, temperature: float = 1.0,
   if disallow_ids is not None:
     logits -= 1e4 * tf.one_hot(disallow_ids, tf.shape(logits)[-1], dtype=tf.float32)
   if temperature > 0:
-    if gumbel_noise is None:
-      if seed is not None:
-        uniform = tf.random.stateless_uniform(tf.shape(logits), seed, minval=0.0, maxval=1.0)
-      else:
-        uniform = tf.random.uniform(tf.shape(logits), minval=0.0, maxval=1.0)
-      gumbel_noise = -tf.math.log(-tf.math.log(uniform + 1e-9) + 1e-9)
-    logits += gumbel_noise
+    logits += gumbel(tf.shape(logits), seed) if gumbel_noise is None else gumbel_noise
   return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+def gumbel(shape, seed: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """Gumbel(0, 1) noise −log(−log u); stateless when a `[2]` `seed` is given."""
+  uniform = (tf.random.stateless_uniform(shape, seed) if seed is not None
+             else tf.random.uniform(shape))
+  return -tf.math.log(-tf.math.log(uniform + 1e-9) + 1e-9)
 
 
 def scatter_positions(sequence: tf.Tensor, positions: tf.Tensor, updates: tf.Tensor,

@@ -1,0 +1,143 @@
+"""SCRIPT: self-critic pre-training (Nijkamp et al.): one model is its own generator and critic.
+
+A single encoder with a softmax output layer (tied to the token embeddings, no extra parameters):
+
+  MLM pass on x̂ (15% masked, 80/10/10):  π_t = p_θ(x_t | x̂),  L_MLM = E[−log π_t(x_t)] over masked t
+  sampling (eq. 3): x̄_t ~ softmax((log π_t + g)/τ), g ~ Gumbel(0, 1), at masked positions only
+  critic pass on x̄ with the same weights, logits s_t = W e_t over the vocabulary (eq. 4–5):
+      p(t⁻ | x̄) = 1 / (Σ_v exp(s_tv) + 1) = σ(−LSE(s_t)),   p(t⁺ | x̄) = σ(LSE(s_t))
+  L_Disc = E[ −1(x̄_t = x_t) log p(t⁺|x̄) − 1(x̄_t ≠ x_t) log p(t⁻|x̄) ] over non-pad t   (eq. 6)
+  min L_MLM + α·L_Disc, α = 50; two forward passes, one backward pass.
+
+A position is negative iff its sample differs from the *original* token x_t (not from the masked
+input): a masked position whose sample equals x_t is positive. The samples are discrete inputs
+under stop-gradient: L_Disc reaches θ through the critic pass only, never back through the
+sampling into the MLM pass. eq. 3 is read literally: a categorical draw from the Gumbel-perturbed
+softmax at temperature τ (τ → 0: a sample from π; large τ: uniform); the paper does not give its τ.
+The critic is computed in log space: log p(t⁺) = −softplus(−LSE), log p(t⁻) = −softplus(LSE).
+"""
+from typing import Dict
+
+import gin
+import tensorflow as tf
+import tf_keras
+from official.nlp.modeling import layers
+
+from official_rtd.modeling import flops
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import base
+from official_rtd.modeling.models import electra
+from official_rtd.modeling.networks import transformer_encoder
+from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.ops import losses as losses_lib
+from official_rtd.ops import sampling
+
+
+def critic_log_probabilities(logits: tf.Tensor):
+  """(log p(t⁺), log p(t⁻)) from `[..., vocab]` logits, stable for large logits (eq. 4–5)."""
+  lse = tf.reduce_logsumexp(tf.cast(logits, tf.float32), axis=-1)
+  return -tf.nn.softplus(-lse), -tf.nn.softplus(lse)
+
+
+class ScriptPretrainer(base.PretrainingModel):
+  """`call` returns `mlm_logits` (`[batch, num_predictions, vocab]`), `sampled_ids`,
+  `original_ids`, `critic_ids` (x̄), `negative` (`[batch, seq_len]` 1.0 where x̄_t ≠ x_t) and the
+  critic's `log_p_positive`, `log_p_negative` (`[batch, seq_len]`)."""
+
+  def __init__(self, encoder: TransformerEncoder, disc_weight: float = 50.0,
+               temperature: float = 1.0, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder
+    self.disc_weight = disc_weight
+    self.temperature = temperature
+    self.masked_lm = layers.MaskedLM(
+        embedding_table=encoder.get_embedding_table(), activation=transformer_encoder.gelu,
+        initializer=transformer_encoder.initializer(encoder.config), output="logits",
+        name="mlm")
+
+  def critic(self, inputs, training=None):
+    """(log p(t⁺), log p(t⁻)) at every position of `inputs["input_word_ids"]`."""
+    sequence = self.encoder(inputs, training=training)["sequence_output"]
+    seq_len = tf.shape(sequence)[1]
+    positions = tf.tile(tf.range(seq_len)[tf.newaxis], [tf.shape(sequence)[0], 1])
+    return critic_log_probabilities(self.masked_lm(sequence, positions))
+
+  def call(self, inputs, training=None):
+    sequence = self.encoder(inputs, training=training)["sequence_output"]
+    mlm_logits = tf.cast(self.masked_lm(sequence, inputs["masked_lm_positions"]), tf.float32)
+    original_ids = sampling.unmask(inputs)
+    # eq. 3: perturb log π with Gumbel noise g, then draw from softmax((log π + g) / τ).
+    log_pi = tf.nn.log_softmax(tf.stop_gradient(mlm_logits), axis=-1)
+    seed = inputs.get("sampling_seed")
+    g = inputs.get("gumbel_noise")
+    if g is None:
+      g = sampling.gumbel(tf.shape(log_pi), seed)
+    sampled_ids = tf.stop_gradient(sampling.gumbel_max_sample(
+        log_pi + g, temperature=self.temperature, seed=None if seed is None else seed + 1))
+    critic_ids = sampling.scatter_positions(original_ids, inputs["masked_lm_positions"],
+                                            sampled_ids, inputs["masked_lm_weights"])
+    negative = tf.cast(tf.not_equal(critic_ids, original_ids), tf.float32)
+    log_p_positive, log_p_negative = self.critic(dict(inputs, input_word_ids=critic_ids),
+                                                 training=training)
+    return {"mlm_logits": mlm_logits, "sampled_ids": sampled_ids, "original_ids": original_ids,
+            "critic_ids": critic_ids, "negative": negative, "log_p_positive": log_p_positive,
+            "log_p_negative": log_p_negative}
+
+  def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
+    mlm = electra.mlm_loss(inputs, outputs["mlm_logits"])
+    per_position = -(outputs["negative"] * outputs["log_p_negative"]
+                     + (1.0 - outputs["negative"]) * outputs["log_p_positive"])
+    critic = losses_lib.global_weighted_mean(per_position, inputs["input_mask"])
+    return {"total_loss": mlm + self.disc_weight * critic, "mlm_loss": mlm, "critic_loss": critic}
+
+  def build_metrics(self):
+    m = tf_keras.metrics
+    return {"total_loss": m.Mean("total_loss"), "mlm_loss": m.Mean("mlm_loss"),
+            "mlm_accuracy": m.SparseCategoricalAccuracy("mlm_accuracy"),
+            "critic_loss": m.Mean("critic_loss"),
+            "critic_accuracy": m.BinaryAccuracy("critic_accuracy"),
+            "critic_auc": m.AUC(name="critic_auc"),
+            "replaced_fraction": m.Mean("replaced_fraction")}
+
+  def update_metrics(self, metrics, inputs, outputs, losses):
+    base.update_loss_metrics(metrics, losses)
+    metrics["mlm_accuracy"].update_state(inputs["masked_lm_ids"], outputs["mlm_logits"],
+                                         sample_weight=inputs["masked_lm_weights"])
+    mask = tf.cast(inputs["input_mask"], tf.float32)
+    p_negative = tf.exp(outputs["log_p_negative"])
+    metrics["critic_accuracy"].update_state(outputs["negative"], p_negative, sample_weight=mask)
+    metrics["critic_auc"].update_state(outputs["negative"], p_negative, sample_weight=mask)
+    changed = tf.cast(tf.not_equal(outputs["sampled_ids"], inputs["masked_lm_ids"]), tf.float32)
+    metrics["replaced_fraction"].update_state(changed, sample_weight=inputs["masked_lm_weights"])
+
+  @property
+  def exported_encoder(self):
+    return self.encoder
+
+  def train_flops_per_example(self, seq_len, num_predictions):
+    config = self.encoder.config
+    forward = (2 * flops.encoder_forward_flops(config, seq_len)
+               + flops.mlm_head_flops(config.hidden_size, config.embedding_size,
+                                      config.vocab_size, num_predictions + seq_len))
+    return 2.0 * forward
+
+  def replaced_token_logits(self, inputs):
+    log_p_positive, log_p_negative = self.critic(inputs, training=False)
+    return log_p_negative - log_p_positive
+
+  def pseudo_log_likelihood(self, input_word_ids, input_mask, input_type_ids, mask_id):
+    """Self-critic PLL (eq. 7): Σ_t log p(t⁺ | x) over positions 1..n−2, one pass."""
+    del mask_id
+    log_p_positive, _ = self.critic({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                                     "input_type_ids": input_type_ids}, training=False)
+    length = tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=1, keepdims=True)
+    position = tf.range(tf.shape(log_p_positive)[1])[tf.newaxis]
+    scored = (position >= 1) & (position < length - 1)
+    return tf.reduce_sum(tf.where(scored, log_p_positive, 0.0), axis=1)
+
+
+@gin.configurable
+def build_script_pretrainer(encoder_config: EncoderConfig, disc_weight: float = 50.0,
+                            temperature: float = 1.0) -> ScriptPretrainer:
+  return ScriptPretrainer(TransformerEncoder(encoder_config, name="encoder"),
+                          disc_weight=disc_weight, temperature=temperature, name="script")

@@ -1,0 +1,107 @@
+"""SCRIPT: critic probabilities, labels against the original token, gradients, PLL, learning."""
+import functools
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import script
+from official_rtd.ops import sampling
+from official_rtd.training import optimization
+from official_rtd.training import trainer as trainer_lib
+from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
+from tests.training.test_trainer import make_records
+
+
+class CriticTest(tf.test.TestCase):
+
+  def test_probabilities_sum_to_one_and_match_float64_for_large_logits(self):
+    logits = np.array([[1000.0, 999.0, -5.0], [-800.0, -801.0, -900.0], [0.1, -0.2, 0.3],
+                       [30.0, 29.5, 0.0]], np.float32)
+    log_pos, log_neg = script.critic_log_probabilities(tf.constant(logits))
+    self.assertTrue(np.all(np.isfinite(log_pos)) and np.all(np.isfinite(log_neg)))
+    self.assertAllClose(np.exp(log_pos) + np.exp(log_neg), np.ones(4), atol=1e-6)
+    x = logits.astype(np.float64)
+    lse = x.max(-1) + np.log(np.exp(x - x.max(-1, keepdims=True)).sum(-1))
+    # p(t⁻) = 1 / (Σ exp(s) + 1): log p(t⁻) = −log(1 + e^LSE), exactly in float64.
+    expected_neg = -np.logaddexp(0.0, lse)
+    expected_pos = lse - np.logaddexp(0.0, lse)
+    self.assertAllClose(log_neg, expected_neg, rtol=1e-6, atol=1e-6)
+    self.assertAllClose(log_pos, expected_pos, rtol=1e-6, atol=1e-6)
+
+
+class ScriptModelTest(tf.test.TestCase):
+
+  def test_labels_use_the_original_token_and_loss_formula(self):
+    model = script.build_script_pretrainer(CONFIG, disc_weight=50.0)
+    batch = toy_batch()  # row 0 masks positions 2 (original 11) and 5 (14); row 1 position 3
+    batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+    out = model(batch, training=False)
+    negative = np.zeros([2, 8])
+    negative[0, 5] = negative[1, 3] = 1.0  # position 2 was masked but sampled its original: positive
+    self.assertAllEqual(out["negative"], negative)
+    self.assertEqual(out["critic_ids"].numpy()[0, 2], 11)
+    losses = model.compute_losses(batch, out)
+    mask = batch["input_mask"].numpy()
+    per = np.where(negative == 1, -out["log_p_negative"].numpy(), -out["log_p_positive"].numpy())
+    critic = (per * mask).sum() / mask.sum()
+    self.assertAllClose(losses["critic_loss"], critic, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"], losses["mlm_loss"] + 50 * critic, rtol=1e-5)
+
+  def test_no_gradient_through_the_sampled_tokens(self):
+    """L_Disc reaches the weights only through the critic pass: its gradient with respect to the
+    MLM pass's logits (which the samples come from) is None."""
+    model = script.build_script_pretrainer(CONFIG)
+    batch = toy_batch()
+    with tf.GradientTape(persistent=True) as tape:
+      out = model(batch, training=False)
+      losses = model.compute_losses(batch, out)
+    self.assertIsNone(tape.gradient(losses["critic_loss"], out["mlm_logits"]))
+    grads = tape.gradient(losses["critic_loss"], model.encoder.trainable_variables)
+    self.assertTrue(any(g is not None for g in grads))  # the critic pass trains the encoder
+
+  def test_one_pass_pll(self):
+    model = script.build_script_pretrainer(CONFIG)
+    ids = tf.constant([[2, 10, 11, 12, 3, 0]])
+    mask = tf.cast(ids > 0, tf.int32)
+    pll = model.pseudo_log_likelihood(ids, mask, tf.zeros_like(ids), mask_id=4)
+    log_pos, _ = model.critic({"input_word_ids": ids, "input_mask": mask,
+                               "input_type_ids": tf.zeros_like(ids)})
+    self.assertAllClose(pll[0], log_pos.numpy()[0, 1:4].sum(), rtol=1e-6)
+
+  def test_temperature(self):
+    """τ → 0 samples from π; a huge τ samples uniformly."""
+    logits = tf.math.log(tf.constant([[[0.7, 0.2, 0.1]]] * 6000))
+    for tau, expected in ((1e-3, [0.7, 0.2, 0.1]), (1e3, [1 / 3, 1 / 3, 1 / 3])):
+      g = tf.constant(-np.log(-np.log(np.random.default_rng(0).random([6000, 1, 3]))), tf.float32)
+      ids = sampling.gumbel_max_sample(logits + g, temperature=tau).numpy().ravel()
+      self.assertAllClose(np.bincount(ids, minlength=3) / 6000, expected, atol=0.03)
+
+
+class ScriptTrainingTest(tf.test.TestCase):
+
+  def test_mlm_and_critic_losses_fall_on_real_text(self):
+    tmp = tempfile.mkdtemp()
+    records = make_records(os.path.join(tmp, "records"), paragraphs=300, mask_strategy="bert")
+    trainer = trainer_lib.Trainer(
+        os.path.join(tmp, "script"), records, tf.distribute.get_strategy(),
+        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=100,
+                                             max_seq_length=64, max_predictions_per_seq=10,
+                                             log_every_steps=20, save_checkpoints_steps=100),
+        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
+        encoder_config=EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2,
+                                     intermediate_size=128, embedding_size=64,
+                                     max_position_embeddings=64),
+        model_fn=functools.partial(script.build_script_pretrainer), log=lambda _: None)
+    logged = []
+    log = trainer._log
+    trainer._log = lambda *a: logged.append(log(*a)) or logged[-1]
+    trainer.train()
+    self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.5, logged)
+    self.assertLess(logged[-1]["critic_loss"], logged[0]["critic_loss"], logged)
+
+
+if __name__ == "__main__":
+  tf.test.main()
