@@ -5,6 +5,7 @@ from official_rtd.modeling.models import electra
 from official_rtd.modeling.models import electra_tt
 from official_rtd.modeling.models import electric
 from official_rtd.modeling.models import script
+from official_rtd.modeling.models import teams
 from official_rtd.training import optimization
 from official_rtd.training import trainer
 from official_rtd.training import evaluation

@@ -31,6 +31,33 @@ def gumbel_max_sample(logits: tf.Tensor, temperature: float = 1.0,
   return tf.argmax(logits, axis=-1, output_type=tf.int32)
 
 
+def candidate_sets(logits: tf.Tensor, original_ids: tf.Tensor, num_candidates: int,
+                   excluded: tf.Tensor, mode: str = "sampled",
+                   seed: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """TEAMS candidate sets: the original token then K distinct non-original tokens.
+
+  Args:
+    logits: `[batch, num_predictions, vocab]` generator logits.
+    original_ids: `[batch, num_predictions]`.
+    num_candidates: K.
+    excluded: `[vocab]` bool, tokens never proposed (the special tokens).
+    mode: `sampled` draws K tokens from softmax(logits) without replacement (Gumbel-top-k);
+      `hardest` takes the K most likely.
+  Returns:
+    `[batch, num_predictions, K + 1]` int32 ids, the original at index 0.
+  """
+  if mode not in ("sampled", "hardest"):
+    raise ValueError(f"candidate mode must be 'sampled' or 'hardest', got {mode!r}")
+  logits = tf.cast(logits, tf.float32)
+  if mode == "sampled":
+    logits += gumbel(tf.shape(logits), seed)
+  vocab_size = tf.shape(logits)[-1]
+  banned = (tf.cast(excluded, tf.float32)[tf.newaxis, tf.newaxis]
+            + tf.one_hot(original_ids, vocab_size, dtype=tf.float32))
+  _, others = tf.math.top_k(logits - 1e9 * tf.minimum(banned, 1.0), k=num_candidates)
+  return tf.concat([tf.cast(original_ids, tf.int32)[..., tf.newaxis], others], axis=-1)
+
+
 def gumbel(shape, seed: Optional[tf.Tensor] = None) -> tf.Tensor:
   """Gumbel(0, 1) noise −log(−log u); stateless when a `[2]` `seed` is given."""
   uniform = (tf.random.stateless_uniform(shape, seed) if seed is not None

@@ -8,6 +8,7 @@ be checkpointed), so a killed run restarts with the same step, optimizer state a
 The skip re-reads (but does not decode) those records: seconds per million examples.
 """
 import dataclasses
+import inspect
 import os
 import shutil
 import time
@@ -50,9 +51,14 @@ def dynamic_masking(max_predictions_per_seq: int, mask_prob: float = 0.15,
 
 
 @gin.configurable
-def pretraining_model(encoder_config: EncoderConfig, model_fn=gin.REQUIRED) -> base.PretrainingModel:
-  """The method, chosen by the task gin file (e.g. `model_fn = @build_electra_pretrainer`)."""
-  return model_fn(encoder_config=encoder_config)
+def pretraining_model(encoder_config: EncoderConfig, vocab=None,
+                      model_fn=gin.REQUIRED) -> base.PretrainingModel:
+  """The method, chosen by the task gin file (e.g. `model_fn = @build_electra_pretrainer`).
+  Builders that take a `vocab` argument (e.g. to exclude special tokens) receive the run's."""
+  kwargs = {"encoder_config": encoder_config}
+  if vocab is not None and "vocab" in inspect.signature(model_fn).parameters:
+    kwargs["vocab"] = vocab
+  return model_fn(**kwargs)
 
 
 class TrainingSetupError(ValueError):
@@ -98,7 +104,8 @@ class Trainer:
     tf_keras.utils.set_random_seed(self.train_config.seed)
 
     with strategy.scope():
-      self.model = (model_fn or pretraining_model)(encoder_config=self.encoder_config)
+      self.model = (model_fn or pretraining_model)(encoder_config=self.encoder_config,
+                                                   **({} if model_fn else {"vocab": self.vocab}))
       self.model(self._dummy_batch(), training=False)  # creates the variables
       self.optimizer = optimization.build_optimizer(self.optimizer_config,
                                                     self.train_config.num_train_steps)

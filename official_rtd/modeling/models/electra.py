@@ -83,11 +83,18 @@ class ElectraPretrainer(base.PretrainingModel):
     corrupted_ids = sampling.scatter_positions(
         original_ids, inputs["masked_lm_positions"], sampled_ids, inputs["masked_lm_weights"])
     rtd_labels = tf.cast(tf.not_equal(corrupted_ids, original_ids), tf.float32)
-    discriminator_inputs = dict(inputs, input_word_ids=corrupted_ids)
-    discriminator_output = self.discriminator(discriminator_inputs, training=training)
-    rtd_logits = self.rtd_head(discriminator_output["sequence_output"])
-    return dict(outputs, sampled_ids=sampled_ids, original_ids=original_ids,
-                corrupted_ids=corrupted_ids, rtd_labels=rtd_labels, rtd_logits=rtd_logits)
+    discriminator_output = self.discriminator(dict(inputs, input_word_ids=corrupted_ids),
+                                              training=training)
+    outputs.update(sampled_ids=sampled_ids, original_ids=original_ids,
+                   corrupted_ids=corrupted_ids, rtd_labels=rtd_labels)
+    outputs.update(self.discriminator_heads(discriminator_output, inputs, outputs, training))
+    return outputs
+
+  def discriminator_heads(self, discriminator_output, inputs, outputs, training=None
+                          ) -> Dict[str, tf.Tensor]:
+    """The discriminator's task outputs (ELECTRA: `rtd_logits` from the last layer)."""
+    del inputs, outputs, training
+    return {"rtd_logits": self.rtd_head(discriminator_output["sequence_output"])}
 
   def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
     return electra_losses(inputs, outputs, self.rtd_weight)

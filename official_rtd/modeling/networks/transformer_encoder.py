@@ -1,4 +1,5 @@
 """BERT-style Transformer encoder over (possibly shared) embeddings, from Model Garden layers."""
+import functools
 from typing import List, Optional
 
 import tensorflow as tf
@@ -19,6 +20,15 @@ def initializer(config: EncoderConfig):
   return tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
 
+def transformer_block(config: EncoderConfig, name: str) -> tf_keras.layers.Layer:
+  """One post-LayerNorm Transformer block (Model Garden's) of `config`'s sizes."""
+  return layers.TransformerEncoderBlock(
+      num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
+      inner_activation=gelu, output_dropout=config.dropout_rate,
+      attention_dropout=config.attention_dropout_rate,
+      kernel_initializer=tf_utils.clone_initializer(initializer(config)), name=name)
+
+
 class TransformerEncoder(tf_keras.layers.Layer):
   """Embeddings -> (projection to hidden size) -> `num_layers` Transformer blocks.
 
@@ -28,10 +38,12 @@ class TransformerEncoder(tf_keras.layers.Layer):
       when None. With `embedding_size != hidden_size` each encoder owns its projection.
     transformer_layers: blocks to share (e.g. `tie_all`); built when None, as `num_layers`
       blocks or, with `config.share_layers` (ALBERT), one block applied `num_layers` times.
+    embedding_projection: an E→H projection to share (e.g. an encoder view over another's layers).
   """
 
   def __init__(self, config: EncoderConfig, embeddings: Optional[Embeddings] = None,
-               transformer_layers: Optional[List[tf_keras.layers.Layer]] = None, **kwargs):
+               transformer_layers: Optional[List[tf_keras.layers.Layer]] = None,
+               embedding_projection: Optional[tf_keras.layers.Layer] = None, **kwargs):
     super().__init__(**kwargs)
     if config.vocab_size is None:
       raise ValueError("EncoderConfig.vocab_size is not set")
@@ -39,18 +51,12 @@ class TransformerEncoder(tf_keras.layers.Layer):
     self.embeddings = embeddings or Embeddings(
         config.vocab_size, config.embedding_size, config.max_position_embeddings,
         config.type_vocab_size, config.dropout_rate, initializer(config), name="embeddings")
-    self.embedding_projection = None
-    if config.embedding_size != config.hidden_size:
+    self.embedding_projection = embedding_projection
+    if embedding_projection is None and config.embedding_size != config.hidden_size:
       self.embedding_projection = tf_keras.layers.EinsumDense(
           "...x,xy->...y", output_shape=config.hidden_size, bias_axes="y",
           kernel_initializer=initializer(config), name="embedding_projection")
-    def block(name):
-      return layers.TransformerEncoderBlock(
-          num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
-          inner_activation=gelu, output_dropout=config.dropout_rate,
-          attention_dropout=config.attention_dropout_rate,
-          kernel_initializer=tf_utils.clone_initializer(initializer(config)), name=name)
-
+    block = functools.partial(transformer_block, config)
     if transformer_layers is not None:
       self.transformer_layers = transformer_layers
     elif config.share_layers:

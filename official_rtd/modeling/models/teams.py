@@ -1,0 +1,145 @@
+"""TEAMS: Training ELECTRA Augmented with Multi-word Selection (Shen et al., ACL Findings 2021).
+
+ELECTRA's generator (the discriminator's width, `generator_layers` × its depth, bottom
+`num_shared_generator_layers` layers *shared* with the discriminator) fills the masked positions
+with one sample each (x^R, as ELECTRA) and proposes, for each masked position, a candidate set
+S = {x_t} ∪ K non-original tokens drawn from P_G without replacement (`sampled`) or the K most
+likely (`hardest`). The discriminator learns
+
+  RTD (eq. 6, 4): every position, from the last (L-th) layer;
+  MWS (eq. 7–8): P_D(x_t | x^R, S_t) = softmax_{c∈S_t}(e(c)ᵀ h^MWS_t), L_MWS = −log P_D(x_t | …),
+      where h^MWS comes from one extra Transformer layer on the (L−1)-th layer's output
+      (attention-based task heads);
+  min L_MLM + λ1·L_RTD + λ2·L_MWS, λ1 = 5, λ2 = 2                                   (eq. 9)
+
+Sign convention as ELECTRA here: `rtd_logits` > 0 means "replaced" (eq. 6's w is its negation).
+The export is the MWS branch (embeddings, layers 1..L−1, the MWS layer; footnote 3) by default.
+"Share the bottom half" is read as half of the generator's layers (`num_shared_generator_layers`
+defaults to generator depth // 2); full tie shares all of them, no tie none (Table 4).
+"""
+import gin
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.layers.mws_head import MultiWordSelectionHead
+from official_rtd.modeling.models import electra
+from official_rtd.modeling.networks import transformer_encoder
+from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.ops import losses as losses_lib
+from official_rtd.ops import sampling
+
+TASK_HEADS = ("attention", "attention_last", "ffn")
+
+
+class TeamsPretrainer(electra.ElectraPretrainer):
+  """ELECTRA's outputs plus `candidates` (`[batch, P, K+1]`, original first) and `mws_logits`
+  (`[batch, P, K+1]`)."""
+
+  def __init__(self, generator, discriminator, excluded_ids, num_candidates: int = 5,
+               candidate_mode: str = "sampled", task_heads: str = "attention",
+               mws_weight: float = 2.0, export_branch: str = "mws", **kwargs):
+    super().__init__(generator, discriminator, **kwargs)
+    if task_heads not in TASK_HEADS:
+      raise ValueError(f"task_heads must be one of {TASK_HEADS}, got {task_heads!r}")
+    if export_branch not in ("mws", "rtd"):
+      raise ValueError(f"export_branch must be 'mws' or 'rtd', got {export_branch!r}")
+    config = discriminator.config
+    self.excluded = tf.constant(excluded_ids)
+    self.num_candidates = num_candidates
+    self.candidate_mode = candidate_mode
+    self.task_heads = task_heads
+    self.mws_weight = mws_weight
+    self.mws_layer = (None if task_heads == "ffn"
+                      else transformer_encoder.transformer_block(config, "mws_task_layer"))
+    self.mws_head = MultiWordSelectionHead(
+        discriminator.get_embedding_table(), transformer_encoder.gelu,
+        transformer_encoder.initializer(config), name="mws_head")
+    self._export = discriminator
+    if export_branch == "mws" and self.mws_layer is not None:
+      below = (discriminator.transformer_layers[:-1] if task_heads == "attention"
+               else discriminator.transformer_layers)
+      layers = list(below) + [self.mws_layer]
+      self._export = TransformerEncoder(
+          EncoderConfig(**{**config.to_json(), "num_layers": len(layers)}),
+          embeddings=discriminator.embeddings, transformer_layers=layers,
+          embedding_projection=discriminator.embedding_projection, name="mws_branch")
+
+  def discriminator_heads(self, discriminator_output, inputs, outputs, training=None):
+    heads = super().discriminator_heads(discriminator_output, inputs, outputs, training)
+    layers = discriminator_output["encoder_outputs"]
+    if self.task_heads == "ffn":
+      mws_input = layers[-1]
+    else:
+      source = layers[-2] if self.task_heads == "attention" else layers[-1]
+      mask = self.discriminator.attention_mask_layer(source, inputs["input_mask"])
+      mws_input = self.mws_layer([source, mask], training=training)
+    candidates = tf.stop_gradient(sampling.candidate_sets(
+        outputs["mlm_logits"], inputs["masked_lm_ids"], self.num_candidates, self.excluded,
+        self.candidate_mode, seed=inputs.get("sampling_seed")))
+    heads["candidates"] = candidates
+    heads["mws_logits"] = self.mws_head(mws_input, inputs["masked_lm_positions"], candidates)
+    return heads
+
+  def compute_losses(self, inputs, outputs):
+    losses = electra.electra_losses(inputs, outputs, self.rtd_weight)
+    # eq. 8: the original is candidate 0.
+    per_position = -tf.nn.log_softmax(outputs["mws_logits"], axis=-1)[..., 0]
+    mws = losses_lib.global_weighted_mean(per_position, inputs["masked_lm_weights"])
+    losses["mws_loss"] = mws
+    losses["total_loss"] += self.mws_weight * mws
+    return losses
+
+  def build_metrics(self):
+    m = tf_keras.metrics
+    return dict(electra.electra_metrics(), mws_loss=m.Mean("mws_loss"),
+                mws_accuracy=m.Mean("mws_accuracy"))
+
+  def update_metrics(self, metrics, inputs, outputs, losses):
+    electra.update_electra_metrics(metrics, inputs, outputs, losses)
+    correct = tf.cast(tf.equal(tf.argmax(outputs["mws_logits"], -1), 0), tf.float32)
+    metrics["mws_accuracy"].update_state(correct, sample_weight=inputs["masked_lm_weights"])
+
+  @property
+  def exported_encoder(self):
+    return self._export
+
+  def train_flops_per_example(self, seq_len, num_predictions):
+    disc = self.discriminator.config
+    extra = 0.0 if self.mws_layer is None else (
+        seq_len * (8 * disc.hidden_size ** 2 + 4 * disc.hidden_size * disc.intermediate_size
+                   + 4 * seq_len * disc.hidden_size))
+    mws = num_predictions * (2 * disc.hidden_size * disc.embedding_size
+                             + 2 * disc.embedding_size * (self.num_candidates + 1))
+    return super().train_flops_per_example(seq_len, num_predictions) + 2.0 * (extra + mws)
+
+
+@gin.configurable
+def build_teams_pretrainer(encoder_config: EncoderConfig, vocab=None,
+                           generator_layers: float = 0.5, num_shared_generator_layers=None,
+                           num_candidates: int = 5, candidate_mode: str = "sampled",
+                           task_heads: str = "attention", rtd_weight: float = 5.0,
+                           mws_weight: float = 2.0, temperature: float = 1.0,
+                           export_branch: str = "mws") -> TeamsPretrainer:
+  """Args: see the module docstring; `vocab` supplies the special tokens that are never
+  candidates (the trainer passes the run's vocab)."""
+  if vocab is None:
+    raise ValueError("TEAMS needs the vocab (to keep special tokens out of candidate sets)")
+  discriminator = TransformerEncoder(encoder_config, name="discriminator")
+  generator_config = encoder_config.scaled(1.0, generator_layers)  # the discriminator's width
+  depth = generator_config.num_layers
+  shared = depth // 2 if num_shared_generator_layers is None else num_shared_generator_layers
+  if not 0 <= shared <= depth:
+    raise ValueError(f"num_shared_generator_layers={shared} must be in [0, {depth}]")
+  layers = list(discriminator.transformer_layers[:shared]) + [
+      transformer_encoder.transformer_block(generator_config, f"generator/layer_{i}")
+      for i in range(shared, depth)]
+  generator = TransformerEncoder(generator_config, embeddings=discriminator.embeddings,
+                                 transformer_layers=layers,
+                                 embedding_projection=discriminator.embedding_projection,
+                                 name="generator")
+  return TeamsPretrainer(generator, discriminator, vocab.is_special(),
+                         num_candidates=num_candidates, candidate_mode=candidate_mode,
+                         task_heads=task_heads, mws_weight=mws_weight,
+                         export_branch=export_branch, rtd_weight=rtd_weight,
+                         temperature=temperature, name="teams")

@@ -1,0 +1,145 @@
+"""TEAMS: candidate sets, layer sharing, the MWS loss by hand, export branch, learning."""
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import teams
+from official_rtd.ops import sampling
+from official_rtd.training import export
+from official_rtd.training import optimization
+from official_rtd.training import trainer as trainer_lib
+from tests import testutil
+from tests.modeling.test_electra import forcing_noise, toy_batch
+from tests.training.test_trainer import make_records
+
+VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+CONFIG = EncoderConfig(vocab_size=VOCAB.size, hidden_size=16, num_layers=4, num_attention_heads=2,
+                       intermediate_size=32, embedding_size=8, max_position_embeddings=16,
+                       dropout_rate=0.0, attention_dropout_rate=0.0)
+
+
+class CandidateTest(tf.test.TestCase):
+
+  def test_sets(self):
+    rng = np.random.default_rng(0)
+    logits = tf.constant(rng.normal(size=[4, 3, VOCAB.size]) * 3, tf.float32)
+    logits = tf.tensor_scatter_nd_update(  # make a special token the most likely everywhere
+        logits, [[b, p, VOCAB.mask_id] for b in range(4) for p in range(3)], [50.0] * 12)
+    original = tf.constant(rng.integers(5, VOCAB.size, [4, 3]), tf.int32)
+    special = VOCAB.is_special()
+    for mode in ("sampled", "hardest"):
+      sets = sampling.candidate_sets(logits, original, 5, special, mode).numpy()
+      self.assertEqual(sets.shape, (4, 3, 6))
+      self.assertAllEqual(sets[..., 0], original)
+      for row in sets.reshape(-1, 6):
+        self.assertEqual(list(row).count(row[0]), 1)   # the original exactly once
+        self.assertLen(set(row[1:]), 5)                 # K distinct others
+        self.assertFalse(special[row].any())            # no special token
+    hardest = sampling.candidate_sets(logits, original, 5, special, "hardest").numpy()
+    masked = logits.numpy().copy()
+    masked[..., special] = -np.inf
+    for b in range(4):
+      for p in range(3):
+        masked[b, p, original[b, p]] = -np.inf
+        top = set(np.argsort(-masked[b, p])[:5])
+        self.assertEqual(set(hardest[b, p, 1:]), top)
+
+
+def _batch():
+  batch = toy_batch()  # ids < 50, so valid in the sample vocab
+  batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+  batch["gumbel_noise"] = tf.pad(batch["gumbel_noise"], [[0, 0], [0, 0], [0, VOCAB.size - 50]])
+  return batch
+
+
+class TeamsModelTest(tf.test.TestCase):
+
+  def test_shared_layers_are_the_same_variables(self):
+    model = teams.build_teams_pretrainer(CONFIG, vocab=VOCAB)  # generator: 2 layers, 1 shared
+    model(_batch())
+    gen, disc = model.generator, model.discriminator
+    self.assertLen(gen.transformer_layers, 2)
+    self.assertIs(gen.transformer_layers[0], disc.transformer_layers[0])
+    self.assertIsNot(gen.transformer_layers[1], disc.transformer_layers[1])
+    self.assertIs(gen.embeddings, disc.embeddings)
+    # One update of a shared variable moves both networks.
+    shared = gen.transformer_layers[0].trainable_variables[0]
+    self.assertIn(id(shared), {id(v) for v in disc.trainable_variables})
+    full = teams.build_teams_pretrainer(CONFIG, vocab=VOCAB, num_shared_generator_layers=2)
+    self.assertIs(full.generator.transformer_layers[1], full.discriminator.transformer_layers[1])
+    none = teams.build_teams_pretrainer(CONFIG, vocab=VOCAB, num_shared_generator_layers=0)
+    self.assertIsNot(none.generator.transformer_layers[0], none.discriminator.transformer_layers[0])
+
+  def test_mws_loss_equals_eq_7_8(self):
+    model = teams.build_teams_pretrainer(CONFIG, vocab=VOCAB, rtd_weight=5.0, mws_weight=2.0)
+    batch = _batch()
+    out = model(batch, training=False)
+    losses = model.compute_losses(batch, out)
+    logits = out["mws_logits"].numpy().astype(np.float64)
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    weights = batch["masked_lm_weights"].numpy()
+    mws = -(log_p[..., 0] * weights).sum() / weights.sum()
+    self.assertAllClose(losses["mws_loss"], mws, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"], losses["mlm_loss"] + 5 * losses["rtd_loss"] + 2 * mws,
+                        rtol=1e-5)
+    # The MWS logit is e(c)ᵀ f(h) + b_c: recompute for one candidate by hand.
+    sequence = model.discriminator(dict(batch, input_word_ids=out["corrupted_ids"]),
+                                   training=False)["encoder_outputs"][-2]
+    mask = model.discriminator.attention_mask_layer(sequence, batch["input_mask"])
+    h = model.mws_layer([sequence, mask]).numpy()[0, 2]
+    head = model.mws_head
+    f = head.layer_norm(head.dense(h[np.newaxis, np.newaxis])).numpy()[0, 0]
+    c = out["candidates"].numpy()[0, 0, 3]
+    expected = f @ head.embedding_table.numpy()[c] + head.bias.numpy()[c]
+    self.assertAllClose(out["mws_logits"].numpy()[0, 0, 3], expected, rtol=1e-4, atol=1e-5)
+
+  def test_export_is_the_mws_branch(self):
+    model = teams.build_teams_pretrainer(CONFIG, vocab=VOCAB)
+    batch = _batch()
+    out = model(batch, training=False)
+    branch = model.exported_encoder
+    self.assertIs(branch.transformer_layers[-1], model.mws_layer)
+    self.assertIs(branch.transformer_layers[0], model.discriminator.transformer_layers[0])
+    inputs = dict(batch, input_word_ids=out["corrupted_ids"])
+    sequence = model.discriminator(inputs, training=False)["encoder_outputs"][-2]
+    mask = model.discriminator.attention_mask_layer(sequence, batch["input_mask"])
+    self.assertAllClose(branch(inputs, training=False)["sequence_output"],
+                        model.mws_layer([sequence, mask]), atol=1e-5)
+    rtd = teams.build_teams_pretrainer(CONFIG, vocab=VOCAB, export_branch="rtd")
+    self.assertIs(rtd.exported_encoder, rtd.discriminator)
+
+
+class TeamsTrainingTest(tf.test.TestCase):
+
+  def test_three_losses_fall_and_export_loads(self):
+    tmp = tempfile.mkdtemp()
+    records = make_records(os.path.join(tmp, "records"), paragraphs=300)
+    config = EncoderConfig(hidden_size=64, num_layers=4, num_attention_heads=2,
+                           intermediate_size=128, embedding_size=32, max_position_embeddings=64)
+    trainer = trainer_lib.Trainer(
+        os.path.join(tmp, "teams"), records, tf.distribute.get_strategy(),
+        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=100,
+                                             max_seq_length=64, max_predictions_per_seq=10,
+                                             log_every_steps=20, save_checkpoints_steps=100),
+        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
+        encoder_config=config,
+        model_fn=lambda encoder_config: teams.build_teams_pretrainer(encoder_config, vocab=VOCAB),
+        log=lambda _: None)
+    logged = []
+    log = trainer._log
+    trainer._log = lambda *a: logged.append(log(*a)) or logged[-1]
+    trainer.train()
+    for name in ("mlm_loss", "rtd_loss", "mws_loss"):
+      self.assertLess(logged[-1][name], logged[0][name], (name, logged))
+    encoder = export.load_encoder(os.path.join(tmp, "teams", "export"))
+    self.assertLen(encoder.transformer_layers, 4)
+    for a, b in zip(encoder.weights, trainer.model.exported_encoder.weights):
+      self.assertAllEqual(a, b)
+
+
+if __name__ == "__main__":
+  tf.test.main()
