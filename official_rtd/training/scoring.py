@@ -35,15 +35,18 @@ def load_run(model_dir: str):
   if not latest:
     raise ScoringError(f"no checkpoint in {model_dir}")
   from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
-  gin.clear_config()
-  gin.parse_config_file(config_path)
   with open(os.path.join(model_dir, trainer_lib.RUN_FLAGS), encoding="utf-8") as f:
     flags = json.load(f)
   vocab = vocab_lib.load_vocab(os.path.join(model_dir, "vocab.txt"))
-  model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size))
-  max_len = trainer_lib.TrainConfig().max_seq_length
-  dummy = tf.zeros([1, max_len], tf.int32)
-  prediction = tf.zeros([1, trainer_lib.TrainConfig().max_predictions_per_seq], tf.int32)
+  gin.clear_config()
+  gin.parse_config_file(config_path)
+  try:  # the run's bindings are used to build the model, then dropped again
+    model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+    train_config = trainer_lib.TrainConfig()
+  finally:
+    gin.clear_config()
+  dummy = tf.zeros([1, train_config.max_seq_length], tf.int32)
+  prediction = tf.zeros([1, train_config.max_predictions_per_seq], tf.int32)
   model({"input_word_ids": dummy, "input_mask": tf.ones_like(dummy), "input_type_ids": dummy,
          "masked_lm_positions": prediction, "masked_lm_ids": prediction,
          "masked_lm_weights": tf.cast(prediction, tf.float32)}, training=False)
