@@ -4,7 +4,8 @@ One implementation serves `create_pretraining_data` (static N× masks, written t
 `tf.data` reader (dynamic masks on unmasked records), so both follow exactly the same policy:
 
 * candidates are all non-special tokens (`[CLS]`, `[SEP]`, `[PAD]`, `[UNK]`, `[MASK]` never are);
-* `num_to_predict = clip(round(mask_prob · num_candidates), 1, max_predictions_per_seq)`;
+* `num_to_predict = clip(round(mask_prob · num_candidates), 1, max_predictions_per_seq)`
+  (`rounding="ceil"`: ⌈mask_prob · num_candidates⌉, Electric's k);
 * positions are chosen uniformly at random without replacement, or whole words at a time with
   `whole_word_mask` (a word is a piece plus its `##` continuations; whole words are taken in random
   order while they fit in `num_to_predict`, so a sequence can end up with slightly fewer);
@@ -30,8 +31,11 @@ class MaskingConfig:
   max_predictions_per_seq: int = 20
   strategy: str = "electra"
   whole_word_mask: bool = False
+  rounding: str = "round"
 
   def __post_init__(self):
+    if self.rounding not in ("round", "ceil"):
+      raise ValueError(f"rounding must be 'round' or 'ceil', got {self.rounding!r}")
     if self.strategy not in STRATEGIES:
       raise ValueError(f"mask strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
     if not 0.0 < self.mask_prob <= 1.0:
@@ -106,8 +110,9 @@ def mask_tokens(input_word_ids: tf.Tensor, config: MaskingConfig, tables: TokenT
     continuation = tf.zeros_like(candidates)
   word = _word_index(candidates, continuation)  # [batch, seq_len]
 
-  num_candidates = tf.reduce_sum(tf.cast(candidates, tf.float32), axis=1)
-  num_to_predict = tf.cast(tf.round(num_candidates * config.mask_prob), tf.int32)
+  num_candidates = tf.reduce_sum(tf.cast(candidates, tf.float64), axis=1)  # float64: exact ⌈·⌉
+  rounded = tf.math.ceil if config.rounding == "ceil" else tf.round
+  num_to_predict = tf.cast(rounded(num_candidates * config.mask_prob), tf.int32)
   num_to_predict = tf.clip_by_value(num_to_predict, 1, num_predictions)
   num_to_predict = tf.minimum(num_to_predict, tf.cast(num_candidates, tf.int32))
 

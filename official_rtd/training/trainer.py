@@ -44,10 +44,12 @@ class TrainConfig:
 
 @gin.configurable
 def dynamic_masking(max_predictions_per_seq: int, mask_prob: float = 0.15,
-                    strategy: str = "electra", whole_word_mask: bool = False):
+                    strategy: str = "electra", whole_word_mask: bool = False,
+                    rounding: str = "round"):
   """Masking applied on the fly to unmasked records (`--dupe_factor=0`)."""
   return masking.MaskingConfig(mask_prob=mask_prob, max_predictions_per_seq=max_predictions_per_seq,
-                               strategy=strategy, whole_word_mask=whole_word_mask)
+                               strategy=strategy, whole_word_mask=whole_word_mask,
+                               rounding=rounding)
 
 
 @gin.configurable

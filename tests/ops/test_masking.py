@@ -62,6 +62,14 @@ class MaskTokensTest(tf.test.TestCase):
     # Unselected tokens are untouched.
     self.assertAllEqual(out["input_word_ids"][~selected], self.ids[~selected])
 
+  def test_ceil_rounding(self):
+    config = masking.MaskingConfig(mask_prob=0.15, max_predictions_per_seq=20, rounding="ceil")
+    out = self._mask(config)
+    n_cand = (~self.vocab.is_special()[self.ids]).sum(1)
+    self.assertAllEqual(out["masked_lm_weights"].sum(1), np.clip(np.ceil(n_cand * 0.15), 1, 20))
+    with self.assertRaisesRegex(ValueError, "rounding"):
+      masking.MaskingConfig(rounding="floor")
+
   def _split(self, out):
     selected = self._selected(out)
     new, old = out["input_word_ids"][selected], self.ids[selected]

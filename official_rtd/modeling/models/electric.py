@@ -3,8 +3,9 @@
 The discriminator assigns each position an energy E(x)_t = wᵀh(x)_t; p̂(x_t | x∖t) = exp(−E(x)_t)
 is an unnormalized cloze probability. The noise distribution q is a two-tower cloze model (see
 `networks/two_tower.py`) trained by maximum likelihood on every position. Per sequence of n tokens,
-the k positions R chosen by the input pipeline's masking (k = round(0.15·n) by default; the paper
-uses ⌈0.15·n⌉) are replaced *simultaneously* by samples from q, and
+the k positions R chosen by the input pipeline's masking (k = ⌈0.15·n⌉ over the non-special
+tokens with electric.gin's dynamic masking; round() in statically masked records) are replaced
+*simultaneously* by samples from q, and
 
   D(x)_t = (n−k)·p̂ / ((n−k)·p̂ + k·q(x_t|x∖t)) = σ(−E(x)_t − log q(x_t|x∖t) + log((n−k)/k))
 
