@@ -4,6 +4,8 @@ from official_rtd.modeling import encoder_config
 from official_rtd.modeling.models import electra
 from official_rtd.modeling.models import electra_tt
 from official_rtd.modeling.models import electric
+from official_rtd.modeling.models import mlm
+from official_rtd.modeling.models import replace_mlm
 from official_rtd.modeling.models import script
 from official_rtd.modeling.models import teams
 from official_rtd.training import optimization

@@ -46,8 +46,11 @@ class ElectraPretrainer(base.PretrainingModel):
 
   def __init__(self, generator: TransformerEncoder, discriminator: TransformerEncoder,
                rtd_weight: float = 50.0, temperature: float = 1.0,
-               disallow_correct: bool = False, **kwargs):
+               disallow_correct: bool = False, rtd_positions: str = "all", **kwargs):
     super().__init__(**kwargs)
+    if rtd_positions not in ("all", "masked"):
+      raise ValueError(f"rtd_positions must be 'all' or 'masked', got {rtd_positions!r}")
+    self.rtd_positions = rtd_positions
     self.generator = generator
     self.discriminator = discriminator
     self.rtd_weight = rtd_weight
@@ -97,6 +100,10 @@ class ElectraPretrainer(base.PretrainingModel):
     return {"rtd_logits": self.rtd_head(discriminator_output["sequence_output"])}
 
   def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
+    if self.rtd_positions == "masked":  # ELECTRA 15%: the loss only over the masked positions
+      inputs = dict(inputs, input_mask=sampling.scatter_positions(
+          tf.zeros_like(inputs["input_mask"]), inputs["masked_lm_positions"],
+          tf.ones_like(inputs["masked_lm_positions"]), inputs["masked_lm_weights"]))
     return electra_losses(inputs, outputs, self.rtd_weight)
 
   def build_metrics(self):
@@ -196,12 +203,28 @@ def update_electra_metrics(metrics, inputs, outputs, losses):
   metrics["replaced_fraction"].update_state(replaced, sample_weight=weights)
 
 
+def build_encoders(encoder_config: EncoderConfig, generator_size: float = 0.25,
+                   generator_layers: float = 1.0, tie_embeddings: bool = True,
+                   tie_all: bool = False):
+  """ELECTRA's (generator, discriminator) encoders; see `build_electra_pretrainer`."""
+  discriminator = TransformerEncoder(encoder_config, name="discriminator")
+  if tie_all:
+    if generator_size != 1.0 or generator_layers != 1.0:
+      raise ValueError("tie_all needs a same-size generator: set generator_size = 1.0 and "
+                       "generator_layers = 1.0")
+    return discriminator, discriminator
+  generator = TransformerEncoder(
+      encoder_config.scaled(generator_size, generator_layers),
+      embeddings=discriminator.embeddings if tie_embeddings else None, name="generator")
+  return generator, discriminator
+
+
 @gin.configurable
 def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: float = 0.25,
                              generator_layers: float = 1.0, tie_embeddings: bool = True,
                              tie_all: bool = False, temperature: float = 1.0,
-                             disallow_correct: bool = False,
-                             rtd_weight: float = 50.0) -> ElectraPretrainer:
+                             disallow_correct: bool = False, rtd_weight: float = 50.0,
+                             rtd_positions: str = "all") -> ElectraPretrainer:
   """Builds ELECTRA.
 
   Args:
@@ -213,17 +236,11 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
     tie_all: share every encoder weight (needs a same-size generator).
     temperature, disallow_correct: sampling options.
     rtd_weight: λ.
+    rtd_positions: "all" (ELECTRA) or "masked" (ELECTRA 15%, dissertation §5.4.3: the
+      discriminator loss only over the masked-out, i.e. a random 15%, of the positions).
   """
-  discriminator = TransformerEncoder(encoder_config, name="discriminator")
-  if tie_all:
-    if generator_size != 1.0 or generator_layers != 1.0:
-      raise ValueError("tie_all needs a same-size generator: set generator_size = 1.0 and "
-                       "generator_layers = 1.0")
-    generator = discriminator
-  else:
-    generator = TransformerEncoder(
-        encoder_config.scaled(generator_size, generator_layers),
-        embeddings=discriminator.embeddings if tie_embeddings else None, name="generator")
+  generator, discriminator = build_encoders(encoder_config, generator_size, generator_layers,
+                                            tie_embeddings, tie_all)
   return ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
                            temperature=temperature, disallow_correct=disallow_correct,
-                           name="electra")
+                           rtd_positions=rtd_positions, name="electra")

@@ -1,0 +1,47 @@
+"""Every gin task file composes with a model file and builds a working model."""
+import glob
+import os
+
+import gin
+import tensorflow as tf
+
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.tools import run_pretraining
+from official_rtd.training import trainer as trainer_lib
+from tests import testutil
+
+TASKS = sorted(glob.glob(os.path.join(testutil.REPO, "gin", "tasks", "*.gin")))
+MODELS = sorted(glob.glob(os.path.join(testutil.REPO, "gin", "models", "*.gin")))
+
+
+class GinFilesTest(tf.test.TestCase):
+
+  def test_every_task_builds_and_runs(self):
+    self.assertGreaterEqual(len(TASKS), 9)
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    for task in TASKS:
+      gin.clear_config()
+      run_pretraining.parse_gin(["gin/models/tiny.gin", task],
+                                ["EncoderConfig.num_layers = 2", "EncoderConfig.hidden_size = 32",
+                                 "EncoderConfig.intermediate_size = 64"])
+      model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+      ids = tf.constant([[vocab.cls_id, 10, 11, 12, 13, 14, vocab.sep_id, vocab.pad_id]])
+      batch = {"input_word_ids": ids, "input_mask": tf.cast(ids != vocab.pad_id, tf.int32),
+               "input_type_ids": tf.zeros_like(ids), "masked_lm_positions": tf.constant([[2, 4]]),
+               "masked_lm_ids": tf.constant([[11, 13]]),
+               "masked_lm_weights": tf.constant([[1.0, 1.0]])}
+      losses = model.compute_losses(batch, model(batch, training=True))
+      self.assertTrue(bool(tf.math.is_finite(losses["total_loss"])), task)
+      self.assertGreater(model.train_flops_per_example(8, 2), 0, task)
+      self.assertIsNotNone(model.exported_encoder, task)
+
+  def test_every_model_file_parses(self):
+    for model_file in MODELS:
+      gin.clear_config()
+      run_pretraining.parse_gin([model_file, "gin/tasks/electra.gin"], [])
+      self.assertGreater(trainer_lib.TrainConfig().train_batch_size, 0, model_file)
+
+
+if __name__ == "__main__":
+  tf.test.main()
