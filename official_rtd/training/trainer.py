@@ -40,6 +40,9 @@ class TrainConfig:
   log_every_steps: int = 100
   shuffle_buffer_size: int = 10000
   seed: int = 0
+  # > 0: train for as many steps as fit in this many section 5.2.2 FLOPs (overrides
+  # num_train_steps, so the learning rate decays to its end at the budget).
+  train_flops_budget: float = 0.0
 
 
 @gin.configurable
@@ -109,6 +112,7 @@ class Trainer:
       self.model = (model_fn or pretraining_model)(encoder_config=self.encoder_config,
                                                    **({} if model_fn else {"vocab": self.vocab}))
       self.model(self._dummy_batch(), training=False)  # creates the variables
+      self._apply_flops_budget()
       self.optimizer = optimization.build_optimizer(self.optimizer_config,
                                                     self.train_config.num_train_steps)
       # Create the Adam/LAMB slots now, so a restore fills them at once and can be verified.
@@ -155,6 +159,18 @@ class Trainer:
         dynamic_masking=None if masked else dynamic_masking(cfg.max_predictions_per_seq),
         token_tables=None if masked else masking.TokenTables.from_vocab(vocab))
     return input_config, vocab
+
+  def _apply_flops_budget(self):
+    cfg = self.train_config
+    if cfg.train_flops_budget <= 0:
+      return
+    per_step = self.train_flops(1)
+    steps = int(cfg.train_flops_budget // per_step)
+    if steps < 1:
+      raise TrainingSetupError(f"train_flops_budget {cfg.train_flops_budget:.3g} is less than one "
+                               f"step ({per_step:.3g} FLOPs)")
+    self.train_config = dataclasses.replace(cfg, num_train_steps=steps)
+    self.log(f"FLOPs budget {cfg.train_flops_budget:.3g}: {steps} steps of {per_step:.3g} FLOPs")
 
   def _dummy_batch(self):
     cfg = self.train_config
@@ -308,14 +324,15 @@ class Trainer:
         tf.summary.scalar(name, value)
       tf.summary.scalar("learning_rate", learning_rate)
       tf.summary.scalar("examples_per_second", examples_per_s)
+      tf.summary.scalar("train_flops", self.train_flops(step))
     writer.flush()
     for metric in self.metrics.values():
       metric.reset_state()
     shown = " ".join(f"{k}={v:.4f}" for k, v in values.items())
     self.log(f"step {step}/{cfg.num_train_steps} {shown} lr={learning_rate:.3g} "
              f"examples/s={examples_per_s:.1f} tokens/s={examples_per_s * cfg.max_seq_length:.0f} "
-             f"ETA {_format_eta(eta)}")
-    return dict(values, learning_rate=learning_rate, step=step)
+             f"train_flops={self.train_flops(step):.3g} ETA {_format_eta(eta)}")
+    return dict(values, learning_rate=learning_rate, step=step, train_flops=self.train_flops(step))
 
 
 def _format_eta(seconds: float) -> str:

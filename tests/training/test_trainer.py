@@ -140,6 +140,22 @@ class TrainerTest(RecordsTestCase):
     self.assertGreater((ids == trainer.vocab.mask_id).sum(), 0.7 * weights.sum())
 
 
+class FlopsBudgetTest(RecordsTestCase):
+  PARAGRAPHS = 100
+
+  def test_budget_sets_the_number_of_steps(self):
+    probe = TrainerTest._trainer(self, os.path.join(self.tmp, "probe"))
+    per_step = probe.train_flops(1)
+    trainer = TrainerTest._trainer(self, os.path.join(self.tmp, "budget"), steps=1000,
+                                   train_flops_budget=7.5 * per_step)
+    self.assertEqual(trainer.train_config.num_train_steps, 7)
+    last = trainer.train()
+    self.assertEqual(last["step"], 7)
+    self.assertAllClose(last["train_flops"], 7 * per_step)
+    with self.assertRaisesRegex(trainer_lib.TrainingSetupError, "less than one step"):
+      TrainerTest._trainer(self, os.path.join(self.tmp, "tiny"), train_flops_budget=1.0)
+
+
 class LearningRateTest(tf.test.TestCase):
 
   def test_warmup_then_linear_decay(self):
