@@ -5,6 +5,7 @@ from official_rtd.modeling.models import electra
 from official_rtd.modeling.models import electra_tt
 from official_rtd.modeling.models import electric
 from official_rtd.modeling.models import mlm
+from official_rtd.modeling.models import noise_generator
 from official_rtd.modeling.models import replace_mlm
 from official_rtd.modeling.models import script
 from official_rtd.modeling.models import teams

@@ -3,6 +3,7 @@ import glob
 import os
 
 import gin
+import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
@@ -25,7 +26,8 @@ class GinFilesTest(tf.test.TestCase):
       run_pretraining.parse_gin(["gin/models/tiny.gin", task],
                                 ["EncoderConfig.num_layers = 2", "EncoderConfig.hidden_size = 32",
                                  "EncoderConfig.intermediate_size = 64"])
-      model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+      model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab,
+                                            token_counts=lambda: np.arange(vocab.size))
       ids = tf.constant([[vocab.cls_id, 10, 11, 12, 13, 14, vocab.sep_id, vocab.pad_id]])
       batch = {"input_word_ids": ids, "input_mask": tf.cast(ids != vocab.pad_id, tf.int32),
                "input_type_ids": tf.zeros_like(ids), "masked_lm_positions": tf.constant([[2, 4]]),

@@ -15,6 +15,7 @@ import time
 from typing import Callable, Dict, Optional
 
 import gin
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -24,6 +25,7 @@ from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.models import base
 from official_rtd.ops import masking
+from official_rtd.ops import sampling
 from official_rtd.training import export
 from official_rtd.training import optimization
 
@@ -56,13 +58,18 @@ def dynamic_masking(max_predictions_per_seq: int, mask_prob: float = 0.15,
 
 
 @gin.configurable
-def pretraining_model(encoder_config: EncoderConfig, vocab=None,
+def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=None,
                       model_fn=gin.REQUIRED) -> base.PretrainingModel:
   """The method, chosen by the task gin file (e.g. `model_fn = @build_electra_pretrainer`).
-  Builders that take a `vocab` argument (e.g. to exclude special tokens) receive the run's."""
+  Builders that take a `vocab` argument (e.g. to exclude special tokens) receive the run's, and
+  those that take `token_counts` (a unigram generator) the training records' token counts
+  (a callable, so only they pay for the counting pass)."""
+  parameters = inspect.signature(model_fn).parameters
   kwargs = {"encoder_config": encoder_config}
-  if vocab is not None and "vocab" in inspect.signature(model_fn).parameters:
+  if vocab is not None and "vocab" in parameters:
     kwargs["vocab"] = vocab
+  if token_counts is not None and "token_counts" in parameters:
+    kwargs["token_counts"] = token_counts()
   return model_fn(**kwargs)
 
 
@@ -109,8 +116,9 @@ class Trainer:
     tf_keras.utils.set_random_seed(self.train_config.seed)
 
     with strategy.scope():
-      self.model = (model_fn or pretraining_model)(encoder_config=self.encoder_config,
-                                                   **({} if model_fn else {"vocab": self.vocab}))
+      self.model = (model_fn or pretraining_model)(
+          encoder_config=self.encoder_config,
+          **({} if model_fn else {"vocab": self.vocab, "token_counts": self.token_counts}))
       self.model(self._dummy_batch(), training=False)  # creates the variables
       self._apply_flops_budget()
       self.optimizer = optimization.build_optimizer(self.optimizer_config,
@@ -171,6 +179,24 @@ class Trainer:
                                f"step ({per_step:.3g} FLOPs)")
     self.train_config = dataclasses.replace(cfg, num_train_steps=steps)
     self.log(f"FLOPs budget {cfg.train_flops_budget:.3g}: {steps} steps of {per_step:.3g} FLOPs")
+
+  def token_counts(self) -> np.ndarray:
+    """`[vocab]` counts of the original tokens of the training records (one pass, cached in
+    `<model_dir>/token_counts.npy`)."""
+    cache = os.path.join(self.model_dir, "token_counts.npy")
+    if os.path.isfile(cache):
+      return np.load(cache)
+    config = dataclasses.replace(self.input_config, is_training=False, global_batch_size=1024)
+    counts = np.zeros([self.vocab.size], np.int64)
+    for batch in pretrain_dataloader.load_pretraining_dataset(config):
+      ids = (sampling.unmask(batch) if "masked_lm_ids" in batch else batch["input_word_ids"])
+      ids = ids.numpy()[batch["input_mask"].numpy() > 0]
+      counts += np.bincount(ids, minlength=self.vocab.size)
+    if self.is_chief:
+      os.makedirs(self.model_dir, exist_ok=True)
+      np.save(cache, counts)
+    self.log(f"counted {counts.sum()} tokens of the training records")
+    return counts
 
   def _dummy_batch(self):
     cfg = self.train_config

@@ -57,7 +57,7 @@ class ElectraPretrainer(base.PretrainingModel):
     self.temperature = temperature
     self.disallow_correct = disallow_correct
     config = discriminator.config
-    self.masked_lm = None
+    self.masked_lm = None  # generators that are not masked-LM encoders supply their own logits
     if isinstance(generator, TransformerEncoder):
       self.masked_lm = layers.MaskedLM(
           embedding_table=generator.get_embedding_table(), activation=transformer_encoder.gelu,
