@@ -65,7 +65,8 @@ class RunPretrainingCliTest(RecordsTestCase):
     self.assertIn(f"restored {latest} (step {saved_step})", result.stderr)
     self.assertRegex(result.stderr, rf"step {saved_step + 10}/{saved_step + 10} total_loss=")
     self.assertNotRegex(result.stderr, rf"step {saved_step}/")  # no step is repeated
-    self.assertRegex(result.stderr, r"examples/s=[\d.]+ tokens/s=\d+ ETA \d+:\d\d:\d\d")
+    self.assertRegex(result.stderr,
+                     r"examples/s=[\d.]+ tokens/s=\d+ train_flops=\S+ ETA \d+:\d\d:\d\d")
     self.assertTrue(re.search(r"fine-tunable export in .*export", result.stderr))
 
 
