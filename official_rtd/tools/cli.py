@@ -6,7 +6,6 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 
 USER_ERRORS = (ValueError, OSError)
@@ -39,4 +38,3 @@ def split_list(values):
   return out
 
 
-FLAGS = flags.FLAGS

@@ -139,10 +139,12 @@ class Evaluator:
 
   # --- fixed-noise replaced-token detection ------------------------------------------------------
   def _fixed_noise_figures(self) -> Dict[str, float]:
-    originals = [sampling.unmask(b).numpy() if "masked_lm_ids" in b else b["input_word_ids"].numpy()
-                 for b in self._batches()]
-    masks = [b["input_mask"].numpy() for b in self._batches()]
-    types = [b["input_type_ids"].numpy() for b in self._batches()]
+    originals, masks, types = [], [], []
+    for batch in self._batches():  # one pass over the held-out set
+      originals.append(sampling.unmask(batch).numpy() if "masked_lm_ids" in batch
+                       else batch["input_word_ids"].numpy())
+      masks.append(batch["input_mask"].numpy())
+      types.append(batch["input_type_ids"].numpy())
     special = self.vocab.is_special()
     counts = np.bincount(np.concatenate([o[~special[o]] for o in originals]),
                          minlength=self.vocab.size).astype(np.float64)

@@ -14,7 +14,7 @@ from official_rtd.tools import run_pretraining
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
-from tests.training.test_trainer import make_records
+from tests.training.test_trainer import capture_logs, make_records
 
 SMALL = EncoderConfig(vocab_size=30522, hidden_size=256, num_layers=12, num_attention_heads=4,
                       intermediate_size=1024, embedding_size=128)
@@ -86,7 +86,6 @@ class AleTrainingTest(tf.test.TestCase):
     config = EncoderConfig(hidden_size=64, num_layers=3, num_attention_heads=2,
                            intermediate_size=128, embedding_size=32, max_position_embeddings=64,
                            share_layers=True)
-    logged = []
     trainer = trainer_lib.Trainer(
         os.path.join(tmp, "ale"), records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=100,
@@ -97,8 +96,7 @@ class AleTrainingTest(tf.test.TestCase):
         encoder_config=config,
         model_fn=functools.partial(electra.build_electra_pretrainer, generator_size=0.5),
         log=lambda _: None)
-    log = trainer._log
-    trainer._log = lambda *a: logged.append(log(*a)) or logged[-1]
+    logged = capture_logs(trainer)
     trainer.train()
     self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.3, logged)
     self.assertLess(logged[-1]["rtd_loss"], logged[0]["rtd_loss"], logged)

@@ -12,7 +12,7 @@ from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
-from tests.training.test_trainer import make_records
+from tests.training.test_trainer import capture_logs, make_records
 
 
 class TwoTowerTest(tf.test.TestCase):
@@ -90,9 +90,7 @@ class ElectricTrainingTest(tf.test.TestCase):
         encoder_config=config,
         model_fn=functools.partial(electric.build_electric_pretrainer, generator_size=0.5),
         log=lambda _: None)
-    logged = []
-    log = trainer._log
-    trainer._log = lambda *a: logged.append(log(*a)) or logged[-1]
+    logged = capture_logs(trainer)
     trainer.train()
     self.assertLess(logged[-1]["cloze_loss"], logged[0]["cloze_loss"] - 0.5, logged)
     self.assertLess(logged[-1]["nce_loss"], logged[0]["nce_loss"], logged)

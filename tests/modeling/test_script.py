@@ -12,7 +12,7 @@ from official_rtd.ops import sampling
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
-from tests.training.test_trainer import make_records
+from tests.training.test_trainer import capture_logs, make_records
 
 
 class CriticTest(tf.test.TestCase):
@@ -95,9 +95,7 @@ class ScriptTrainingTest(tf.test.TestCase):
                                      intermediate_size=128, embedding_size=64,
                                      max_position_embeddings=64),
         model_fn=functools.partial(script.build_script_pretrainer), log=lambda _: None)
-    logged = []
-    log = trainer._log
-    trainer._log = lambda *a: logged.append(log(*a)) or logged[-1]
+    logged = capture_logs(trainer)
     trainer.train()
     self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.5, logged)
     self.assertLess(logged[-1]["critic_loss"], logged[0]["critic_loss"], logged)

@@ -14,7 +14,7 @@ from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 from tests.modeling.test_electra import forcing_noise, toy_batch
-from tests.training.test_trainer import make_records
+from tests.training.test_trainer import capture_logs, make_records
 
 VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
 CONFIG = EncoderConfig(vocab_size=VOCAB.size, hidden_size=16, num_layers=4, num_attention_heads=2,
@@ -129,9 +129,7 @@ class TeamsTrainingTest(tf.test.TestCase):
         encoder_config=config,
         model_fn=lambda encoder_config: teams.build_teams_pretrainer(encoder_config, vocab=VOCAB),
         log=lambda _: None)
-    logged = []
-    log = trainer._log
-    trainer._log = lambda *a: logged.append(log(*a)) or logged[-1]
+    logged = capture_logs(trainer)
     trainer.train()
     for name in ("mlm_loss", "rtd_loss", "mws_loss"):
       self.assertLess(logged[-1][name], logged[0][name], (name, logged))

@@ -30,6 +30,18 @@ def make_records(output_dir, paragraphs=400, **kwargs):
   return output_dir
 
 
+def capture_logs(trainer):
+  """Returns a list that receives every dict of figures `trainer` logs."""
+  logged, log = [], trainer._log
+
+  def capture(*args):
+    logged.append(log(*args))
+    return logged[-1]
+
+  trainer._log = capture
+  return logged
+
+
 class RecordsTestCase(tf.test.TestCase):
   """Makes `cls.records` (masked records of `PARAGRAPHS` real paragraphs) in `cls.tmp`."""
   PARAGRAPHS = 400
@@ -58,9 +70,8 @@ class TrainerTest(RecordsTestCase):
 
   def test_losses_fall_on_real_text(self):
     model_dir = os.path.join(self.tmp, "fall")
-    logged = []
     trainer = self._trainer(model_dir, steps=120, log_every_steps=20, save_checkpoints_steps=120)
-    trainer._log = functools.partial(self._capture, trainer._log, logged)
+    logged = capture_logs(trainer)
     trainer.train()
     first, last = logged[0], logged[-1]
     self.assertLess(last["mlm_loss"], first["mlm_loss"] - 1.0, logged)
@@ -72,12 +83,6 @@ class TrainerTest(RecordsTestCase):
     for a, b in zip(encoder.weights, trainer.model.discriminator.weights):
       self.assertAllEqual(a, b)
     self.assertTrue(os.path.isfile(os.path.join(model_dir, "export", "vocab.txt")))
-
-  @staticmethod
-  def _capture(log_fn, logged, *args):
-    values = log_fn(*args)
-    logged.append(values)
-    return values
 
   def test_resume_restores_step_optimizer_state_and_data_position(self):
     model_dir = os.path.join(self.tmp, "resume")

@@ -59,3 +59,16 @@ def update_loss_metrics(metrics, losses):
   for name, value in losses.items():
     if name in metrics:
       metrics[name].update_state(value * replicas)
+
+
+def inner_positions(input_mask: tf.Tensor) -> tf.Tensor:
+  """`[batch, seq_len]` bool: the positions a pseudo-log-likelihood scores, 1..n−2 of each row
+  (everything but `[CLS]`, the final `[SEP]` and padding)."""
+  length = tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=1, keepdims=True)
+  position = tf.range(tf.shape(input_mask)[1])[tf.newaxis]
+  return (position >= 1) & (position < length - 1)
+
+
+def sum_inner_positions(per_token: tf.Tensor, input_mask: tf.Tensor) -> tf.Tensor:
+  """`[batch]` Σ of `[batch, seq_len]` per-token scores over `inner_positions`."""
+  return tf.reduce_sum(tf.where(inner_positions(input_mask), per_token, 0.0), axis=1)

@@ -140,9 +140,7 @@ def masked_lm_pll(encoder, masked_lm, input_word_ids, input_mask, input_type_ids
   `[CLS]`, the final `[SEP]` and padding); n masked copies of each row are scored in one batch."""
   ids = tf.convert_to_tensor(input_word_ids)
   batch, seq_len = tf.shape(ids)[0], tf.shape(ids)[1]
-  length = tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=1)              # [batch]
   position = tf.range(seq_len)
-  scored = (position[tf.newaxis] >= 1) & (position[tf.newaxis] < length[:, tf.newaxis] - 1)
   # Copy t of row b masks position t: [batch, seq_len(copies), seq_len].
   copies = tf.where(tf.eye(seq_len, dtype=tf.bool)[tf.newaxis], tf.cast(mask_id, ids.dtype),
                     ids[:, tf.newaxis, :])
@@ -156,7 +154,7 @@ def masked_lm_pll(encoder, masked_lm, input_word_ids, input_mask, input_type_ids
   log_probs = tf.nn.log_softmax(logits[:, 0], axis=-1)
   token_log_prob = tf.gather(log_probs, tf.reshape(ids, [-1, 1]), batch_dims=1)[:, 0]
   token_log_prob = tf.reshape(token_log_prob, [batch, seq_len])
-  return tf.reduce_sum(tf.where(scored, token_log_prob, 0.0), axis=1)
+  return base.sum_inner_positions(token_log_prob, input_mask)
 
 
 def mlm_loss(inputs, mlm_logits) -> tf.Tensor:

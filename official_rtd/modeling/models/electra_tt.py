@@ -19,6 +19,7 @@ import tf_keras
 
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import base
 from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
@@ -69,10 +70,7 @@ class ElectraTTPretrainer(electra.ElectraPretrainer):
     log_q_data = tf.gather(log_q, tf.convert_to_tensor(input_word_ids), batch_dims=2)
     rtd_logits = self.replaced_token_logits(inputs)
     per_token = log_q_data - rtd_logits + math.log(self.mask_prob)
-    length = tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=1, keepdims=True)
-    position = tf.range(tf.shape(per_token)[1])[tf.newaxis]
-    scored = (position >= 1) & (position < length - 1)
-    return tf.reduce_sum(tf.where(scored, per_token, 0.0), axis=1)
+    return base.sum_inner_positions(per_token, input_mask)
 
 
 @gin.configurable

@@ -123,10 +123,7 @@ class ElectricPretrainer(base.PretrainingModel):
     del mask_id
     energy = self.energy({"input_word_ids": input_word_ids, "input_mask": input_mask,
                           "input_type_ids": input_type_ids}, training=False)
-    length = tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=1, keepdims=True)
-    position = tf.range(tf.shape(energy)[1])[tf.newaxis]
-    scored = (position >= 1) & (position < length - 1)
-    return tf.reduce_sum(tf.where(scored, -energy, 0.0), axis=1)
+    return base.sum_inner_positions(-energy, input_mask)
 
 
 def electric_losses(inputs, outputs, nce_weight: float) -> Dict[str, tf.Tensor]:

@@ -130,10 +130,7 @@ class ScriptPretrainer(base.PretrainingModel):
     del mask_id
     log_p_positive, _ = self.critic({"input_word_ids": input_word_ids, "input_mask": input_mask,
                                      "input_type_ids": input_type_ids}, training=False)
-    length = tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=1, keepdims=True)
-    position = tf.range(tf.shape(log_p_positive)[1])[tf.newaxis]
-    scored = (position >= 1) & (position < length - 1)
-    return tf.reduce_sum(tf.where(scored, log_p_positive, 0.0), axis=1)
+    return base.sum_inner_positions(log_p_positive, input_mask)
 
 
 @gin.configurable
