@@ -29,6 +29,7 @@ setuptools.setup(
             "run_pretraining=official_rtd.tools.run_pretraining:run",
             "rtd_quickstart=official_rtd.tools.quickstart:run",
             "run_glue=official_rtd.tools.run_glue:run",
+            "run_squad=official_rtd.tools.run_squad:run",
             "compare_runs=official_rtd.tools.compare_runs:run",
             "score_pll=official_rtd.tools.score_pll:run",
         ],

@@ -9,7 +9,6 @@ import dataclasses
 import json
 import math
 import os
-import time
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
@@ -22,12 +21,9 @@ from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import classifier
 from official_rtd.finetune import glue_data
 from official_rtd.finetune import metrics as metrics_lib
+from official_rtd.finetune import trials as trials_lib
 from official_rtd.training import export
-from official_rtd.training import layerwise_decay
-from official_rtd.training import optimization
 
-# (learning rate, layer-wise decay) by model size, dissertation Table 5.2.
-SIZE_DEFAULTS = {"small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
 LONG_TASKS = ("rte", "sts-b")  # 10 epochs instead of 3
 
 
@@ -56,15 +52,6 @@ class GlueConfig:
   max_train_examples: int = 0
   do_predict: bool = False
   log_every_steps: int = 100
-
-
-def model_size(encoder_config: dict, requested: str) -> str:
-  if requested != "auto":
-    if requested not in SIZE_DEFAULTS:
-      raise ValueError(f"--model_size must be auto or one of {sorted(SIZE_DEFAULTS)}")
-    return requested
-  hidden = encoder_config["hidden_size"]
-  return "small" if hidden <= 256 else "base" if hidden <= 768 else "large"
 
 
 def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.WordPieceTokenizer,
@@ -99,10 +86,7 @@ class GlueRunner:
     self.task = glue_data.get_task(config.task)
     if bool(config.data_dir) == bool(config.tfds_data_dir):
       raise ValueError("give exactly one of --data_dir (GLUE TSV files) and --tfds_data_dir")
-    if config.lr_decay_convention not in layerwise_decay.CONVENTIONS:
-      raise ValueError(f"--lr_decay_convention must be one of {list(layerwise_decay.CONVENTIONS)}")
-    if config.num_trials < 1:
-      raise ValueError(f"--num_trials={config.num_trials} must be >= 1")
+    trials_lib.check_convention(config.lr_decay_convention)
     if config.double_unordered and self.task.name not in ("mrpc", "sts-b"):
       raise ValueError("--double_unordered applies to MRPC and STS-B only")
     self.export_config = export.read_export_config(config.init_checkpoint)
@@ -110,8 +94,8 @@ class GlueRunner:
     if config.max_seq_length > encoder["max_position_embeddings"]:
       raise ValueError(f"--max_seq_length={config.max_seq_length} exceeds the encoder's "
                        f"max_position_embeddings {encoder['max_position_embeddings']}")
-    size = model_size(encoder, config.model_size)
-    default_lr, default_decay = SIZE_DEFAULTS[size]
+    size = trials_lib.model_size(encoder, config.model_size)
+    default_lr, default_decay = trials_lib.SIZE_DEFAULTS[size]
     self.learning_rate = config.learning_rate or default_lr
     self.decay = config.layerwise_lr_decay or default_decay
     self.epochs = config.num_train_epochs or (10 if self.task.name in LONG_TASKS else 3)
@@ -139,14 +123,9 @@ class GlueRunner:
     encoder = export.load_encoder(cfg.init_checkpoint, restore=not cfg.random_init)
     model = classifier.SequenceClassifier(encoder, self.task.num_classes, name="glue")
     model({k: v[:1] for k, v in encode(self.train_examples[:1], self.tokenizer, 8).items()})
-    multipliers = layerwise_decay.learning_rate_multipliers(model, encoder, self.decay,
-                                                            cfg.lr_decay_convention)
-    schedule = optimization.WarmupLinearDecay(
-        self.learning_rate, int(cfg.warmup_proportion * num_steps), num_steps)
-    optimizer = layerwise_decay.LayerwiseAdamWeightDecay(
-        multipliers, learning_rate=schedule, weight_decay_rate=cfg.weight_decay_rate,
-        beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-        exclude_from_weight_decay=optimization.NO_DECAY, gradient_clip_norm=1.0)
+    optimizer = trials_lib.build_optimizer(
+        model, encoder, self.learning_rate, self.decay, cfg.lr_decay_convention, num_steps,
+        cfg.warmup_proportion, cfg.weight_decay_rate)
     return model, optimizer
 
   def _train_features(self):
@@ -167,25 +146,12 @@ class GlueRunner:
     dataset = (tf.data.Dataset.from_tensor_slices((features, labels))
                .shuffle(len(labels), seed=cfg.seed + trial).repeat()
                .batch(cfg.train_batch_size, drop_remainder=True).prefetch(2))
-
-    @tf.function
-    def train_step(batch, batch_labels):
-      with tf.GradientTape() as tape:
-        loss = classifier.loss(model(batch, training=True), batch_labels)
-      grads = tape.gradient(loss, model.trainable_variables)
-      optimizer.apply_gradients(zip(grads, model.trainable_variables))
-      return loss
-
-    start, losses = time.time(), []
-    for step, (batch, batch_labels) in enumerate(dataset.take(num_steps), start=1):
-      losses.append(float(train_step(batch, batch_labels)))
-      if step % cfg.log_every_steps == 0 or step == num_steps:
-        elapsed = time.time() - start
-        self.log(f"trial {trial + 1}/{cfg.num_trials} step {step}/{num_steps} "
-                 f"loss={np.mean(losses[-cfg.log_every_steps:]):.4f} "
-                 f"ETA {(num_steps - step) * elapsed / step:.0f}s")
+    final_loss = trials_lib.train(
+        model, optimizer, dataset, num_steps,
+        lambda m, batch: classifier.loss(m(batch[0], training=True), batch[1]),
+        self.log, cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}")
     result = {"trial": trial, "seed": cfg.seed + trial, "train_steps": num_steps,
-              "final_train_loss": float(np.mean(losses[-10:])), "dev": {}}
+              "final_train_loss": final_loss, "dev": {}}
     for split, examples in self.dev_splits:
       predictions = self.predict(model, examples)
       result["dev"][split] = metrics_lib.task_metrics(
@@ -214,20 +180,8 @@ class GlueRunner:
   # --- all trials --------------------------------------------------------------------------------
   def run(self) -> dict:
     cfg = self.config
-    os.makedirs(cfg.model_dir, exist_ok=True)
-    trials = []
-    for trial in range(cfg.num_trials):
-      path = os.path.join(cfg.model_dir, f"trial_{trial}", "results.json")
-      if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-          trials.append(json.load(f))
-        self.log(f"trial {trial + 1}/{cfg.num_trials}: already done, reusing {path}")
-        continue
-      result = self.run_trial(trial)
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      records.write_json_atomic(path, result)
-      self.log(f"trial {trial + 1}/{cfg.num_trials}: {json.dumps(result['dev'])}")
-      trials.append(result)
+    trials = trials_lib.run_trials(cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
+                                   lambda result: json.dumps(result["dev"]))
     summary = self._summarize(trials)
     records.write_json_atomic(os.path.join(cfg.model_dir, "eval_results.json"), summary)
     if cfg.do_predict:
@@ -237,12 +191,7 @@ class GlueRunner:
   def _summarize(self, trials) -> dict:
     median, spread = {}, {}
     for split in trials[0]["dev"]:
-      median[split], spread[split] = {}, {}
-      for metric in trials[0]["dev"][split]:
-        values = np.array([t["dev"][split][metric] for t in trials])
-        median[split][metric] = float(np.median(values))
-        spread[split][metric] = {"min": float(values.min()), "max": float(values.max()),
-                                 "std": float(values.std()), "n": int(len(values))}
+      median[split], spread[split] = trials_lib.median_and_spread([t["dev"][split] for t in trials])
     primary = metrics_lib.PRIMARY[self.task.name]
     return {"task": self.task.name, "init_checkpoint": os.path.abspath(self.config.init_checkpoint),
             "random_init": self.config.random_init, "primary_metric": primary,

@@ -1,0 +1,108 @@
+"""What every fine-tuning tool shares: the papers' per-size defaults, ELECTRA's fine-tuning
+optimizer, and N resumable trials summarised by their median and spread."""
+import json
+import os
+import time
+from typing import Callable, Dict, List
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.data import records
+from official_rtd.training import layerwise_decay
+from official_rtd.training import optimization
+
+# (learning rate, layer-wise decay) by model size, dissertation Table 5.2 (GLUE and SQuAD).
+SIZE_DEFAULTS = {"small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
+
+
+def model_size(encoder_config: dict, requested: str) -> str:
+  """`requested`, or (for "auto") small/base/large by hidden size (<=256, <=768, more)."""
+  if requested != "auto":
+    if requested not in SIZE_DEFAULTS:
+      raise ValueError(f"--model_size must be auto or one of {sorted(SIZE_DEFAULTS)}")
+    return requested
+  hidden = encoder_config["hidden_size"]
+  return "small" if hidden <= 256 else "base" if hidden <= 768 else "large"
+
+
+def check_convention(convention: str):
+  if convention not in layerwise_decay.CONVENTIONS:
+    raise ValueError(f"--lr_decay_convention must be one of {list(layerwise_decay.CONVENTIONS)}")
+
+
+def build_optimizer(model, encoder, learning_rate: float, layerwise_lr_decay: float,
+                    convention: str, num_steps: int, warmup_proportion: float,
+                    weight_decay_rate: float):
+  """AdamW (ε 1e-6) with layer-wise LR decay, linear warmup then linear decay, clipping 1.0.
+
+  `model` must be built (its variables exist)."""
+  multipliers = layerwise_decay.learning_rate_multipliers(model, encoder, layerwise_lr_decay,
+                                                          convention)
+  schedule = optimization.WarmupLinearDecay(
+      learning_rate, int(warmup_proportion * num_steps), num_steps)
+  return layerwise_decay.LayerwiseAdamWeightDecay(
+      multipliers, learning_rate=schedule, weight_decay_rate=weight_decay_rate,
+      beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+      exclude_from_weight_decay=optimization.NO_DECAY, gradient_clip_norm=1.0)
+
+
+def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],
+               log: Callable[[str], None], brief: Callable[[dict], str]) -> List[dict]:
+  """Runs `run_trial(k)` for k < num_trials, keeping each result in
+  `<model_dir>/trial_<k>/results.json`; finished trials are reused, so a killed run resumes
+  with the first unfinished one."""
+  if num_trials < 1:
+    raise ValueError(f"--num_trials={num_trials} must be >= 1")
+  os.makedirs(model_dir, exist_ok=True)
+  trials = []
+  for trial in range(num_trials):
+    path = trial_dir(model_dir, trial, "results.json")
+    if os.path.isfile(path):
+      with open(path, encoding="utf-8") as f:
+        trials.append(json.load(f))
+      log(f"trial {trial + 1}/{num_trials}: already done, reusing {path}")
+      continue
+    result = run_trial(trial)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    records.write_json_atomic(path, result)
+    log(f"trial {trial + 1}/{num_trials}: {brief(result)}")
+    trials.append(result)
+  return trials
+
+
+def trial_dir(model_dir: str, trial: int, *names: str) -> str:
+  return os.path.join(model_dir, f"trial_{trial}", *names)
+
+
+def median_and_spread(values_by_trial: List[Dict[str, float]]):
+  """`({metric: median}, {metric: {min, max, std, n}})` over trials' metric dicts."""
+  median, spread = {}, {}
+  for metric in values_by_trial[0]:
+    values = np.array([t[metric] for t in values_by_trial], np.float64)
+    median[metric] = float(np.median(values))
+    spread[metric] = {"min": float(values.min()), "max": float(values.max()),
+                      "std": float(values.std()), "n": int(len(values))}
+  return median, spread
+
+
+def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str], None],
+          log_every_steps: int, label: str) -> float:
+  """Runs `num_steps` steps of `loss_fn(model, batch)` over `dataset`, logging the running loss
+  and an ETA; returns the mean loss of the last 10 steps."""
+  @tf.function
+  def train_step(batch):
+    with tf.GradientTape() as tape:
+      loss = loss_fn(model, batch)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+  start, losses = time.time(), []
+  for step, batch in enumerate(dataset.take(num_steps), start=1):
+    losses.append(float(train_step(batch)))
+    if step % log_every_steps == 0 or step == num_steps:
+      elapsed = time.time() - start
+      log(f"{label} step {step}/{num_steps} loss={np.mean(losses[-log_every_steps:]):.4f} "
+          f"ETA {(num_steps - step) * elapsed / step:.0f}s")
+  return float(np.mean(losses[-10:]))
