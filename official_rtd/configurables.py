@@ -1,6 +1,7 @@
 """Imports every module that registers gin configurables, so gin files can name them."""
 # pylint: disable=unused-import
 from official_rtd.modeling import encoder_config
+from official_rtd.modeling.models import amos
 from official_rtd.modeling.models import electra
 from official_rtd.modeling.models import electra_tt
 from official_rtd.modeling.models import electric

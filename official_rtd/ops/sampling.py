@@ -31,6 +31,31 @@ def gumbel_max_sample(logits: tf.Tensor, temperature: float = 1.0,
   return tf.argmax(logits, axis=-1, output_type=tf.int32)
 
 
+def gumbel_softmax(logits: tf.Tensor, temperature: float, hard: bool = True,
+                   gumbel_noise: Optional[tf.Tensor] = None, seed: Optional[tf.Tensor] = None):
+  """Gumbel-softmax relaxation of sampling from softmax(logits) (Jang et al., 2017).
+
+  ŷ = softmax((log π + g) / τ), g ~ Gumbel(0, 1). With `hard`, the forward value is the one-hot
+  of the sample argmax(log π + g) (an exact draw from π) and the gradient is ŷ's
+  (straight-through); otherwise ŷ itself.
+
+  Args:
+    logits: `[..., vocab]`; π = softmax(logits).
+    temperature: τ > 0.
+    gumbel_noise, seed: as in `gumbel_max_sample`.
+  Returns:
+    (`[..., vocab]` float32 relaxed one-hot, `[...]` int32 sampled ids).
+  """
+  log_pi = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+  perturbed = log_pi + (gumbel(tf.shape(log_pi), seed) if gumbel_noise is None else gumbel_noise)
+  soft = tf.nn.softmax(perturbed / temperature, axis=-1)
+  ids = tf.argmax(perturbed, axis=-1, output_type=tf.int32)
+  if not hard:
+    return soft, ids
+  one_hot = tf.one_hot(ids, tf.shape(soft)[-1], dtype=soft.dtype)
+  return one_hot + soft - tf.stop_gradient(soft), ids
+
+
 def candidate_sets(logits: tf.Tensor, original_ids: tf.Tensor, num_candidates: int,
                    excluded: tf.Tensor, mode: str = "sampled",
                    seed: Optional[tf.Tensor] = None) -> tf.Tensor:
@@ -82,6 +107,18 @@ def scatter_positions(sequence: tf.Tensor, positions: tf.Tensor, updates: tf.Ten
   written = tf.reduce_max(hit, axis=1) > 0                               # [batch, seq_len]
   values = tf.reduce_sum(hit * tf.cast(updates, sequence.dtype)[..., tf.newaxis], axis=1)
   return tf.where(written, values, sequence)
+
+
+def scatter_vectors(sequence: tf.Tensor, positions: tf.Tensor, updates: tf.Tensor,
+                    weights: tf.Tensor) -> tf.Tensor:
+  """`scatter_positions` for vectors: `sequence` `[batch, seq_len, dim]` with
+  `updates[b, j]` (`[batch, num_predictions, dim]`) written at `positions[b, j]`; differentiable
+  with respect to both."""
+  seq_len = tf.shape(sequence)[1]
+  hit = tf.one_hot(positions, seq_len, dtype=sequence.dtype) * tf.cast(
+      weights > 0, sequence.dtype)[..., tf.newaxis]                     # [batch, P, seq_len]
+  written = tf.reduce_max(hit, axis=1)[..., tf.newaxis]                  # [batch, seq_len, 1]
+  return sequence * (1.0 - written) + tf.einsum("bps,bpd->bsd", hit, updates)
 
 
 def unmask(inputs: dict) -> tf.Tensor:

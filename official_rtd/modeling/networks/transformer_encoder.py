@@ -1,6 +1,6 @@
 """BERT-style Transformer encoder over (possibly shared) embeddings, from Model Garden layers."""
 import functools
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import tensorflow as tf
 import tf_keras
@@ -39,12 +39,17 @@ class TransformerEncoder(tf_keras.layers.Layer):
     transformer_layers: blocks to share (e.g. `tie_all`); built when None, as `num_layers`
       blocks or, with `config.share_layers` (ALBERT), one block applied `num_layers` times.
     embedding_projection: an E→H projection to share (e.g. an encoder view over another's layers).
+    stop_gradient_after: 1-based layer numbers whose output is passed on to the next layer under
+      stop-gradient (AMOS: each block between two MLM heads trains only on its own head's loss);
+      `encoder_outputs` still carry gradient.
   """
 
   def __init__(self, config: EncoderConfig, embeddings: Optional[Embeddings] = None,
                transformer_layers: Optional[List[tf_keras.layers.Layer]] = None,
-               embedding_projection: Optional[tf_keras.layers.Layer] = None, **kwargs):
+               embedding_projection: Optional[tf_keras.layers.Layer] = None,
+               stop_gradient_after: Sequence[int] = (), **kwargs):
     super().__init__(**kwargs)
+    self.stop_gradient_after = frozenset(stop_gradient_after)
     if config.vocab_size is None:
       raise ValueError("EncoderConfig.vocab_size is not set")
     self.config = config
@@ -82,8 +87,10 @@ class TransformerEncoder(tf_keras.layers.Layer):
     embedding_output = x
     attention_mask = self.attention_mask_layer(x, inputs["input_mask"])
     encoder_outputs = []
-    for layer in self.transformer_layers:
+    for number, layer in enumerate(self.transformer_layers, start=1):
       x = layer([x, attention_mask], training=training)
       encoder_outputs.append(x)
+      if number in self.stop_gradient_after:
+        x = tf.stop_gradient(x)
     return {"sequence_output": x, "encoder_outputs": encoder_outputs,
             "embedding_output": embedding_output}
