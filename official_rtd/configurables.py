@@ -3,6 +3,7 @@
 from official_rtd.modeling import encoder_config
 from official_rtd.modeling.models import amos
 from official_rtd.modeling.models import electra
+from official_rtd.modeling.models import electra_adversarial
 from official_rtd.modeling.models import electra_tt
 from official_rtd.modeling.models import electric
 from official_rtd.modeling.models import mlm

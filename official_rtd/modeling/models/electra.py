@@ -12,6 +12,7 @@ A position counts as "replaced" only if the sampled token differs from the origi
 Gumbel-max in float32 under stop-gradient: no discriminator gradient reaches G. Sign convention:
 `rtd_logits` > 0 means "replaced"; D(x, t) above is the probability of "original", 1 − σ(logit).
 """
+import os
 from typing import Dict
 
 import gin
@@ -217,12 +218,44 @@ def build_encoders(encoder_config: EncoderConfig, generator_size: float = 0.25,
   return generator, discriminator
 
 
+def init_from_generator_checkpoint(model: ElectraPretrainer, checkpoint: str):
+  """Two-stage training (dissertation §5.3.3), step 2: the generator (encoder + MLM head) *and*
+  the same-size discriminator start from a stage-1 masked-LM run (`gin/tasks/mlm.gin`).
+
+  Args:
+    model: a built-from-config ELECTRA whose generator has the discriminator's size.
+    checkpoint: the stage-1 `model_dir` (its latest checkpoint) or a checkpoint prefix.
+  Raises:
+    ValueError: naming the checkpoint when it is missing or does not fit the encoders.
+  """
+  path = tf.train.latest_checkpoint(checkpoint) if os.path.isdir(checkpoint) else checkpoint
+  if not path or not tf.io.gfile.glob(path + ".index"):
+    raise ValueError(f"generator_init_checkpoint={checkpoint!r}: no checkpoint there (give the "
+                     "stage-1 MLM run's model_dir or a checkpoint prefix)")
+  ids = tf.zeros([1, 2], tf.int32)
+  model({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids,
+         "masked_lm_positions": tf.zeros([1, 1], tf.int32),
+         "masked_lm_ids": tf.zeros([1, 1], tf.int32), "masked_lm_weights": tf.ones([1, 1])},
+        training=False)  # creates the variables, so the restores below are checked at once
+  targets = ({"encoder": model.generator, "masked_lm": model.masked_lm},
+             {"encoder": model.discriminator})
+  for target in targets:
+    try:
+      tf.train.Checkpoint(model=tf.train.Checkpoint(**target)).read(
+          path).assert_existing_objects_matched().expect_partial()
+    except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
+      raise ValueError(f"generator_init_checkpoint {path} does not fit this model's "
+                       f"{'generator' if 'masked_lm' in target else 'discriminator'} (it must "
+                       f"be a masked-LM run of the discriminator's config): {e}") from None
+
+
 @gin.configurable
 def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: float = 0.25,
                              generator_layers: float = 1.0, tie_embeddings: bool = True,
                              tie_all: bool = False, temperature: float = 1.0,
                              disallow_correct: bool = False, rtd_weight: float = 50.0,
-                             rtd_positions: str = "all") -> ElectraPretrainer:
+                             rtd_positions: str = "all", generator_init_checkpoint: str = "",
+                             freeze_generator: bool = False) -> ElectraPretrainer:
   """Builds ELECTRA.
 
   Args:
@@ -236,9 +269,24 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
     rtd_weight: λ.
     rtd_positions: "all" (ELECTRA) or "masked" (ELECTRA 15%, dissertation §5.4.3: the
       discriminator loss only over the masked-out, i.e. a random 15%, of the positions).
+    generator_init_checkpoint: two-stage training (§5.3.3): start the generator and the
+      discriminator from this stage-1 masked-LM run (see `init_from_generator_checkpoint`).
+    freeze_generator: keep the generator (encoder and MLM head) fixed; needs untied embeddings.
   """
+  if freeze_generator and (tie_embeddings or tie_all):
+    raise ValueError("freeze_generator needs tie_embeddings = False and tie_all = False (tied "
+                     "embeddings would freeze the discriminator's too)")
+  if generator_init_checkpoint and (generator_size != 1.0 or generator_layers != 1.0):
+    raise ValueError("generator_init_checkpoint (two-stage training) needs a generator of the "
+                     "discriminator's size: generator_size = 1.0, generator_layers = 1.0")
   generator, discriminator = build_encoders(encoder_config, generator_size, generator_layers,
                                             tie_embeddings, tie_all)
-  return ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
-                           temperature=temperature, disallow_correct=disallow_correct,
-                           rtd_positions=rtd_positions, name="electra")
+  model = ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
+                            temperature=temperature, disallow_correct=disallow_correct,
+                            rtd_positions=rtd_positions, name="electra")
+  if generator_init_checkpoint:
+    init_from_generator_checkpoint(model, generator_init_checkpoint)
+  if freeze_generator:
+    model.generator.trainable = False
+    model.masked_lm.trainable = False
+  return model

@@ -1,0 +1,144 @@
+"""ELECTRA's alternative training algorithms (dissertation §5.3.3–5.3.4): adversarial REINFORCE
+with a learned baseline, and two-stage training."""
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import electra
+from official_rtd.modeling.models import electra_adversarial
+from official_rtd.modeling.models import mlm
+from official_rtd.tools import run_pretraining
+from official_rtd.training import optimization
+from official_rtd.training import trainer as trainer_lib
+from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
+from tests.training.test_trainer import capture_logs, make_records
+
+TINY = EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2, intermediate_size=128,
+                     embedding_size=64, max_position_embeddings=64)
+
+
+def softplus(x):
+  return np.logaddexp(0.0, x)
+
+
+class AdversarialTest(tf.test.TestCase):
+
+  def test_reinforce_losses_by_hand(self):
+    model = electra_adversarial.build_adversarial_electra_pretrainer(
+        CONFIG, generator_size=0.5, mle_weight=0.25)
+    batch = toy_batch()
+    sampled = tf.constant([[11, 30, 0], [40, 0, 0]])  # row 0 pos 2 keeps the original
+    batch["gumbel_noise"] = forcing_noise(sampled)
+    with tf.GradientTape() as tape:
+      out = model(batch, training=False)
+      tape.watch(out["mlm_logits"])
+      losses = model.compute_losses(batch, out)
+    positions, weights = batch["masked_lm_positions"].numpy(), batch["masked_lm_weights"].numpy()
+    rtd = np.take_along_axis(out["rtd_logits"].numpy(), positions, 1)
+    kept = np.array([[True, False, True], [False, True, True]])
+    reward = np.where(kept, softplus(rtd), softplus(-rtd))       # −log D or −log(1 − D)
+    z = out["baseline_logits"].numpy()
+    baseline = softplus(-z)
+    log_q = np.take_along_axis(tf.nn.log_softmax(out["mlm_logits"]).numpy(),
+                               sampled.numpy()[..., None], 2)[..., 0]
+    n = weights.sum()
+    policy = (-log_q * (reward - baseline) * weights).sum() / n
+    target = np.exp(-reward)
+    baseline_loss = ((softplus(z) - target * z) * weights).sum() / n  # sigmoid cross-entropy
+    self.assertAllClose(losses["policy_loss"], policy, rtol=1e-5)
+    self.assertAllClose(losses["baseline_loss"], baseline_loss, rtol=1e-5)
+    self.assertAllClose(losses["mean_reward"], (reward * weights).sum() / n, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"], policy + 0.25 * losses["mlm_loss"] + baseline_loss
+                        + 50 * losses["rtd_loss"], rtol=1e-5)
+
+  def test_policy_gradient_direction(self):
+    """The generator's logits move toward samples with reward above the baseline: the policy
+    loss's gradient on the logits is −(onehot(x̂) − q)·(R − b)/n."""
+    model = electra_adversarial.build_adversarial_electra_pretrainer(CONFIG, generator_size=0.5)
+    batch = toy_batch()
+    sampled = tf.constant([[11, 30, 0], [40, 0, 0]])
+    batch["gumbel_noise"] = forcing_noise(sampled)
+    out = model(batch, training=False)
+    logits = tf.Variable(out["mlm_logits"])
+    with tf.GradientTape() as tape:
+      losses = model.compute_losses(batch, dict(out, mlm_logits=logits))
+    grad = tape.gradient(losses["policy_loss"], logits).numpy()
+    rtd = np.take_along_axis(out["rtd_logits"].numpy(), batch["masked_lm_positions"].numpy(), 1)
+    kept = np.array([[True, False, True], [False, True, True]])
+    reward = np.where(kept, softplus(rtd), softplus(-rtd))
+    adv = reward - softplus(-out["baseline_logits"].numpy())
+    q = tf.nn.softmax(out["mlm_logits"]).numpy()
+    onehot = np.eye(q.shape[-1])[sampled.numpy()]
+    weights = batch["masked_lm_weights"].numpy()
+    expected = -(onehot - q) * (adv * weights / weights.sum())[..., None]
+    self.assertAllClose(grad, expected, atol=1e-6)
+
+  def test_trains_on_real_text(self):
+    tmp = tempfile.mkdtemp()
+    records = make_records(os.path.join(tmp, "records"), paragraphs=200)
+    trainer = trainer_lib.Trainer(
+        os.path.join(tmp, "adv"), records, tf.distribute.get_strategy(),
+        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=60,
+                                             max_seq_length=64, max_predictions_per_seq=10,
+                                             log_every_steps=20, save_checkpoints_steps=60),
+        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
+        encoder_config=TINY, model_fn=electra_adversarial.build_adversarial_electra_pretrainer,
+        log=lambda _: None)
+    logged = capture_logs(trainer)
+    trainer.train()
+    # The baseline learns to predict the reward; the discriminator still learns.
+    self.assertLess(logged[-1]["baseline_loss"], logged[0]["baseline_loss"], logged)
+    self.assertLess(logged[-1]["rtd_loss"], logged[0]["rtd_loss"], logged)
+
+
+class TwoStageTest(tf.test.TestCase):
+
+  def test_stage_two_starts_from_stage_one_and_freezes_the_generator(self):
+    tmp = tempfile.mkdtemp()
+    records = make_records(os.path.join(tmp, "records"), paragraphs=100)
+    config = trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=4, max_seq_length=64,
+                                     max_predictions_per_seq=10, log_every_steps=4,
+                                     save_checkpoints_steps=4)
+    stage1 = trainer_lib.Trainer(os.path.join(tmp, "stage1"), records,
+                                 tf.distribute.get_strategy(), train_config=config,
+                                 encoder_config=TINY, model_fn=mlm.build_mlm_pretrainer,
+                                 log=lambda _: None)
+    stage1.train()
+    run_pretraining.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra_two_stage.gin"],
+                              [f"STAGE1_MODEL_DIR = '{os.path.join(tmp, 'stage1')}'"])
+    stage2 = trainer_lib.Trainer(os.path.join(tmp, "stage2"), records,
+                                 tf.distribute.get_strategy(), train_config=config,
+                                 encoder_config=TINY, log=lambda _: None)
+    model = stage2.model
+    source = stage1.model.encoder.variables
+    for encoder in (model.generator, model.discriminator):
+      self.assertLen(encoder.variables, len(source))
+      for v, expected in zip(encoder.variables, source):
+        self.assertAllEqual(v.numpy(), expected.numpy(), v.name)
+    for v, expected in zip(model.masked_lm.variables, stage1.model.masked_lm.variables):
+      self.assertAllEqual(v.numpy(), expected.numpy(), v.name)
+    frozen_variables = model.generator.variables + model.masked_lm.variables
+    frozen = {v.ref(): v.numpy() for v in frozen_variables}
+    trainable = {v.ref() for v in model.trainable_variables}
+    self.assertFalse(trainable & set(frozen))
+    disc_before = model.discriminator.variables[3].numpy()
+    stage2.train()
+    for v in frozen_variables:
+      self.assertAllEqual(v.numpy(), frozen[v.ref()], v.name)
+    self.assertNotAllClose(model.discriminator.variables[3].numpy(), disc_before)
+
+  def test_errors(self):
+    with self.assertRaisesRegex(ValueError, "freeze_generator needs tie_embeddings = False"):
+      electra.build_electra_pretrainer(CONFIG, freeze_generator=True)
+    with self.assertRaisesRegex(ValueError, "needs a generator of the discriminator's size"):
+      electra.build_electra_pretrainer(CONFIG, generator_init_checkpoint="/x")
+    with self.assertRaisesRegex(ValueError, "generator_init_checkpoint='/nonexistent': no "):
+      electra.build_electra_pretrainer(CONFIG, generator_size=1.0,
+                                       generator_init_checkpoint="/nonexistent")
+
+
+if __name__ == "__main__":
+  tf.test.main()
