@@ -9,6 +9,7 @@ import tensorflow as tf
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.tools import run_pretraining
+from official_rtd.training import precision
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 
@@ -28,15 +29,26 @@ class GinFilesTest(tf.test.TestCase):
       run_pretraining.parse_gin(["gin/models/tiny.gin", task],
                                 ["EncoderConfig.num_layers = 2", "EncoderConfig.hidden_size = 32",
                                  "EncoderConfig.intermediate_size = 64"])
-      model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab,
-                                            token_counts=lambda: np.arange(vocab.size))
-      ids = tf.constant([[vocab.cls_id, 10, 11, 12, 13, 14, vocab.sep_id, vocab.pad_id]])
-      batch = {"input_word_ids": ids, "input_mask": tf.cast(ids != vocab.pad_id, tf.int32),
-               "input_type_ids": tf.zeros_like(ids), "masked_lm_positions": tf.constant([[2, 4]]),
-               "masked_lm_ids": tf.constant([[11, 13]]),
-               "masked_lm_weights": tf.constant([[1.0, 1.0]])}
-      losses = model.compute_losses(batch, model(batch, training=True))
-      self.assertTrue(bool(tf.math.is_finite(losses["total_loss"])), task)
+      for mixed_precision in ("float32", "bfloat16"):
+        with precision.policy(mixed_precision):
+          model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size),
+                                                vocab=vocab,
+                                                token_counts=lambda: np.arange(vocab.size))
+          ids = tf.constant([[vocab.cls_id, 10, 11, 12, 13, 14, vocab.sep_id, vocab.pad_id]])
+          batch = {"input_word_ids": ids, "input_mask": tf.cast(ids != vocab.pad_id, tf.int32),
+                   "input_type_ids": tf.zeros_like(ids),
+                   "masked_lm_positions": tf.constant([[2, 4]]),
+                   "masked_lm_ids": tf.constant([[11, 13]]),
+                   "masked_lm_weights": tf.constant([[1.0, 1.0]])}
+          with tf.GradientTape() as tape:
+            losses = model.compute_losses(batch, model(batch, training=True))
+          grads = tape.gradient(losses["total_loss"], model.trainable_variables)
+        where = f"{task} ({mixed_precision})"
+        self.assertTrue(bool(tf.math.is_finite(losses["total_loss"])), where)
+        self.assertEqual(losses["total_loss"].dtype, tf.float32, where)
+        self.assertTrue(all(bool(tf.reduce_all(tf.math.is_finite(g)))
+                            for g in grads if g is not None and not isinstance(g, tf.IndexedSlices)),
+                        where)
       self.assertGreater(model.train_flops_per_example(8, 2), 0, task)
       self.assertIsNotNone(model.exported_encoder, task)
 

@@ -35,6 +35,12 @@ flags.DEFINE_enum("mode", "train", ["train", "eval", "train_and_eval"],
 flags.DEFINE_string("eval_input", None, "Held-out records directories (create_pretraining_data "
                     "on held-out documents, fixed --seed).")
 flags.DEFINE_bool("all_checkpoints", False, "With --mode=eval: one row per kept checkpoint.")
+flags.DEFINE_enum("mixed_precision", None, ["float32", "bfloat16", "float16"],
+                  "Compute precision (variables stay float32; float16 adds dynamic loss "
+                  "scaling). Same as --gin_param=\"TrainConfig.mixed_precision='bfloat16'\"; "
+                  "default: the gin value (float32).")
+flags.DEFINE_bool("jit_compile", None, "XLA-compile each replica's forward and backward pass "
+                  "(TrainConfig.jit_compile).")
 flags.mark_flags_as_required(["gin_file", "input_records", "model_dir"])
 FLAGS = flags.FLAGS
 
@@ -98,7 +104,12 @@ def train(gin_files, gin_params, input_records, model_dir, distribution_strategy
 
 
 def main(_):
-  train(FLAGS.gin_file, FLAGS.gin_param, FLAGS.input_records, FLAGS.model_dir,
+  gin_params = list(FLAGS.gin_param or [])
+  if FLAGS.mixed_precision is not None:
+    gin_params.append(f"TrainConfig.mixed_precision = '{FLAGS.mixed_precision}'")
+  if FLAGS.jit_compile is not None:
+    gin_params.append(f"TrainConfig.jit_compile = {FLAGS.jit_compile}")
+  train(FLAGS.gin_file, gin_params, FLAGS.input_records, FLAGS.model_dir,
         FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.vocab_file, FLAGS.num_cpu_devices,
         FLAGS.mode, FLAGS.eval_input, FLAGS.all_checkpoints)
 

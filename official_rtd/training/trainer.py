@@ -28,6 +28,7 @@ from official_rtd.ops import masking
 from official_rtd.ops import sampling
 from official_rtd.training import export
 from official_rtd.training import optimization
+from official_rtd.training import precision
 
 
 @gin.configurable
@@ -45,6 +46,8 @@ class TrainConfig:
   # > 0: train for as many steps as fit in this many section 5.2.2 FLOPs (overrides
   # num_train_steps, so the learning rate decays to its end at the budget).
   train_flops_budget: float = 0.0
+  mixed_precision: str = "float32"  # or bfloat16, float16 (with dynamic loss scaling)
+  jit_compile: bool = False  # XLA-compile each replica's forward and backward pass
 
 
 @gin.configurable
@@ -116,13 +119,15 @@ class Trainer:
     tf_keras.utils.set_random_seed(self.train_config.seed)
 
     with strategy.scope():
-      self.model = (model_fn or pretraining_model)(
-          encoder_config=self.encoder_config,
-          **({} if model_fn else {"vocab": self.vocab, "token_counts": self.token_counts}))
-      self.model(self._dummy_batch(), training=False)  # creates the variables
+      with precision.policy(self.train_config.mixed_precision):
+        self.model = (model_fn or pretraining_model)(
+            encoder_config=self.encoder_config,
+            **({} if model_fn else {"vocab": self.vocab, "token_counts": self.token_counts}))
+        self.model(self._dummy_batch(), training=False)  # creates the variables
       self._apply_flops_budget()
-      self.optimizer = optimization.build_optimizer(self.optimizer_config,
-                                                    self.train_config.num_train_steps)
+      self.optimizer = precision.wrap_optimizer(
+          optimization.build_optimizer(self.optimizer_config, self.train_config.num_train_steps),
+          self.train_config.mixed_precision)
       # Create the Adam/LAMB slots now, so a restore fills them at once and can be verified.
       self.optimizer._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
       self.metrics = self.model.build_metrics()
@@ -132,6 +137,8 @@ class Trainer:
     self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir,
                                               max_to_keep=self.train_config.keep_checkpoint_max)
     self._train_fn = None
+    self._forward_backward = (tf.function(self.forward_backward, jit_compile=True)
+                              if self.train_config.jit_compile else self.forward_backward)
 
   # --- set-up checks -----------------------------------------------------------------------------
   def _check_inputs(self, input_path, vocab_file, encoder_config):
@@ -210,15 +217,22 @@ class Trainer:
   def replica_gradients(self, batch):
     """Forward and backward on this replica's batch; returns (losses, gradients summed over
     replicas, i.e. of the global-batch loss)."""
+    outputs, losses, grads = self._forward_backward(batch)
+    grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    self.model.update_metrics(self.metrics, batch, outputs, losses)
+    return losses, grads
+
+  def forward_backward(self, batch):
+    """(outputs, losses, this replica's gradients of its share of the global-batch loss)."""
     variables = self.model.trainable_variables
     with tf.GradientTape() as tape:
       outputs = self.model(batch, training=True)
       losses = self.model.compute_losses(batch, outputs)
+      loss = precision.scaled(self.optimizer, losses["total_loss"])
+    grads = precision.unscaled(self.optimizer, tape.gradient(loss, variables))
     grads = [tf.convert_to_tensor(g) if g is not None else tf.zeros_like(v)
-             for g, v in zip(tape.gradient(losses["total_loss"], variables), variables)]
-    grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    self.model.update_metrics(self.metrics, batch, outputs, losses)
-    return losses, grads
+             for g, v in zip(grads, variables)]
+    return outputs, losses, grads
 
   def replica_step(self, batch):
     """One training step on this replica: gradients, global-norm clip, update."""

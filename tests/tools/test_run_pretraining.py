@@ -30,6 +30,8 @@ class RunPretrainingCliTest(RecordsTestCase):
         (["--gin_param=TrainConfig.max_seq_length = 32"],
          r"max_seq_length 64 but the model expects seq_length 32"),
         (["--mode=eval"], r"--mode=eval needs --eval_input"),
+        (["--gin_param=TrainConfig.mixed_precision = 'half'"],
+         r"--mixed_precision must be one of \['bfloat16', 'float16', 'float32'\], got 'half'"),
         (["--mode=eval", f"--eval_input={self.records}"], r"no checkpoint to evaluate in"),
     ]
     for extra, message in cases:

@@ -12,7 +12,14 @@ class PretrainingModel(tf_keras.Model):
 
   Subclasses implement the method's loss (`compute_losses`, returning at least `total_loss`),
   its metrics, and name the encoder that is exported for fine-tuning.
+
+  Under a mixed-precision policy the encoders compute in half precision, but the model's own
+  inputs are never cast (`autocast=False`): masks, weights and Gumbel noise stay float32.
   """
+
+  def __init__(self, *args, **kwargs):
+    kwargs.setdefault("autocast", False)
+    super().__init__(*args, **kwargs)
 
   def compute_losses(self, inputs: Dict[str, tf.Tensor],
                      outputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:

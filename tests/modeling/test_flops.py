@@ -1,0 +1,55 @@
+"""The section 5.2.2 FLOPs counter against the matrix products TensorFlow actually traces."""
+import tensorflow as tf
+
+from official_rtd.modeling import flops
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import electra
+from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+
+SEQ = 32
+PREDICTIONS = 5
+
+
+def lookups(config, seq_len=SEQ):
+  """The dense-look-up FLOPs the analytic count adds for token and position embeddings, which
+  the graph does as gathers (segment embeddings are a one-hot matmul in Model Garden)."""
+  return seq_len * 2 * config.embedding_size * (config.vocab_size + config.max_position_embeddings)
+
+
+class FlopsCrossCheckTest(tf.test.TestCase):
+
+  def test_encoder_forward_matches_the_traced_graph(self):
+    for embedding_size in (32, 64):  # with and without the E→H projection
+      config = EncoderConfig(vocab_size=500, hidden_size=64, num_layers=2, num_attention_heads=2,
+                             intermediate_size=128, embedding_size=embedding_size,
+                             max_position_embeddings=SEQ)
+      encoder = TransformerEncoder(config)
+      traced = tf.function(lambda ids, encoder=encoder: encoder(
+          {"input_word_ids": ids, "input_mask": tf.ones_like(ids),
+           "input_type_ids": tf.zeros_like(ids)}, training=False)["sequence_output"])
+      graph = flops.graph_matmul_flops(
+          traced.get_concrete_function(tf.TensorSpec([1, SEQ], tf.int32)))
+      analytic = flops.encoder_forward_flops(config, SEQ) - lookups(config)
+      self.assertAllClose(graph, analytic, rtol=1e-9)
+
+  def test_electra_training_flops_match_the_traced_forward(self):
+    """train FLOPs / 2 (backward = forward) = the traced forward of generator, MLM head,
+    discriminator and RTD head, plus the look-ups."""
+    config = EncoderConfig(vocab_size=500, hidden_size=64, num_layers=2, num_attention_heads=2,
+                           intermediate_size=128, embedding_size=32, max_position_embeddings=SEQ)
+    model = electra.build_electra_pretrainer(config, generator_size=0.5)
+    spec = {"input_word_ids": tf.TensorSpec([1, SEQ], tf.int32),
+            "input_mask": tf.TensorSpec([1, SEQ], tf.int32),
+            "input_type_ids": tf.TensorSpec([1, SEQ], tf.int32),
+            "masked_lm_positions": tf.TensorSpec([1, PREDICTIONS], tf.int32),
+            "masked_lm_ids": tf.TensorSpec([1, PREDICTIONS], tf.int32),
+            "masked_lm_weights": tf.TensorSpec([1, PREDICTIONS], tf.float32)}
+    traced = tf.function(lambda batch: model(batch, training=False)["rtd_logits"])
+    graph = flops.graph_matmul_flops(traced.get_concrete_function(spec))
+    analytic = (model.train_flops_per_example(SEQ, PREDICTIONS) / 2
+                - lookups(model.generator.config) - lookups(config))
+    self.assertAllClose(graph, analytic, rtol=1e-9)
+
+
+if __name__ == "__main__":
+  tf.test.main()
