@@ -23,6 +23,7 @@ from official_rtd.finetune import glue_data
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.training import export
+from official_rtd.training import precision
 
 LONG_TASKS = ("rte", "sts-b")  # 10 epochs instead of 3
 
@@ -52,6 +53,8 @@ class GlueConfig:
   max_train_examples: int = 0
   do_predict: bool = False
   log_every_steps: int = 100
+  mixed_precision: str = "float32"
+  jit_compile: bool = False
 
 
 def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.WordPieceTokenizer,
@@ -87,6 +90,7 @@ class GlueRunner:
     if bool(config.data_dir) == bool(config.tfds_data_dir):
       raise ValueError("give exactly one of --data_dir (GLUE TSV files) and --tfds_data_dir")
     trials_lib.check_convention(config.lr_decay_convention)
+    precision.check(config.mixed_precision)
     if config.double_unordered and self.task.name not in ("mrpc", "sts-b"):
       raise ValueError("--double_unordered applies to MRPC and STS-B only")
     self.export_config = export.read_export_config(config.init_checkpoint)
@@ -120,12 +124,13 @@ class GlueRunner:
   def _build(self, trial: int, num_steps: int):
     cfg = self.config
     tf_keras.utils.set_random_seed(cfg.seed + trial)
-    encoder = export.load_encoder(cfg.init_checkpoint, restore=not cfg.random_init)
-    model = classifier.SequenceClassifier(encoder, self.task.num_classes, name="glue")
-    model({k: v[:1] for k, v in encode(self.train_examples[:1], self.tokenizer, 8).items()})
+    with precision.policy(cfg.mixed_precision):
+      encoder = export.load_encoder(cfg.init_checkpoint, restore=not cfg.random_init)
+      model = classifier.SequenceClassifier(encoder, self.task.num_classes, name="glue")
+      model({k: v[:1] for k, v in encode(self.train_examples[:1], self.tokenizer, 8).items()})
     optimizer = trials_lib.build_optimizer(
         model, encoder, self.learning_rate, self.decay, cfg.lr_decay_convention, num_steps,
-        cfg.warmup_proportion, cfg.weight_decay_rate)
+        cfg.warmup_proportion, cfg.weight_decay_rate, cfg.mixed_precision)
     return model, optimizer
 
   def _train_features(self):
@@ -149,7 +154,7 @@ class GlueRunner:
     final_loss = trials_lib.train(
         model, optimizer, dataset, num_steps,
         lambda m, batch: classifier.loss(m(batch[0], training=True), batch[1]),
-        self.log, cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}")
+        self.log, cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}", cfg.jit_compile)
     result = {"trial": trial, "seed": cfg.seed + trial, "train_steps": num_steps,
               "final_train_loss": final_loss, "dev": {}}
     for split, examples in self.dev_splits:

@@ -30,14 +30,15 @@ class SpanQuestionAnswerer(tf_keras.Model):
 
   def __init__(self, encoder, joint: bool = True, version_2: bool = True, beam_size: int = 20,
                **kwargs):
-    super().__init__(**kwargs)
+    super().__init__(autocast=False, **kwargs)
     self.encoder = encoder
     self.joint = joint
     self.version_2 = version_2
     self.beam_size = beam_size
     init = transformer_encoder.initializer(encoder.config)
+    # The head is small: it computes in float32 under any mixed-precision policy.
     dense = lambda units, name, **kw: tf_keras.layers.Dense(  # pylint: disable=g-long-lambda
-        units, kernel_initializer=init, name=name, **kw)
+        units, kernel_initializer=init, name=name, dtype="float32", **kw)
     self.start_dense = dense(1, "start_logits")
     if joint:
       # One Dense over [h_start; h_end], split into its two halves so inference never
@@ -46,7 +47,8 @@ class SpanQuestionAnswerer(tf_keras.Model):
       self.end_hidden_end = dense(HIDDEN_UNITS, "qa_hidden_end")
     self.end_dense = dense(1, "end_logits")
     if version_2:
-      self.answerable_hidden = dense(HIDDEN_UNITS, "answerable_hidden", activation="gelu")
+      self.answerable_hidden = dense(HIDDEN_UNITS, "answerable_hidden",
+                                     activation=transformer_encoder.gelu)
       self.answerable_dense = dense(1, "answerable_logit")
 
   def call(self, inputs, start_positions=None, training=None) -> Dict[str, tf.Tensor]:
@@ -81,7 +83,7 @@ class SpanQuestionAnswerer(tf_keras.Model):
 
   def _end_logits(self, h_start, h_end):
     """`gelu(W [h_start; h_end] + b)` then linear; broadcasts over leading dims."""
-    return tf.squeeze(self.end_dense(tf.nn.gelu(
+    return tf.squeeze(self.end_dense(transformer_encoder.gelu(
         self.end_hidden_start(h_start) + self.end_hidden_end(h_end))), -1)
 
 

@@ -27,6 +27,7 @@ from official_rtd.finetune import squad_metrics
 from official_rtd.finetune import squad_predictions
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.training import export
+from official_rtd.training import precision
 
 PREDICTIONS_NAME = "predictions.json"
 NULL_ODDS_NAME = "null_odds.json"
@@ -63,6 +64,8 @@ class SquadConfig:
   seed: int = 0
   max_train_examples: int = 0
   log_every_steps: int = 100
+  mixed_precision: str = "float32"
+  jit_compile: bool = False
 
 
 class SquadRunner:
@@ -73,6 +76,7 @@ class SquadRunner:
     self.log = log
     self.version_2 = config.version_2_with_negative
     trials_lib.check_convention(config.lr_decay_convention)
+    precision.check(config.mixed_precision)
     if config.beam_size < 1 or config.n_best_size < 1 or config.max_answer_length < 1:
       raise ValueError("--beam_size, --n_best_size and --max_answer_length must be >= 1")
     self.export_config = export.read_export_config(config.init_checkpoint)
@@ -109,15 +113,16 @@ class SquadRunner:
   def _build(self, trial: int, num_steps: int):
     cfg = self.config
     tf_keras.utils.set_random_seed(cfg.seed + trial)
-    encoder = export.load_encoder(cfg.init_checkpoint, restore=not cfg.random_init)
-    model = span_head.SpanQuestionAnswerer(encoder, joint=cfg.joint_prediction,
-                                           version_2=self.version_2, beam_size=cfg.beam_size,
-                                           name="squad")
-    first = {k: v[:1] for k, v in self.train_features.inputs.items()}
-    model(first, start_positions=tf.zeros([1], tf.int32))  # builds every layer
+    with precision.policy(cfg.mixed_precision):
+      encoder = export.load_encoder(cfg.init_checkpoint, restore=not cfg.random_init)
+      model = span_head.SpanQuestionAnswerer(encoder, joint=cfg.joint_prediction,
+                                             version_2=self.version_2, beam_size=cfg.beam_size,
+                                             name="squad")
+      first = {k: v[:1] for k, v in self.train_features.inputs.items()}
+      model(first, start_positions=tf.zeros([1], tf.int32))  # builds every layer
     optimizer = trials_lib.build_optimizer(
         model, encoder, self.learning_rate, self.decay, cfg.lr_decay_convention, num_steps,
-        cfg.warmup_proportion, cfg.weight_decay_rate)
+        cfg.warmup_proportion, cfg.weight_decay_rate, cfg.mixed_precision)
     return model, optimizer
 
   def run_trial(self, trial: int) -> dict:
@@ -139,7 +144,8 @@ class SquadRunner:
                             gold["is_impossible"], cfg.answerable_weight)
 
     final_loss = trials_lib.train(model, optimizer, dataset, num_steps, loss_fn, self.log,
-                                  cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}")
+                                  cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}",
+                                  cfg.jit_compile)
     predictions, non_null, null_odds = squad_predictions.best_answers(
         self.predict_examples, self.predict_features, self.predict_outputs(model),
         squad_predictions.AnswerConfig(cfg.max_answer_length, cfg.n_best_size, cfg.na_threshold),

@@ -11,6 +11,7 @@ import tensorflow as tf
 from official_rtd.data import records
 from official_rtd.training import layerwise_decay
 from official_rtd.training import optimization
+from official_rtd.training import precision
 
 # (learning rate, layer-wise decay) by model size, dissertation Table 5.2 (GLUE and SQuAD).
 SIZE_DEFAULTS = {"small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
@@ -33,18 +34,19 @@ def check_convention(convention: str):
 
 def build_optimizer(model, encoder, learning_rate: float, layerwise_lr_decay: float,
                     convention: str, num_steps: int, warmup_proportion: float,
-                    weight_decay_rate: float):
-  """AdamW (ε 1e-6) with layer-wise LR decay, linear warmup then linear decay, clipping 1.0.
+                    weight_decay_rate: float, mixed_precision: str = "float32"):
+  """AdamW (ε 1e-6) with layer-wise LR decay, linear warmup then linear decay, clipping 1.0
+  (with dynamic loss scaling under float16).
 
   `model` must be built (its variables exist)."""
   multipliers = layerwise_decay.learning_rate_multipliers(model, encoder, layerwise_lr_decay,
                                                           convention)
   schedule = optimization.WarmupLinearDecay(
       learning_rate, int(warmup_proportion * num_steps), num_steps)
-  return layerwise_decay.LayerwiseAdamWeightDecay(
+  return precision.wrap_optimizer(layerwise_decay.LayerwiseAdamWeightDecay(
       multipliers, learning_rate=schedule, weight_decay_rate=weight_decay_rate,
       beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-      exclude_from_weight_decay=optimization.NO_DECAY, gradient_clip_norm=1.0)
+      exclude_from_weight_decay=optimization.NO_DECAY, gradient_clip_norm=1.0), mixed_precision)
 
 
 def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],
@@ -87,14 +89,22 @@ def median_and_spread(values_by_trial: List[Dict[str, float]]):
 
 
 def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str], None],
-          log_every_steps: int, label: str) -> float:
+          log_every_steps: int, label: str, jit_compile: bool = False) -> float:
   """Runs `num_steps` steps of `loss_fn(model, batch)` over `dataset`, logging the running loss
-  and an ETA; returns the mean loss of the last 10 steps."""
-  @tf.function
-  def train_step(batch):
+  and an ETA; returns the mean loss of the last 10 steps. A float16 `LossScaleOptimizer` (see
+  `training.precision`) gets a scaled loss; `jit_compile` XLA-compiles forward and backward."""
+
+  def forward_backward(batch):
     with tf.GradientTape() as tape:
       loss = loss_fn(model, batch)
-    grads = tape.gradient(loss, model.trainable_variables)
+      scaled = precision.scaled(optimizer, loss)
+    return loss, precision.unscaled(optimizer, tape.gradient(scaled, model.trainable_variables))
+
+  compute = tf.function(forward_backward, jit_compile=True) if jit_compile else forward_backward
+
+  @tf.function
+  def train_step(batch):
+    loss, grads = compute(batch)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 

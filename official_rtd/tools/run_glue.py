@@ -41,6 +41,9 @@ flags.DEFINE_bool("double_unordered", False, "MRPC/STS-B: train on both sentence
 flags.DEFINE_integer("max_train_examples", 0, "Use a random subset of the training set (0: all).")
 flags.DEFINE_bool("do_predict", False, "Also write test-set predictions (<TASK>.tsv).")
 flags.DEFINE_integer("log_every_steps", 100, "Progress line interval.")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"],
+                  "Compute precision; variables stay float32, float16 adds dynamic loss scaling.")
+flags.DEFINE_bool("jit_compile", False, "XLA-compile each step's forward and backward pass.")
 flags.mark_flags_as_required(["task", "init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS
 

@@ -49,6 +49,9 @@ flags.DEFINE_integer("num_trials", 1, "Fine-tuning runs with seeds seed..seed+N-
 flags.DEFINE_integer("seed", 0, "First trial's seed.")
 flags.DEFINE_integer("max_train_examples", 0, "Use a random subset of the training questions.")
 flags.DEFINE_integer("log_every_steps", 100, "Progress line interval.")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"],
+                  "Compute precision; variables stay float32, float16 adds dynamic loss scaling.")
+flags.DEFINE_bool("jit_compile", False, "XLA-compile each step's forward and backward pass.")
 flags.mark_flags_as_required(["train_file", "predict_file", "init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS
 

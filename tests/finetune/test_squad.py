@@ -92,13 +92,14 @@ class RunSquadTest(tf.test.TestCase):
     self.assertEqual(sum("already done" in l for l in logs), 2)
     self.assertLen(again["trials"], 3)
 
-  def test_v11_independent_head(self):
+  def test_v11_independent_head_in_bfloat16(self):
     v1 = trimmed(os.path.join(SQUAD, "train-v1.1-sample.json"),
                  os.path.join(self.tmp, "v1.json"), paragraphs=2)
     model_dir = os.path.join(self.tmp, "v1")
     summary = squad.SquadRunner(self._config(
         model_dir, train_file=v1, predict_file=v1, version_2_with_negative=False,
-        joint_prediction=False, num_trials=1), log=lambda _: None).run()
+        joint_prediction=False, num_trials=1, mixed_precision="bfloat16"),
+        log=lambda _: None).run()
     self.assertEqual(sorted(summary["median"]), ["exact_match", "f1"])
     self.assertFalse(os.path.exists(os.path.join(model_dir, "null_odds.json")))
     with open(os.path.join(model_dir, "predictions.json")) as f:

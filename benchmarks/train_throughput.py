@@ -1,0 +1,306 @@
+r"""Pre-training throughput: our ELECTRA vs Model Garden's, full training steps, one machine.
+
+  python benchmarks/train_throughput.py --batch_sizes=32,128 --steps=8
+
+ELECTRA-Small (dissertation Table 5.1: hidden 256, 12 layers, 4 heads, FFN 1024, embeddings 128,
+generator 1/4, vocab 30522, sequence length 128, 19 predictions) on one in-memory batch of random
+token ids. Each configuration runs in its own process (clean peak memory, no shared state):
+
+  ours/float32, ours/bfloat16 (and ours/float16 with --precisions), ours with --jit_compile,
+  model_garden/float32: `networks.BertEncoder(dict_outputs=True)` generator and discriminator with
+  tied token embeddings, `models.ElectraPretrainer`, `ElectraPretrainTask.train_step` (its loss
+  and metrics) and Model Garden's AdamW (clip 1.0);
+  huggingface/float32: `ElectraForMaskedLM` + `ElectraForPreTraining` (tied embeddings), PyTorch,
+  if `transformers` and `torch` are installed (skipped with a message otherwise).
+
+A step is forward + backward + optimizer update (+ metric updates, as each trainer does). The
+script prints tokens/s, the ratio to Model Garden, peak RSS, and model FLOP utilisation: section
+5.2.2 train FLOPs per second over the machine's peak matmul FLOP/s in the same precision, measured
+in the same process. It also times our input pipeline: training steps on real records vs the same
+steps on one cached batch.
+"""
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+flags.DEFINE_list("batch_sizes", ["32", "128"], "Global batch sizes.")
+flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Our precisions to time.")
+flags.DEFINE_integer("steps", 8, "Timed steps per configuration (after warm-up).")
+flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, allocation).")
+flags.DEFINE_bool("input_pipeline", True, "Also time real records vs a cached batch.")
+flags.DEFINE_string("one", None, "Internal: run one configuration (impl/precision/batch[/jit]).")
+FLAGS = flags.FLAGS
+
+SEQ, PREDICTIONS, VOCAB = 128, 19, 30522
+
+
+def small_config():
+  from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
+  return EncoderConfig(vocab_size=VOCAB, hidden_size=256, num_layers=12, num_attention_heads=4,
+                       intermediate_size=1024, embedding_size=128, max_position_embeddings=512)
+
+
+def synthetic_batch(batch_size):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(0)
+  ids = rng.integers(1000, VOCAB, size=[batch_size, SEQ]).astype(np.int32)
+  positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ - 1), PREDICTIONS, replace=False)
+                                for _ in range(batch_size)]), -1).astype(np.int32)
+  originals = np.take_along_axis(ids, positions, 1)
+  masked = ids.copy()
+  np.put_along_axis(masked, positions, 103, 1)
+  return {"input_word_ids": tf.constant(masked), "input_mask": tf.ones_like(masked),
+          "input_type_ids": tf.zeros_like(masked), "masked_lm_positions": tf.constant(positions),
+          "masked_lm_ids": tf.constant(originals),
+          "masked_lm_weights": tf.ones([batch_size, PREDICTIONS], tf.float32)}
+
+
+def peak_matmul_flops(dtype_name):
+  """Best FLOP/s of a 2048³ matmul in `dtype_name` over a few repetitions."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  dtype = {"float32": tf.float32, "bfloat16": tf.bfloat16, "float16": tf.float16}[dtype_name]
+  a = tf.cast(tf.random.normal([2048, 2048]), dtype)
+  matmul = tf.function(lambda x: tf.matmul(x, x))
+  matmul(a).numpy()
+  best = 0.0
+  for _ in range(5):
+    start = time.perf_counter()
+    matmul(a).numpy()
+    best = max(best, 2 * 2048 ** 3 / (time.perf_counter() - start))
+  return best
+
+
+def time_steps(step, batch):
+  for _ in range(FLAGS.warmup):
+    float(step(batch))
+  start = time.perf_counter()
+  for _ in range(FLAGS.steps):
+    float(step(batch))
+  return (time.perf_counter() - start) / FLAGS.steps
+
+
+def ours(precision_name, batch_size, jit):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  batch = synthetic_batch(batch_size)
+  with precision.policy(precision_name):
+    model = electra.build_electra_pretrainer(small_config(), generator_size=0.25)
+    model(batch, training=False)
+  optimizer = precision.wrap_optimizer(
+      optimization.build_optimizer(optimization.OptimizerConfig(), 1_000_000), precision_name)
+  metrics = model.build_metrics()
+
+  def forward_backward(inputs):
+    with tf.GradientTape() as tape:
+      outputs = model(inputs, training=True)
+      losses = model.compute_losses(inputs, outputs)
+      loss = precision.scaled(optimizer, losses["total_loss"])
+    grads = precision.unscaled(optimizer, tape.gradient(loss, model.trainable_variables))
+    return outputs, losses, grads
+
+  compute = tf.function(forward_backward, jit_compile=True) if jit else forward_backward
+
+  @tf.function
+  def step(inputs):  # what Trainer.replica_step does on one device
+    outputs, losses, grads = compute(inputs)
+    model.update_metrics(metrics, inputs, outputs, losses)
+    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return losses["total_loss"]
+
+  seconds = time_steps(step, batch)
+  return seconds, model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
+
+
+def model_garden(batch_size):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  from official.nlp.configs import electra as mg_electra_config  # pylint: disable=g-import-not-at-top
+  from official.nlp.data import pretrain_dataloader as mg_dataloader  # pylint: disable=g-import-not-at-top
+  from official.nlp.modeling import models as mg_models  # pylint: disable=g-import-not-at-top
+  from official.nlp.modeling import networks as mg_networks  # pylint: disable=g-import-not-at-top
+  from official.modeling.optimization import legacy_adamw  # pylint: disable=g-import-not-at-top
+  from official.nlp.tasks import electra_task as mg_electra_task  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.networks import transformer_encoder  # pylint: disable=g-import-not-at-top
+  config = small_config()
+  generator_config = config.scaled(0.25)
+
+  def encoder(c, embedding_layer=None):
+    return mg_networks.BertEncoder(
+        vocab_size=VOCAB, hidden_size=c.hidden_size, num_layers=c.num_layers,
+        num_attention_heads=c.num_attention_heads, max_sequence_length=512, type_vocab_size=2,
+        inner_dim=c.intermediate_size, inner_activation=transformer_encoder.gelu,
+        embedding_width=c.embedding_size, embedding_layer=embedding_layer, dict_outputs=True)
+
+  discriminator = encoder(config)
+  generator = encoder(generator_config, embedding_layer=discriminator.get_embedding_layer())
+  model = mg_models.ElectraPretrainer(
+      generator_network=generator, discriminator_network=discriminator, vocab_size=VOCAB,
+      num_classes=2, num_token_predictions=PREDICTIONS, mlm_activation=transformer_encoder.gelu,
+      mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
+  batch = synthetic_batch(batch_size)
+  model(batch)
+  task = mg_electra_task.ElectraPretrainTask(mg_electra_task.ElectraPretrainConfig(
+      model=mg_electra_config.ElectraPretrainerConfig(discriminator_loss_weight=50.0),
+      train_data=mg_dataloader.BertPretrainDataConfig(use_next_sentence_label=False)))
+  metrics = task.build_metrics()
+  optimizer = legacy_adamw.AdamWeightDecay(
+      learning_rate=5e-4, weight_decay_rate=0.01, epsilon=1e-6,
+      exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"], gradient_clip_norm=1.0)
+  step = tf.function(lambda inputs: task.train_step(inputs, model, optimizer, metrics)["loss"])
+  seconds = time_steps(step, batch)
+  # The same math as ours: count FLOPs with our counter for the same shapes.
+  ours_model = electra.build_electra_pretrainer(config, generator_size=0.25)
+  return seconds, ours_model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
+
+
+def huggingface(batch_size):
+  try:
+    import torch  # pylint: disable=g-import-not-at-top
+    import transformers  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    return f"skipped: {e.name} is not installed (pip install torch transformers)"
+  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  config = small_config()
+  common = dict(vocab_size=VOCAB, embedding_size=128, max_position_embeddings=512)
+  gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(
+      hidden_size=64, num_hidden_layers=12, num_attention_heads=1, intermediate_size=256, **common))
+  disc = transformers.ElectraForPreTraining(transformers.ElectraConfig(
+      hidden_size=256, num_hidden_layers=12, num_attention_heads=4, intermediate_size=1024,
+      **common))
+  gen.electra.embeddings = disc.electra.embeddings  # tied embeddings
+  params = list({id(p): p for p in list(gen.parameters()) + list(disc.parameters())}.values())
+  optimizer = torch.optim.AdamW(params, lr=5e-4, eps=1e-6, weight_decay=0.01)
+  tf_batch = synthetic_batch(batch_size)
+  ids = torch.tensor(tf_batch["input_word_ids"].numpy(), dtype=torch.long)
+  positions = torch.tensor(tf_batch["masked_lm_positions"].numpy(), dtype=torch.long)
+  originals = torch.tensor(tf_batch["masked_lm_ids"].numpy(), dtype=torch.long)
+
+  def step(_):
+    optimizer.zero_grad()
+    labels = torch.full_like(ids, -100).scatter(1, positions, originals)
+    out = gen(input_ids=ids, labels=labels)
+    logits = out.logits.gather(1, positions[..., None].expand(-1, -1, VOCAB))
+    sampled = torch.distributions.Categorical(logits=logits.detach()).sample()
+    corrupted = ids.scatter(1, positions, sampled)
+    original = ids.scatter(1, positions, originals)
+    disc_out = disc(input_ids=corrupted, labels=(corrupted != original).long())
+    loss = out.loss + 50.0 * disc_out.loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    return loss.item()
+
+  seconds = time_steps(step, None)
+  flops_model = electra.build_electra_pretrainer(config, generator_size=0.25)
+  return seconds, flops_model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
+
+
+def input_pipeline():
+  """Step time of our Trainer on real records vs on one cached batch (tiny ELECTRA)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+  tmp = tempfile.mkdtemp()
+  records = os.path.join(tmp, "records")
+  pretraining_data.create_pretraining_data(pretraining_data.DataConfig(
+      input_files=(os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt"),),
+      vocab_file=os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"), output_dir=records,
+      max_seq_length=128, max_predictions_per_seq=PREDICTIONS, dupe_factor=2, num_shards=2),
+      log=lambda _: None)
+  trainer = trainer_lib.Trainer(
+      os.path.join(tmp, "model"), records, tf.distribute.get_strategy(),
+      train_config=trainer_lib.TrainConfig(train_batch_size=32, max_seq_length=SEQ,
+                                           max_predictions_per_seq=PREDICTIONS),
+      encoder_config=EncoderConfig(hidden_size=128, num_layers=2, num_attention_heads=2,
+                                   intermediate_size=512, embedding_size=128),
+      model_fn=electra.build_electra_pretrainer, log=lambda _: None)
+  trainer.restore()
+  train_steps = trainer._train_steps()  # pylint: disable=protected-access
+  cached = next(trainer.iterator)
+  cached_iterator = iter(tf.data.Dataset.from_tensors(cached).repeat())
+  results = {}
+  for name, iterator in (("records", trainer.iterator), ("cached", cached_iterator)):
+    train_steps(iterator, tf.constant(5))
+    start = time.perf_counter()
+    train_steps(iterator, tf.constant(40))
+    float(trainer.optimizer.iterations)
+    results[name] = (time.perf_counter() - start) / 40
+  return results
+
+
+def run_one(spec):
+  impl, precision_name, batch_size, *rest = spec.split("/")
+  batch_size = int(batch_size)
+  if impl == "ours":
+    result = ours(precision_name, batch_size, jit=bool(rest))
+  elif impl == "model_garden":
+    result = model_garden(batch_size)
+  else:
+    result = huggingface(batch_size)
+  row = {"spec": spec, "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+  if isinstance(result, str):
+    row["skipped"] = result
+  else:
+    seconds, flops = result
+    row.update(seconds=seconds, tokens_per_s=batch_size * SEQ / seconds,
+               flops_per_s=flops / seconds, peak_flops=peak_matmul_flops(precision_name))
+  print("RESULT " + json.dumps(row), flush=True)
+
+
+def main(_):
+  if FLAGS.one:
+    run_one(FLAGS.one)
+    return
+  specs = []
+  for batch in FLAGS.batch_sizes:
+    specs += [f"model_garden/float32/{batch}"] + [f"ours/{p}/{batch}" for p in FLAGS.precisions]
+    specs += [f"ours/float32/{batch}/jit", f"huggingface/float32/{batch}"]
+  rows = []
+  for spec in specs:
+    out = subprocess.run([sys.executable, __file__, f"--one={spec}", f"--steps={FLAGS.steps}",
+                          f"--warmup={FLAGS.warmup}"], capture_output=True, text=True)
+    found = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+    rows.append(json.loads(found[-1][7:]) if found else
+                {"spec": spec, "skipped": "failed: " + out.stderr.strip().splitlines()[-1]})
+  print(f"ELECTRA-Small, seq {SEQ}, vocab {VOCAB}, {os.cpu_count()} CPUs, {FLAGS.steps} timed "
+        f"steps after {FLAGS.warmup} warm-up")
+  print("| configuration | step s | tokens/s | × Model Garden | peak RSS GB | train FLOP/s | "
+        "peak matmul FLOP/s | MFU |")
+  print("|---|---|---|---|---|---|---|---|")
+  baseline = {}
+  for row in rows:
+    if row["spec"].startswith("model_garden") and "tokens_per_s" in row:
+      baseline[row["spec"].split("/")[2]] = row["tokens_per_s"]
+  for row in rows:
+    if "skipped" in row:
+      print(f"| {row['spec']} | {row['skipped']} |||||||")
+      continue
+    base = baseline.get(row["spec"].split("/")[2])
+    ratio = f"{row['tokens_per_s'] / base:.2f}" if base else "-"
+    print(f"| {row['spec']} | {row['seconds']:.3f} | {row['tokens_per_s']:.0f} | {ratio} | "
+          f"{row['peak_rss_gb']:.2f} | {row['flops_per_s']:.3g} | {row['peak_flops']:.3g} | "
+          f"{row['flops_per_s'] / row['peak_flops']:.1%} |")
+  if FLAGS.input_pipeline:
+    times = input_pipeline()
+    print(f"input pipeline (tiny ELECTRA, batch 32 × {SEQ}): {times['records'] * 1e3:.1f} ms/step "
+          f"on records vs {times['cached'] * 1e3:.1f} ms/step on a cached batch "
+          f"({times['records'] / times['cached'] - 1:+.1%})")
+
+
+if __name__ == "__main__":
+  app.run(main)
