@@ -20,8 +20,10 @@ setuptools.setup(
         "gin-config",
         "absl-py",
         "numpy",
+        "safetensors",  # export_model --format=huggingface
     ],
-    extras_require={"test": ["pytest", "scipy", "scikit-learn"]},
+    # transformers' TF ELECTRA classes check the Hugging Face export (no PyTorch needed).
+    extras_require={"test": ["pytest", "scipy", "scikit-learn", "transformers>=4.45,<4.50"]},
     entry_points={
         "console_scripts": [
             "build_vocab=official_rtd.tools.build_vocab:run",
@@ -30,6 +32,8 @@ setuptools.setup(
             "rtd_quickstart=official_rtd.tools.quickstart:run",
             "run_glue=official_rtd.tools.run_glue:run",
             "run_squad=official_rtd.tools.run_squad:run",
+            "export_model=official_rtd.tools.export_model:run",
+            "import_checkpoint=official_rtd.tools.import_checkpoint:run",
             "compare_runs=official_rtd.tools.compare_runs:run",
             "score_pll=official_rtd.tools.score_pll:run",
         ],

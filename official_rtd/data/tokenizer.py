@@ -15,6 +15,7 @@ class WordPieceTokenizer:
       raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {kind!r}")
     self.vocab = vocab
     self.kind = kind
+    self.do_lower_case = do_lower_case
     if kind == "fast":
       self._tokenizer = tf_text.FastBertTokenizer(
           vocab=list(vocab.tokens), token_out_type=tf.int64, unknown_token=vocab_lib.UNK,

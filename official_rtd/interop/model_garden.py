@@ -1,0 +1,92 @@
+"""Import of Model Garden ELECTRA checkpoints (`models.ElectraPretrainer` over `networks.BertEncoder`
+generator and discriminator, as `official/nlp/tasks/electra_task.py` trains and saves them with
+`tf.train.Checkpoint(model=...)`).
+
+Model Garden's encoders are built from the same layers as ours, so weights copy layer by layer.
+Model Garden ties only the token embeddings: the generator's position/segment embeddings and
+embedding LayerNorm are its own, and ours (shared with the discriminator) take the
+discriminator's. Model Garden TEAMS checkpoints are not supported.
+"""
+import tensorflow as tf
+import tf_keras
+from official.nlp.modeling import models as mg_models
+from official.nlp.modeling import networks as mg_networks
+
+from official_rtd.interop.electra_tf1 import CheckpointImportError
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.models import electra
+from official_rtd.modeling.networks import transformer_encoder
+
+NUM_PREDICTIONS = 1  # any value: it only shapes the call
+
+
+def model_garden_electra(config: EncoderConfig, generator_size: float = 0.25):
+  """Model Garden's ELECTRA of our config's sizes (the layout its checkpoints have)."""
+
+  def encoder(c, embedding_layer=None):
+    return mg_networks.BertEncoder(
+        vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_layers=c.num_layers,
+        num_attention_heads=c.num_attention_heads, max_sequence_length=c.max_position_embeddings,
+        type_vocab_size=c.type_vocab_size, inner_dim=c.intermediate_size,
+        inner_activation=transformer_encoder.gelu, embedding_width=c.embedding_size,
+        embedding_layer=embedding_layer, dict_outputs=True)
+
+  discriminator = encoder(config)
+  generator = encoder(config.scaled(generator_size),
+                      embedding_layer=discriminator.get_embedding_layer())
+  return mg_models.ElectraPretrainer(
+      generator_network=generator, discriminator_network=discriminator,
+      vocab_size=config.vocab_size, num_classes=2, num_token_predictions=NUM_PREDICTIONS,
+      mlm_activation=transformer_encoder.gelu,
+      mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range))
+
+
+def _dummy_batch():
+  ids = tf.zeros([1, 4], tf.int32)
+  return {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids,
+          "masked_lm_positions": tf.zeros([1, NUM_PREDICTIONS], tf.int32),
+          "masked_lm_ids": tf.zeros([1, NUM_PREDICTIONS], tf.int32),
+          "masked_lm_weights": tf.ones([1, NUM_PREDICTIONS])}
+
+
+def _copy_encoder(mg_encoder, ours, embeddings_from):
+  for mg_layer, layer in [(embeddings_from._embedding_layer, ours.embeddings.word_embeddings),  # pylint: disable=protected-access
+                          (embeddings_from._position_embedding_layer,  # pylint: disable=protected-access
+                           ours.embeddings.position_embeddings),
+                          (embeddings_from._type_embedding_layer, ours.embeddings.type_embeddings),  # pylint: disable=protected-access
+                          (embeddings_from._embedding_norm_layer, ours.embeddings.layer_norm)]:  # pylint: disable=protected-access
+    layer.set_weights(mg_layer.get_weights())
+  if ours.embedding_projection is not None:
+    ours.embedding_projection.set_weights(mg_encoder._embedding_projection.get_weights())  # pylint: disable=protected-access
+  for mg_layer, layer in zip(mg_encoder._transformer_layers, ours.transformer_layers):  # pylint: disable=protected-access
+    layer.set_weights(mg_layer.get_weights())
+
+
+def import_model_garden_electra(checkpoint: str, config: EncoderConfig,
+                                generator_size: float = 0.25) -> electra.ElectraPretrainer:
+  """Our ELECTRA (tied embeddings) with a Model Garden ELECTRA checkpoint's weights.
+
+  Raises:
+    CheckpointImportError: when the checkpoint is missing or its variables do not fit `config`.
+  """
+  path = tf.train.latest_checkpoint(checkpoint) if tf.io.gfile.isdir(checkpoint) else checkpoint
+  if not path or not tf.io.gfile.glob(path + ".index"):
+    raise CheckpointImportError(f"no checkpoint at {checkpoint}")
+  mg_model = model_garden_electra(config, generator_size)
+  mg_model(_dummy_batch())
+  try:
+    tf.train.Checkpoint(model=mg_model).read(path).assert_existing_objects_matched().expect_partial()
+  except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
+    raise CheckpointImportError(f"{path} does not fit a Model Garden ELECTRA of these sizes "
+                                f"(hidden {config.hidden_size}, {config.num_layers} layers, "
+                                f"generator {generator_size}): {' '.join(str(e).split())[:600]}"
+                                ) from None
+  ours = electra.build_electra_pretrainer(config, generator_size=generator_size)
+  ours(_dummy_batch(), training=False)
+  discriminator = mg_model.discriminator_network
+  _copy_encoder(discriminator, ours.discriminator, discriminator)
+  _copy_encoder(mg_model.generator_network, ours.generator, discriminator)
+  ours.masked_lm.set_weights(mg_model.masked_lm.get_weights())
+  ours.rtd_head.dense.set_weights(mg_model.discriminator_projection.get_weights())
+  ours.rtd_head.logit.set_weights(mg_model.discriminator_head.get_weights())
+  return ours

@@ -1,0 +1,72 @@
+r"""Imports an ELECTRA checkpoint from another implementation as an encoder export that `run_glue`
+and `run_squad` fine-tune (`--init_checkpoint=<output_dir>/export`).
+
+  import_checkpoint --source=electra_tf1 --checkpoint=electra_small/electra_small \
+      --vocab_file=electra_small/vocab.txt --output_dir=/runs/electra_small_public
+  import_checkpoint --source=model_garden --checkpoint=/mg/electra/ckpt-1000000 \
+      --gin_file=gin/models/small.gin --vocab_file=vocab.txt --output_dir=/runs/mg_small
+
+`electra_tf1`: google-research/electra checkpoints (sizes read from the checkpoint; attention heads
+default to hidden / 64). `model_garden`: Model Garden `ElectraPretrainer` checkpoints of the sizes in
+`--gin_file` (and `--generator_size`). Missing or mis-shaped variables fail with their names.
+"""
+from official_rtd.tools import cli
+
+from absl import flags  # pylint: disable=g-bad-import-order
+from absl import logging
+
+flags.DEFINE_enum("source", None, ["electra_tf1", "model_garden"], "Checkpoint layout.")
+flags.DEFINE_string("checkpoint", None, "Checkpoint prefix (or directory for model_garden).")
+flags.DEFINE_string("vocab_file", None, "The checkpoint's WordPiece vocab.")
+flags.DEFINE_string("output_dir", None, "Writes <output_dir>/export.")
+flags.DEFINE_bool("do_lower_case", True, "Whether the vocab is uncased.")
+flags.DEFINE_integer("max_seq_length", 512, "Recorded in the export's config.")
+flags.DEFINE_integer("num_attention_heads", None, "electra_tf1: discriminator heads "
+                     "(default hidden / 64).")
+flags.DEFINE_integer("generator_num_attention_heads", None, "electra_tf1: generator heads "
+                     "(default hidden / 64).")
+flags.DEFINE_multi_string("gin_file", None, "model_garden: a gin/models/ file with the sizes.")
+flags.DEFINE_float("generator_size", 0.25, "model_garden: the generator's width multiplier.")
+flags.mark_flags_as_required(["source", "checkpoint", "vocab_file", "output_dir"])
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import electra_tf1  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  vocab = vocab_lib.load_vocab(FLAGS.vocab_file)
+  if FLAGS.source == "electra_tf1":
+    model = electra_tf1.import_electra_tf1(FLAGS.checkpoint, FLAGS.num_attention_heads,
+                                           FLAGS.generator_num_attention_heads)
+  else:
+    if not FLAGS.gin_file:
+      raise ValueError("--source=model_garden needs --gin_file (the model's sizes)")
+    import gin  # pylint: disable=g-import-not-at-top
+    from official_rtd.interop import model_garden  # pylint: disable=g-import-not-at-top
+    from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
+    from official_rtd.tools import run_pretraining  # pylint: disable=g-import-not-at-top
+    run_pretraining.parse_gin(FLAGS.gin_file, [])
+    try:
+      config = EncoderConfig(vocab_size=vocab.size)
+    finally:
+      gin.clear_config()
+    model = model_garden.import_model_garden_electra(FLAGS.checkpoint, config,
+                                                     FLAGS.generator_size)
+  size = model.discriminator.config.vocab_size
+  if size != vocab.size:
+    raise ValueError(f"--vocab_file {FLAGS.vocab_file} has {vocab.size} tokens but the "
+                     f"checkpoint's embeddings have {size} rows")
+  path = export.export_encoder(model, vocab, FLAGS.output_dir, FLAGS.max_seq_length,
+                               FLAGS.do_lower_case)
+  logging.info("wrote %s (hidden %d, %d layers); fine-tune with --init_checkpoint=%s", path,
+               model.discriminator.config.hidden_size, model.discriminator.config.num_layers,
+               path)
+
+
+def run():
+  cli.run_main(main, "import_checkpoint")
+
+
+if __name__ == "__main__":
+  run()

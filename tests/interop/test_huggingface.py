@@ -1,0 +1,136 @@
+"""Round trips out of our models: transformers' ELECTRA classes (TF, no torch needed) and the
+raw-text SavedModel give our hidden states and logits."""
+import dataclasses
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.interop import huggingface
+from official_rtd.interop import saved_model
+from official_rtd.modeling.models import electra
+from official_rtd.modeling.models import electric
+from tests import testutil
+from tests.training.test_trainer import TINY
+
+TEXTS = ["The cat sat on the mat.",
+         "Alice was beginning to get very tired of sitting by her sister on the bank."]
+
+
+def tiny_electra(vocab, **kwargs):
+  config = dataclasses.replace(TINY, vocab_size=vocab.size, embedding_size=32, dropout_rate=0.0,
+                               attention_dropout_rate=0.0, **kwargs)
+  model = electra.build_electra_pretrainer(config, generator_size=0.5)
+  ids = tf.constant([[2, 10, 3]])
+  model({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids * 0,
+         "masked_lm_positions": tf.constant([[1]]), "masked_lm_ids": tf.constant([[10]]),
+         "masked_lm_weights": tf.ones([1, 1])})
+  return model
+
+
+def encode(vocab, texts, length=24):
+  pieces = tokenizer_lib.WordPieceTokenizer(vocab).tokenize_to_lists(texts)
+  ids = np.full([len(texts), length], vocab.pad_id, np.int32)
+  for row, p in enumerate(pieces):
+    ids[row, :len(p) + 2] = [vocab.cls_id, *p[:length - 2], vocab.sep_id]
+  mask = (ids != vocab.pad_id).astype(np.int32)
+  return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
+
+
+class HuggingFaceExportTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    tf.keras.utils.set_random_seed(0)
+    self.vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+
+  def test_transformers_loads_the_same_model(self):
+    import transformers  # pylint: disable=g-import-not-at-top
+    model = tiny_electra(self.vocab)
+    out = os.path.join(tempfile.mkdtemp(), "hf")
+    written = huggingface.export_huggingface(model, self.vocab, out)
+    self.assertEqual(written, {"discriminator": "ElectraForPreTraining",
+                               "generator": "ElectraForMaskedLM"})
+    for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"):
+      self.assertTrue(os.path.isfile(os.path.join(out, "discriminator", name)), name)
+    batch = encode(self.vocab, TEXTS)
+    real = batch["input_mask"] > 0
+    hf_batch = {"input_ids": batch["input_word_ids"], "attention_mask": batch["input_mask"],
+                "token_type_ids": batch["input_type_ids"], "output_hidden_states": True}
+
+    disc = transformers.TFElectraForPreTraining.from_pretrained(os.path.join(out, "discriminator"))
+    got = disc(**hf_batch)
+    sequence = model.discriminator(batch)["sequence_output"]
+    self.assertAllClose(got.hidden_states[-1].numpy()[real], sequence.numpy()[real], atol=1e-5)
+    self.assertAllClose(got.logits.numpy()[real], model.rtd_head(sequence).numpy()[real],
+                        atol=1e-5)
+
+    gen = transformers.TFElectraForMaskedLM.from_pretrained(os.path.join(out, "generator"))
+    got = gen(**hf_batch)
+    sequence = model.generator(batch)["sequence_output"]
+    self.assertAllClose(got.hidden_states[-1].numpy()[real], sequence.numpy()[real], atol=1e-5)
+    positions = tf.constant([[1, 2, 3], [1, 4, 5]])
+    ours_logits = model.masked_lm(sequence, positions).numpy()
+    hf_logits = np.take_along_axis(got.logits.numpy(), positions.numpy()[..., None], 1)
+    self.assertAllClose(hf_logits, ours_logits, atol=1e-4)
+
+    # transformers' tokenizer reads the exported vocab and config the same way ours does.
+    hf_tokenizer = transformers.ElectraTokenizer.from_pretrained(os.path.join(out, "generator"))
+    self.assertAllEqual(hf_tokenizer(TEXTS, padding="max_length", max_length=24)["input_ids"],
+                        batch["input_word_ids"])
+
+  def test_shared_layers_are_unrolled(self):
+    import transformers  # pylint: disable=g-import-not-at-top
+    model = tiny_electra(self.vocab, share_layers=True)
+    out = os.path.join(tempfile.mkdtemp(), "hf")
+    huggingface.export_huggingface(model, self.vocab, out)
+    disc = transformers.TFElectraModel.from_pretrained(os.path.join(out, "discriminator"))
+    batch = encode(self.vocab, TEXTS)
+    real = batch["input_mask"] > 0
+    got = disc(input_ids=batch["input_word_ids"], attention_mask=batch["input_mask"])
+    self.assertAllClose(got.last_hidden_state.numpy()[real],
+                        model.discriminator(batch)["sequence_output"].numpy()[real], atol=1e-5)
+
+  def test_non_transformer_generator_is_skipped_and_bad_encoders_refused(self):
+    config = dataclasses.replace(TINY, vocab_size=self.vocab.size)
+    model = electric.build_electric_pretrainer(config)
+    ids = tf.constant([[2, 10, 11, 3]])
+    model({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids * 0,
+           "masked_lm_positions": tf.constant([[1]]), "masked_lm_ids": tf.constant([[10]]),
+           "masked_lm_weights": tf.ones([1, 1])})
+    out = os.path.join(tempfile.mkdtemp(), "hf")
+    self.assertEqual(huggingface.export_huggingface(model, self.vocab, out),
+                     {"discriminator": "ElectraModel"})
+
+    class NotAnEncoder:
+      name = "custom"
+      exported_encoder = object()
+
+    with self.assertRaisesRegex(huggingface.ExportFormatError, "not a BERT-style"):
+      huggingface.export_huggingface(NotAnEncoder(), self.vocab, out)
+    self.assertTrue(os.path.isdir(os.path.join(out, "discriminator")))  # earlier export intact
+
+
+class SavedModelTest(tf.test.TestCase):
+
+  def test_raw_text_signature_matches_the_model(self):
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    model = tiny_electra(vocab)
+    out = os.path.join(tempfile.mkdtemp(), "saved")
+    saved_model.export_saved_model(model, vocab, out, max_seq_length=64)
+    loaded = tf.saved_model.load(out)
+    got = loaded.signatures["serving_default"](tf.constant(TEXTS))
+    batch = encode(vocab, TEXTS, length=int(got["input_word_ids"].shape[1]))
+    self.assertAllEqual(got["input_word_ids"], batch["input_word_ids"])
+    real = batch["input_mask"] > 0
+    sequence = model.discriminator(batch)["sequence_output"]
+    self.assertAllClose(got["sequence_output"].numpy()[real], sequence.numpy()[real], atol=1e-5)
+    self.assertAllClose(got["rtd_logits"].numpy()[real],
+                        model.rtd_head(sequence).numpy()[real], atol=1e-5)
+
+
+if __name__ == "__main__":
+  tf.test.main()

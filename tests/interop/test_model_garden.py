@@ -1,0 +1,56 @@
+"""Model Garden ELECTRA checkpoints import into ours and give Model Garden's outputs."""
+import dataclasses
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.interop import electra_tf1
+from official_rtd.interop import model_garden
+from tests.training.test_trainer import TINY
+
+CONFIG = dataclasses.replace(TINY, vocab_size=80, embedding_size=32, dropout_rate=0.0,
+                             attention_dropout_rate=0.0)
+
+
+class ModelGardenImportTest(tf.test.TestCase):
+
+  def test_round_trip(self):
+    mg = model_garden.model_garden_electra(CONFIG, generator_size=0.5)
+    mg(model_garden._dummy_batch())  # pylint: disable=protected-access
+    disc, gen = mg.discriminator_network, mg.generator_network
+    # Model Garden ties only the token embeddings; give its generator the discriminator's others,
+    # as ours shares them.
+    for name in ("_position_embedding_layer", "_type_embedding_layer", "_embedding_norm_layer"):
+      getattr(gen, name).set_weights(getattr(disc, name).get_weights())
+    path = tf.train.Checkpoint(model=mg).write(os.path.join(tempfile.mkdtemp(), "ckpt"))
+    ours = model_garden.import_model_garden_electra(path, CONFIG, generator_size=0.5)
+
+    ids = np.random.default_rng(0).integers(5, 80, size=[2, 10]).astype(np.int32)
+    batch = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+             "input_type_ids": np.zeros_like(ids)}
+    mg_sequence = disc(batch)["sequence_output"]
+    sequence = ours.discriminator(batch)["sequence_output"]
+    self.assertAllClose(sequence, mg_sequence, atol=1e-5)
+    self.assertAllClose(
+        ours.rtd_head(sequence),
+        tf.squeeze(mg.discriminator_head(mg.discriminator_projection(mg_sequence)), -1),
+        atol=1e-5)
+    positions = tf.constant([[1, 2], [3, 4]])
+    self.assertAllClose(ours.masked_lm(ours.generator(batch)["sequence_output"], positions),
+                        mg.masked_lm(gen(batch)["sequence_output"], positions), atol=1e-5)
+
+  def test_mismatched_sizes(self):
+    mg = model_garden.model_garden_electra(CONFIG, generator_size=0.5)
+    mg(model_garden._dummy_batch())  # pylint: disable=protected-access
+    path = tf.train.Checkpoint(model=mg).write(os.path.join(tempfile.mkdtemp(), "ckpt"))
+    with self.assertRaisesRegex(electra_tf1.CheckpointImportError, "does not fit a Model Garden"):
+      model_garden.import_model_garden_electra(
+          path, dataclasses.replace(CONFIG, hidden_size=32), generator_size=0.5)
+    with self.assertRaisesRegex(electra_tf1.CheckpointImportError, "no checkpoint at"):
+      model_garden.import_model_garden_electra("/nonexistent", CONFIG)
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,80 @@
+"""export_model and import_checkpoint from the command line."""
+import json
+import os
+import subprocess
+import tempfile
+
+import tensorflow as tf
+
+from official_rtd.training import export
+from tests import testutil
+from tests.interop import test_electra_tf1
+from tests.training.test_trainer import make_records
+
+
+def run(tool, *args):
+  return subprocess.run([tool, *args], cwd=testutil.REPO, capture_output=True, text=True,
+                        timeout=600, stdin=subprocess.DEVNULL)
+
+
+def one_error(test, result, tool):
+  test.assertEqual(result.returncode, 1, result.stderr[-2000:])
+  errors = [l for l in result.stderr.splitlines() if l.startswith(f"{tool}: error:")]
+  test.assertLen(errors, 1, result.stderr[-2000:])
+  return errors[0]
+
+
+class ExportModelCliTest(tf.test.TestCase):
+
+  def test_huggingface_and_saved_model(self):
+    tmp = tempfile.mkdtemp()
+    records = make_records(os.path.join(tmp, "records"), paragraphs=60)
+    result = run("run_pretraining", "--gin_file=gin/models/tiny.gin",
+                 "--gin_file=gin/tasks/electra.gin", f"--input_records={records}",
+                 f"--model_dir={tmp}/run", "--gin_param=TrainConfig.num_train_steps = 2",
+                 "--gin_param=TrainConfig.train_batch_size = 8",
+                 "--gin_param=EncoderConfig.hidden_size = 64")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    result = run("export_model", f"--model_dir={tmp}/run", "--format=huggingface",
+                 f"--output_dir={tmp}/hf")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    with open(os.path.join(tmp, "hf", "discriminator", "config.json")) as f:
+      config = json.load(f)
+    self.assertEqual((config["architectures"], config["hidden_size"], config["vocab_size"]),
+                     (["ElectraForPreTraining"], 64, 5883))
+    self.assertTrue(os.path.isfile(os.path.join(tmp, "hf", "generator", "model.safetensors")))
+    result = run("export_model", f"--model_dir={tmp}/run", "--format=saved_model",
+                 f"--output_dir={tmp}/saved")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    loaded = tf.saved_model.load(os.path.join(tmp, "saved"))
+    out = loaded.signatures["serving_default"](tf.constant(["Down the rabbit hole."]))
+    self.assertEqual(out["sequence_output"].shape[-1], 64)
+    self.assertIn("is not a run_pretraining directory",
+                  one_error(self, run("export_model", f"--model_dir={tmp}",
+                                      f"--output_dir={tmp}/x"), "export_model"))
+
+
+class ImportCheckpointCliTest(tf.test.TestCase):
+
+  def test_tf1_checkpoint_becomes_a_fine_tunable_export(self):
+    tmp = tempfile.mkdtemp()
+    path = test_electra_tf1.write_tf1_checkpoint(test_electra_tf1.tf1_tensors(),
+                                                 os.path.join(tmp, "model.ckpt"))
+    vocab = testutil.write_text(os.path.join(tmp, "vocab.txt"), "\n".join(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        + [f"w{i}" for i in range(test_electra_tf1.V - 5)]) + "\n")
+    args = ["--source=electra_tf1", f"--checkpoint={path}", "--num_attention_heads=2",
+            "--generator_num_attention_heads=1", f"--output_dir={tmp}/out"]
+    result = run("import_checkpoint", *args, f"--vocab_file={vocab}")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    encoder = export.load_encoder(os.path.join(tmp, "out", "export"))
+    self.assertEqual(encoder.config.hidden_size, test_electra_tf1.H)
+    small_vocab = testutil.write_text(os.path.join(tmp, "small.txt"),
+                                      "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nw0\n")
+    self.assertIn("has 6 tokens but the checkpoint's embeddings have 60 rows",
+                  one_error(self, run("import_checkpoint", *args, f"--vocab_file={small_vocab}"),
+                            "import_checkpoint"))
+
+
+if __name__ == "__main__":
+  tf.test.main()
