@@ -19,9 +19,7 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-from official_rtd.data import build_vocab
 from official_rtd.data import pretraining_data
-from official_rtd.data import records
 from official_rtd.finetune import glue
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,22 +36,6 @@ flags.DEFINE_string("corpus", os.path.join(REPO, "data", "corpus_sample", "*.txt
 flags.DEFINE_string("glue_dir", os.path.join(REPO, "..", "shared", "data", "glue"), "GLUE root.")
 flags.DEFINE_integer("vocab_size", 8000, "Vocabulary size to learn.")
 FLAGS = flags.FLAGS
-
-
-def prepare_records(work_dir):
-  vocab_file = os.path.join(work_dir, "vocab.txt")
-  records_dir = os.path.join(work_dir, "records")
-  corpus = sorted(glob.glob(FLAGS.corpus))
-  if not corpus:
-    raise ValueError(f"--corpus={FLAGS.corpus} matches no file")
-  if not os.path.exists(vocab_file):
-    build_vocab.build_vocab(corpus, vocab_file, vocab_size=FLAGS.vocab_size, log=logging.info)
-  if not os.path.exists(os.path.join(records_dir, records.SIDECAR_NAME)):
-    pretraining_data.create_pretraining_data(pretraining_data.DataConfig(
-        input_files=tuple(corpus), vocab_file=vocab_file, output_dir=records_dir,
-        max_seq_length=64, max_predictions_per_seq=10, dupe_factor=10, num_shards=4),
-        log=logging.info)
-  return records_dir
 
 
 def pretrain(objective, records_dir, work_dir):
@@ -88,7 +70,10 @@ def finetune(objective, export_dir, task_spec, work_dir):
 def main(_):
   work_dir = FLAGS.work_dir
   os.makedirs(work_dir, exist_ok=True)
-  records_dir = prepare_records(work_dir)
+  corpus = sorted(glob.glob(FLAGS.corpus))
+  if not corpus:
+    raise ValueError(f"--corpus={FLAGS.corpus} matches no file")
+  records_dir = pretraining_data.vocab_and_records(work_dir, corpus, FLAGS.vocab_size, logging.info)
   rows = []
   for objective in FLAGS.objectives:
     export_dir, steps, train_flops = pretrain(objective, records_dir, work_dir)

@@ -36,6 +36,8 @@ flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Our precisions to time
 flags.DEFINE_integer("steps", 8, "Timed steps per configuration (after warm-up).")
 flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, allocation).")
 flags.DEFINE_bool("input_pipeline", True, "Also time real records vs a cached batch.")
+flags.DEFINE_bool("breakdown", True, "Also split one fp32 batch-32 step into forward, backward and "
+                  "optimizer, and its FLOPs by kind.")
 flags.DEFINE_string("one", None, "Internal: run one configuration (impl/precision/batch[/jit]).")
 FLAGS = flags.FLAGS
 
@@ -208,6 +210,55 @@ def huggingface(batch_size):
   return seconds, flops_model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
 
 
+def breakdown(batch_size):
+  """Where one fp32 step of ours goes: forward, backward and optimizer times, and the section
+  5.2.2 FLOPs by kind (dense projections and FFN, attention scores, embeddings, heads)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling import flops  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
+  batch = synthetic_batch(batch_size)
+  config = small_config()
+  model = electra.build_electra_pretrainer(config, generator_size=0.25)
+  model(batch, training=False)
+  optimizer = optimization.build_optimizer(optimization.OptimizerConfig(), 1_000_000)
+  variables = model.trainable_variables
+
+  @tf.function
+  def forward(inputs):
+    return model.compute_losses(inputs, model(inputs, training=True))["total_loss"]
+
+  @tf.function
+  def forward_backward(inputs):
+    with tf.GradientTape() as tape:
+      loss = model.compute_losses(inputs, model(inputs, training=True))["total_loss"]
+    return loss, tape.gradient(loss, variables)
+
+  @tf.function
+  def step(inputs):
+    loss, grads = forward_backward(inputs)
+    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    optimizer.apply_gradients(zip(grads, variables))
+    return loss
+
+  times = {"forward": time_steps(forward, batch),
+           "forward+backward": time_steps(lambda b: forward_backward(b)[0], batch),
+           "step": time_steps(step, batch)}
+  gen = model.generator.config
+  per_example = {}
+  for name, c in (("discriminator", config), ("generator", gen)):
+    h, f, e = c.hidden_size, c.intermediate_size, c.embedding_size
+    per_example[f"{name} projections + FFN"] = SEQ * c.num_layers * (8 * h * h + 4 * h * f)
+    per_example[f"{name} attention scores"] = SEQ * c.num_layers * 4 * SEQ * h
+    per_example[f"{name} embeddings (dense count)"] = SEQ * (
+        2 * e * (c.vocab_size + c.max_position_embeddings + c.type_vocab_size)
+        + (2 * e * h if e != h else 0))
+  per_example["MLM head"] = flops.mlm_head_flops(gen.hidden_size, gen.embedding_size, VOCAB,
+                                                 PREDICTIONS)
+  per_example["RTD head"] = flops.rtd_head_flops(config.hidden_size, SEQ)
+  return times, per_example
+
+
 def input_pipeline():
   """Step time of our Trainer on real records vs on one cached batch (tiny ELECTRA)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -295,6 +346,15 @@ def main(_):
     print(f"| {row['spec']} | {row['seconds']:.3f} | {row['tokens_per_s']:.0f} | {ratio} | "
           f"{row['peak_rss_gb']:.2f} | {row['flops_per_s']:.3g} | {row['peak_flops']:.3g} | "
           f"{row['flops_per_s'] / row['peak_flops']:.1%} |")
+  if FLAGS.breakdown:
+    times, per_example = breakdown(32)
+    forward, both, step = times["forward"], times["forward+backward"], times["step"]
+    print(f"one ours/float32/32 step {step:.3f}s: forward {forward:.3f}s ({forward / step:.0%}), "
+          f"backward {both - forward:.3f}s ({(both - forward) / step:.0%}), clip + AdamW "
+          f"{step - both:.3f}s ({(step - both) / step:.0%})")
+    total = sum(per_example.values())
+    print("forward FLOPs by kind: " + ", ".join(
+        f"{name} {value / total:.1%}" for name, value in per_example.items()))
   if FLAGS.input_pipeline:
     times = input_pipeline()
     print(f"input pipeline (tiny ELECTRA, batch 32 × {SEQ}): {times['records'] * 1e3:.1f} ms/step "

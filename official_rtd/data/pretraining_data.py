@@ -295,3 +295,19 @@ def _sidecar(config, vocab, files, total_bytes, read_stats, totals, seconds) -> 
       },
       "seconds": round(seconds, 2),
   }
+
+
+def vocab_and_records(out: str, corpus: List[str], vocab_size: int,
+                      log: Callable[[str], None] = print) -> str:
+  """The quickstart's data: `<out>/vocab.txt` learned from `corpus` and `<out>/records` (64 tokens,
+  10 predictions, dupe 10), each built only if absent; returns the records directory."""
+  from official_rtd.data import build_vocab  # pylint: disable=g-import-not-at-top
+  vocab_file = os.path.join(out, "vocab.txt")
+  records_dir = os.path.join(out, "records")
+  if not os.path.exists(vocab_file):
+    build_vocab.build_vocab(corpus, vocab_file, vocab_size=vocab_size, log=log)
+  if not os.path.exists(os.path.join(records_dir, records.SIDECAR_NAME)):
+    create_pretraining_data(DataConfig(
+        input_files=tuple(corpus), vocab_file=vocab_file, output_dir=records_dir,
+        max_seq_length=64, max_predictions_per_seq=10, dupe_factor=10, num_shards=4), log=log)
+  return records_dir

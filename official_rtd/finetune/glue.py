@@ -13,7 +13,6 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
@@ -122,16 +121,13 @@ class GlueRunner:
 
   # --- one trial ---------------------------------------------------------------------------------
   def _build(self, trial: int, num_steps: int):
-    cfg = self.config
-    tf_keras.utils.set_random_seed(cfg.seed + trial)
-    with precision.policy(cfg.mixed_precision):
-      encoder = export.load_encoder(cfg.init_checkpoint, restore=not cfg.random_init)
+    def make_model(encoder):
       model = classifier.SequenceClassifier(encoder, self.task.num_classes, name="glue")
       model({k: v[:1] for k, v in encode(self.train_examples[:1], self.tokenizer, 8).items()})
-    optimizer = trials_lib.build_optimizer(
-        model, encoder, self.learning_rate, self.decay, cfg.lr_decay_convention, num_steps,
-        cfg.warmup_proportion, cfg.weight_decay_rate, cfg.mixed_precision)
-    return model, optimizer
+      return model
+
+    return trials_lib.build_trial_model(self.config, trial, self.learning_rate, self.decay,
+                                        num_steps, make_model)
 
   def _train_features(self):
     features = encode(self.train_examples, self.tokenizer, self.config.max_seq_length)

@@ -16,7 +16,6 @@ from typing import Callable, Dict
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
@@ -112,18 +111,17 @@ class SquadRunner:
   # --- one trial ---------------------------------------------------------------------------------
   def _build(self, trial: int, num_steps: int):
     cfg = self.config
-    tf_keras.utils.set_random_seed(cfg.seed + trial)
-    with precision.policy(cfg.mixed_precision):
-      encoder = export.load_encoder(cfg.init_checkpoint, restore=not cfg.random_init)
+
+    def make_model(encoder):
       model = span_head.SpanQuestionAnswerer(encoder, joint=cfg.joint_prediction,
                                              version_2=self.version_2, beam_size=cfg.beam_size,
                                              name="squad")
       first = {k: v[:1] for k, v in self.train_features.inputs.items()}
       model(first, start_positions=tf.zeros([1], tf.int32))  # builds every layer
-    optimizer = trials_lib.build_optimizer(
-        model, encoder, self.learning_rate, self.decay, cfg.lr_decay_convention, num_steps,
-        cfg.warmup_proportion, cfg.weight_decay_rate, cfg.mixed_precision)
-    return model, optimizer
+      return model
+
+    return trials_lib.build_trial_model(cfg, trial, self.learning_rate, self.decay, num_steps,
+                                        make_model)
 
   def run_trial(self, trial: int) -> dict:
     cfg = self.config

@@ -9,7 +9,7 @@ character spans whenever the normalised piece has the original's length (always 
 import dataclasses
 import json
 import unicodedata
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 

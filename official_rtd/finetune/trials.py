@@ -7,8 +7,10 @@ from typing import Callable, Dict, List
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from official_rtd.data import records
+from official_rtd.training import export
 from official_rtd.training import layerwise_decay
 from official_rtd.training import optimization
 from official_rtd.training import precision
@@ -47,6 +49,21 @@ def build_optimizer(model, encoder, learning_rate: float, layerwise_lr_decay: fl
       multipliers, learning_rate=schedule, weight_decay_rate=weight_decay_rate,
       beta_1=0.9, beta_2=0.999, epsilon=1e-6,
       exclude_from_weight_decay=optimization.NO_DECAY, gradient_clip_norm=1.0), mixed_precision)
+
+
+def build_trial_model(config, trial: int, learning_rate: float, layerwise_lr_decay: float,
+                      num_steps: int, make_model):
+  """Seeds the trial, loads the export (or a random encoder of its shape) under the run's
+  precision policy, builds `make_model(encoder)` (which must create its variables) and the
+  optimizer; returns (model, optimizer). `config` is a fine-tuning tool's config."""
+  tf_keras.utils.set_random_seed(config.seed + trial)
+  with precision.policy(config.mixed_precision):
+    encoder = export.load_encoder(config.init_checkpoint, restore=not config.random_init)
+    model = make_model(encoder)
+  optimizer = build_optimizer(model, encoder, learning_rate, layerwise_lr_decay,
+                              config.lr_decay_convention, num_steps, config.warmup_proportion,
+                              config.weight_decay_rate, config.mixed_precision)
+  return model, optimizer
 
 
 def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],

@@ -24,22 +24,11 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  from official_rtd.data import build_vocab  # pylint: disable=g-import-not-at-top
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.tools import run_pretraining  # pylint: disable=g-import-not-at-top
-  out = FLAGS.output_dir
-  vocab_file = os.path.join(out, "vocab.txt")
-  records_dir = os.path.join(out, "records")
-  model_dir = os.path.join(out, "model")
-  corpus = sorted(glob.glob(SAMPLE))
-  if not os.path.exists(vocab_file):
-    build_vocab.build_vocab(corpus, vocab_file, vocab_size=FLAGS.vocab_size, log=logging.info)
-  if not os.path.exists(os.path.join(records_dir, records.SIDECAR_NAME)):
-    pretraining_data.create_pretraining_data(pretraining_data.DataConfig(
-        input_files=tuple(corpus), vocab_file=vocab_file, output_dir=records_dir,
-        max_seq_length=64, max_predictions_per_seq=10, dupe_factor=10, num_shards=4),
-        log=logging.info)
+  model_dir = os.path.join(FLAGS.output_dir, "model")
+  records_dir = pretraining_data.vocab_and_records(FLAGS.output_dir, sorted(glob.glob(SAMPLE)), FLAGS.vocab_size,
+                                logging.info)
   run_pretraining.train(["gin/models/tiny.gin", "gin/tasks/electra.gin"],
                         [f"TrainConfig.num_train_steps = {FLAGS.num_train_steps}"], records_dir,
                         model_dir)

@@ -11,7 +11,6 @@ import tensorflow as tf
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import squad
 from official_rtd.finetune import squad_data
-from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.training import export
 from tests import testutil
 from tests.finetune.test_squad_data import SQUAD, V2

@@ -53,3 +53,31 @@ class FlopsCrossCheckTest(tf.test.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+class NoDenseVocabTensorTest(tf.test.TestCase):
+
+  def test_electra_training_step_never_builds_batch_by_seq_by_vocab(self):
+    """The generator computes vocabulary logits only at the masked positions: no tensor in the
+    forward or backward graph of an ELECTRA training step has shape [batch, seq_len, vocab]."""
+    batch, vocab = 3, 500
+    config = EncoderConfig(vocab_size=vocab, hidden_size=64, num_layers=2, num_attention_heads=2,
+                           intermediate_size=128, embedding_size=32, max_position_embeddings=SEQ)
+    model = electra.build_electra_pretrainer(config, generator_size=0.5)
+    spec = {"input_word_ids": tf.TensorSpec([batch, SEQ], tf.int32),
+            "input_mask": tf.TensorSpec([batch, SEQ], tf.int32),
+            "input_type_ids": tf.TensorSpec([batch, SEQ], tf.int32),
+            "masked_lm_positions": tf.TensorSpec([batch, PREDICTIONS], tf.int32),
+            "masked_lm_ids": tf.TensorSpec([batch, PREDICTIONS], tf.int32),
+            "masked_lm_weights": tf.TensorSpec([batch, PREDICTIONS], tf.float32)}
+
+    def step(inputs):
+      with tf.GradientTape() as tape:
+        loss = model.compute_losses(inputs, model(inputs, training=True))["total_loss"]
+      return tape.gradient(loss, model.trainable_variables)
+
+    graph = tf.function(step).get_concrete_function(spec).graph
+    shapes = [tuple(t.shape.as_list()) for op in graph.get_operations() for t in op.outputs
+              if t.shape.rank is not None]
+    self.assertIn((batch, PREDICTIONS, vocab), shapes)  # the logits that do exist
+    self.assertNotIn((batch, SEQ, vocab), shapes)
