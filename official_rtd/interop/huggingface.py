@@ -39,6 +39,9 @@ def _layer_norm(layer, name: str, out: dict):
 
 def encoder_tensors(encoder: TransformerEncoder, prefix: str = "electra.") -> Dict[str, np.ndarray]:
   """transformers `ElectraModel` state dict of `encoder` (absolute positions only)."""
+  if encoder.config.position_embedding != "absolute":
+    raise ExportFormatError(f"{encoder.config.position_embedding} positions have no equivalent in "
+                            "transformers' ELECTRA (absolute position embeddings only)")
   emb = encoder.embeddings
   out = {f"{prefix}embeddings.word_embeddings.weight": emb.embedding_table.numpy(),
          f"{prefix}embeddings.position_embeddings.weight":

@@ -22,6 +22,12 @@ class EncoderConfig:
   attention_dropout_rate: float = 0.1
   initializer_range: float = 0.02
   share_layers: bool = False  # ALBERT cross-layer sharing: one block's weights in every layer
+  # "absolute" (BERT: learned position embeddings) or "t5_relative" (T5 buckets, as AMOS uses):
+  # a learned per-head bias on the attention scores by bucketed relative distance, shared by all
+  # layers, and no absolute position embeddings.
+  position_embedding: str = "absolute"
+  relative_attention_num_buckets: int = 32
+  relative_attention_max_distance: int = 128
 
   def scaled(self, size: float, layers: float = 1.0) -> "EncoderConfig":
     """ELECTRA's generator size: hidden size, FFN size and heads × `size`; layers × `layers`.

@@ -16,7 +16,8 @@ class Embeddings(tf_keras.layers.Layer):
 
   def __init__(self, vocab_size: int, embedding_size: int, max_position_embeddings: int = 512,
                type_vocab_size: int = 2, dropout_rate: float = 0.1,
-               initializer: Optional[tf_keras.initializers.Initializer] = None, **kwargs):
+               initializer: Optional[tf_keras.initializers.Initializer] = None,
+               use_position_embeddings: bool = True, **kwargs):
     super().__init__(**kwargs)
     initializer = initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
     self.word_embeddings = layers.OnDeviceEmbedding(
@@ -26,7 +27,7 @@ class Embeddings(tf_keras.layers.Layer):
     self.word_embeddings.build(None)
     self.position_embeddings = layers.PositionEmbedding(
         max_length=max_position_embeddings, initializer=tf_utils.clone_initializer(initializer),
-        name="position_embedding")
+        name="position_embedding") if use_position_embeddings else None
     self.type_embeddings = layers.OnDeviceEmbedding(
         vocab_size=type_vocab_size, embedding_width=embedding_size, use_one_hot=True,
         initializer=tf_utils.clone_initializer(initializer), name="type_embeddings")
@@ -44,6 +45,7 @@ class Embeddings(tf_keras.layers.Layer):
     differentiable soft inputs."""
     if word_embeddings is None:
       word_embeddings = self.word_embeddings(input_word_ids)
-    embeddings = (word_embeddings + self.position_embeddings(word_embeddings)
-                  + self.type_embeddings(input_type_ids))
+    embeddings = word_embeddings + self.type_embeddings(input_type_ids)
+    if self.position_embeddings is not None:
+      embeddings += self.position_embeddings(word_embeddings)
     return self.dropout(self.layer_norm(embeddings), training=training)

@@ -20,7 +20,9 @@ get none of it (`adversarial_mlm_scale` > 0 lets a reversed, scaled share reach 
 Table 4 ablations: `mixture="random_layer"` (one head per position, uniformly), `"layer_switch"`
 (d_1 → d_2 → … at `layer_switch_steps`), `"average"` (γ uniform, no adversarial training);
 `stop_gradient_between_blocks=False`; a single head (`mlm_layers=(4,)`) is the single-generator
-baseline. Table 4's "separate MLM generators" variant is not implemented.
+baseline. Table 4's "separate MLM generators" variant is not implemented. The paper's T5 relative
+positions are an encoder option (`EncoderConfig.position_embedding = "t5_relative"`, on in
+gin/tasks/amos.gin).
 """
 import dataclasses
 from typing import Dict, Sequence

@@ -9,6 +9,9 @@ from official.nlp.modeling import layers
 
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.embeddings import Embeddings
+from official_rtd.modeling.layers.relative_position_attention import RelativePositionBlock
+
+POSITION_EMBEDDINGS = ("absolute", "t5_relative")
 
 
 def gelu(x):
@@ -20,9 +23,14 @@ def initializer(config: EncoderConfig):
   return tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
 
-def transformer_block(config: EncoderConfig, name: str) -> tf_keras.layers.Layer:
-  """One post-LayerNorm Transformer block (Model Garden's) of `config`'s sizes."""
-  return layers.TransformerEncoderBlock(
+def transformer_block(config: EncoderConfig, name: str,
+                      position_bias: Optional[layers.RelativePositionBias] = None
+                      ) -> tf_keras.layers.Layer:
+  """One post-LayerNorm Transformer block (Model Garden's) of `config`'s sizes; with a
+  `position_bias`, its attention adds T5 relative position biases."""
+  block = (functools.partial(RelativePositionBlock, position_bias) if position_bias is not None
+           else layers.TransformerEncoderBlock)
+  return block(
       num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
       inner_activation=gelu, output_dropout=config.dropout_rate,
       attention_dropout=config.attention_dropout_rate,
@@ -52,16 +60,27 @@ class TransformerEncoder(tf_keras.layers.Layer):
     self.stop_gradient_after = frozenset(stop_gradient_after)
     if config.vocab_size is None:
       raise ValueError("EncoderConfig.vocab_size is not set")
+    if config.position_embedding not in POSITION_EMBEDDINGS:
+      raise ValueError(f"EncoderConfig.position_embedding must be one of {POSITION_EMBEDDINGS}, "
+                       f"got {config.position_embedding!r}")
     self.config = config
+    relative = config.position_embedding == "t5_relative"
     self.embeddings = embeddings or Embeddings(
         config.vocab_size, config.embedding_size, config.max_position_embeddings,
-        config.type_vocab_size, config.dropout_rate, initializer(config), name="embeddings")
+        config.type_vocab_size, config.dropout_rate, initializer(config),
+        use_position_embeddings=not relative, name="embeddings")
+    self.position_bias = layers.RelativePositionBias(
+        num_heads=config.num_attention_heads,
+        relative_attention_num_buckets=config.relative_attention_num_buckets,
+        relative_attention_max_distance=config.relative_attention_max_distance,
+        bidirectional=True, embeddings_initializer=initializer(config),
+        name="relative_position_bias") if relative else None
     self.embedding_projection = embedding_projection
     if embedding_projection is None and config.embedding_size != config.hidden_size:
       self.embedding_projection = tf_keras.layers.EinsumDense(
           "...x,xy->...y", output_shape=config.hidden_size, bias_axes="y",
           kernel_initializer=initializer(config), name="embedding_projection")
-    block = functools.partial(transformer_block, config)
+    block = functools.partial(transformer_block, config, position_bias=self.position_bias)
     if transformer_layers is not None:
       self.transformer_layers = transformer_layers
     elif config.share_layers:

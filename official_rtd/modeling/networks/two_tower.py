@@ -33,6 +33,9 @@ class TwoTowerClozeModel(tf_keras.layers.Layer):
 
   def __init__(self, config: EncoderConfig, embeddings: Embeddings = None, **kwargs):
     super().__init__(**kwargs)
+    if config.position_embedding != "absolute":
+      raise ValueError("the two-tower cloze model needs absolute positions "
+                       f"(EncoderConfig.position_embedding = {config.position_embedding!r})")
     self.config = config
     self.embeddings = embeddings or Embeddings(
         config.vocab_size, config.embedding_size, config.max_position_embeddings,
