@@ -125,11 +125,16 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 
-  start, losses = time.time(), []
+  start, losses, examples = time.time(), [], 0
   for step, batch in enumerate(dataset.take(num_steps), start=1):
     losses.append(float(train_step(batch)))
+    if step == 1:  # rates exclude the first step's tracing
+      start = time.time()
+    else:
+      examples += int(tf.nest.flatten(batch)[0].shape[0])
     if step % log_every_steps == 0 or step == num_steps:
-      elapsed = time.time() - start
+      elapsed = max(time.time() - start, 1e-9)
       log(f"{label} step {step}/{num_steps} loss={np.mean(losses[-log_every_steps:]):.4f} "
-          f"ETA {(num_steps - step) * elapsed / step:.0f}s")
+          f"examples/s={examples / elapsed:.1f} "
+          f"ETA {(num_steps - step) * elapsed / max(step - 1, 1):.0f}s")
   return float(np.mean(losses[-10:]))
