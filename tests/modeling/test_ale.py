@@ -14,7 +14,7 @@ from official_rtd.tools import run_pretraining
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
-from tests.training.test_trainer import capture_logs, make_records
+from tests.training.test_trainer import make_records, text_trainer
 
 SMALL = EncoderConfig(vocab_size=30522, hidden_size=256, num_layers=12, num_attention_heads=4,
                       intermediate_size=1024, embedding_size=128)
@@ -86,17 +86,10 @@ class AleTrainingTest(tf.test.TestCase):
     config = EncoderConfig(hidden_size=64, num_layers=3, num_attention_heads=2,
                            intermediate_size=128, embedding_size=32, max_position_embeddings=64,
                            share_layers=True)
-    trainer = trainer_lib.Trainer(
-        os.path.join(tmp, "ale"), records, tf.distribute.get_strategy(),
-        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=100,
-                                             max_seq_length=64, max_predictions_per_seq=10,
-                                             log_every_steps=20, save_checkpoints_steps=100),
-        optimizer_config=optimization.OptimizerConfig(optimizer="lamb", learning_rate=1e-2,
-                                                      warmup_steps=10),
-        encoder_config=config,
-        model_fn=functools.partial(electra.build_electra_pretrainer, generator_size=0.5),
-        log=lambda _: None)
-    logged = capture_logs(trainer)
+    trainer, logged = text_trainer(
+        os.path.join(tmp, "ale"), records,
+        functools.partial(electra.build_electra_pretrainer, generator_size=0.5),
+        encoder_config=config, optimizer="lamb", learning_rate=1e-2)
     trainer.train()
     self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.3, logged)
     self.assertLess(logged[-1]["rtd_loss"], logged[0]["rtd_loss"], logged)

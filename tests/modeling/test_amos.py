@@ -9,14 +9,11 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.models import amos
 from official_rtd.ops import gradient_reversal
 from official_rtd.ops import sampling
-from official_rtd.training import optimization
-from official_rtd.training import trainer as trainer_lib
 from tests.modeling.test_electra import CONFIG, VOCAB, toy_batch
-from tests.training.test_trainer import capture_logs, make_records
+from tests.training.test_trainer import make_records, text_trainer
 
 
 def fixed_noise_batch(seed=0):
@@ -187,18 +184,9 @@ class AmosTrainingTest(tf.test.TestCase):
   def test_losses_fall_on_real_text(self):
     tmp = tempfile.mkdtemp()
     records = make_records(os.path.join(tmp, "records"), paragraphs=300)
-    trainer = trainer_lib.Trainer(
-        os.path.join(tmp, "amos"), records, tf.distribute.get_strategy(),
-        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=100,
-                                             max_seq_length=64, max_predictions_per_seq=10,
-                                             log_every_steps=20, save_checkpoints_steps=100),
-        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
-        encoder_config=EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2,
-                                     intermediate_size=128, embedding_size=64,
-                                     max_position_embeddings=64),
-        model_fn=functools.partial(amos.build_amos_pretrainer, mlm_layers=(1, 2, 3)),
-        log=lambda _: None)
-    logged = capture_logs(trainer)
+    trainer, logged = text_trainer(
+        os.path.join(tmp, "amos"), records,
+        functools.partial(amos.build_amos_pretrainer, mlm_layers=(1, 2, 3)))
     trainer.train()
     for d in (1, 2, 3):
       self.assertLess(logged[-1][f"mlm_loss_layer_{d}"], logged[0][f"mlm_loss_layer_{d}"] - 0.5,

@@ -9,10 +9,8 @@ import tensorflow as tf
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.models import electric
 from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
-from official_rtd.training import optimization
-from official_rtd.training import trainer as trainer_lib
 from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
-from tests.training.test_trainer import capture_logs, make_records
+from tests.training.test_trainer import make_records, text_trainer
 
 
 class TwoTowerTest(tf.test.TestCase):
@@ -81,16 +79,10 @@ class ElectricTrainingTest(tf.test.TestCase):
     records = make_records(os.path.join(tmp, "records"), paragraphs=30)
     config = EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2,
                            intermediate_size=128, embedding_size=64, max_position_embeddings=64)
-    trainer = trainer_lib.Trainer(
-        os.path.join(tmp, "electric"), records, tf.distribute.get_strategy(),
-        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=200,
-                                             max_seq_length=64, max_predictions_per_seq=10,
-                                             log_every_steps=50, save_checkpoints_steps=200),
-        optimizer_config=optimization.OptimizerConfig(learning_rate=3e-3, warmup_steps=10),
-        encoder_config=config,
-        model_fn=functools.partial(electric.build_electric_pretrainer, generator_size=0.5),
-        log=lambda _: None)
-    logged = capture_logs(trainer)
+    trainer, logged = text_trainer(
+        os.path.join(tmp, "electric"), records,
+        functools.partial(electric.build_electric_pretrainer, generator_size=0.5), steps=200,
+        log_every_steps=50, encoder_config=config, learning_rate=3e-3)
     trainer.train()
     self.assertLess(logged[-1]["cloze_loss"], logged[0]["cloze_loss"] - 0.5, logged)
     self.assertLess(logged[-1]["nce_loss"], logged[0]["nce_loss"], logged)

@@ -1,18 +1,14 @@
 """SCRIPT: critic probabilities, labels against the original token, gradients, PLL, learning."""
-import functools
 import os
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.models import script
 from official_rtd.ops import sampling
-from official_rtd.training import optimization
-from official_rtd.training import trainer as trainer_lib
 from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
-from tests.training.test_trainer import capture_logs, make_records
+from tests.training.test_trainer import make_records, text_trainer
 
 
 class CriticTest(tf.test.TestCase):
@@ -85,17 +81,8 @@ class ScriptTrainingTest(tf.test.TestCase):
   def test_mlm_and_critic_losses_fall_on_real_text(self):
     tmp = tempfile.mkdtemp()
     records = make_records(os.path.join(tmp, "records"), paragraphs=300, mask_strategy="bert")
-    trainer = trainer_lib.Trainer(
-        os.path.join(tmp, "script"), records, tf.distribute.get_strategy(),
-        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=100,
-                                             max_seq_length=64, max_predictions_per_seq=10,
-                                             log_every_steps=20, save_checkpoints_steps=100),
-        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
-        encoder_config=EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2,
-                                     intermediate_size=128, embedding_size=64,
-                                     max_position_embeddings=64),
-        model_fn=functools.partial(script.build_script_pretrainer), log=lambda _: None)
-    logged = capture_logs(trainer)
+    trainer, logged = text_trainer(os.path.join(tmp, "script"), records,
+                                   script.build_script_pretrainer)
     trainer.train()
     self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.5, logged)
     self.assertLess(logged[-1]["critic_loss"], logged[0]["critic_loss"], logged)

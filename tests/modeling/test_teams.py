@@ -10,11 +10,9 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.models import teams
 from official_rtd.ops import sampling
 from official_rtd.training import export
-from official_rtd.training import optimization
-from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 from tests.modeling.test_electra import forcing_noise, toy_batch
-from tests.training.test_trainer import capture_logs, make_records
+from tests.training.test_trainer import make_records, text_trainer
 
 VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
 CONFIG = EncoderConfig(vocab_size=VOCAB.size, hidden_size=16, num_layers=4, num_attention_heads=2,
@@ -120,16 +118,10 @@ class TeamsTrainingTest(tf.test.TestCase):
     records = make_records(os.path.join(tmp, "records"), paragraphs=300)
     config = EncoderConfig(hidden_size=64, num_layers=4, num_attention_heads=2,
                            intermediate_size=128, embedding_size=32, max_position_embeddings=64)
-    trainer = trainer_lib.Trainer(
-        os.path.join(tmp, "teams"), records, tf.distribute.get_strategy(),
-        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=100,
-                                             max_seq_length=64, max_predictions_per_seq=10,
-                                             log_every_steps=20, save_checkpoints_steps=100),
-        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
-        encoder_config=config,
-        model_fn=lambda encoder_config: teams.build_teams_pretrainer(encoder_config, vocab=VOCAB),
-        log=lambda _: None)
-    logged = capture_logs(trainer)
+    trainer, logged = text_trainer(
+        os.path.join(tmp, "teams"), records,
+        lambda encoder_config: teams.build_teams_pretrainer(encoder_config, vocab=VOCAB),
+        encoder_config=config)
     trainer.train()
     for name in ("mlm_loss", "rtd_loss", "mws_loss"):
       self.assertLess(logged[-1][name], logged[0][name], (name, logged))

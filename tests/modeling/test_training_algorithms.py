@@ -6,18 +6,13 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.models import electra
 from official_rtd.modeling.models import electra_adversarial
 from official_rtd.modeling.models import mlm
 from official_rtd.tools import run_pretraining
-from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
-from tests.training.test_trainer import capture_logs, make_records
-
-TINY = EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2, intermediate_size=128,
-                     embedding_size=64, max_position_embeddings=64)
+from tests.training.test_trainer import TINY, make_records, text_trainer
 
 
 def softplus(x):
@@ -79,15 +74,9 @@ class AdversarialTest(tf.test.TestCase):
   def test_trains_on_real_text(self):
     tmp = tempfile.mkdtemp()
     records = make_records(os.path.join(tmp, "records"), paragraphs=200)
-    trainer = trainer_lib.Trainer(
-        os.path.join(tmp, "adv"), records, tf.distribute.get_strategy(),
-        train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=60,
-                                             max_seq_length=64, max_predictions_per_seq=10,
-                                             log_every_steps=20, save_checkpoints_steps=60),
-        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
-        encoder_config=TINY, model_fn=electra_adversarial.build_adversarial_electra_pretrainer,
-        log=lambda _: None)
-    logged = capture_logs(trainer)
+    trainer, logged = text_trainer(
+        os.path.join(tmp, "adv"), records,
+        electra_adversarial.build_adversarial_electra_pretrainer, steps=60)
     trainer.train()
     # The baseline learns to predict the reward; the discriminator still learns.
     self.assertLess(logged[-1]["baseline_loss"], logged[0]["baseline_loss"], logged)

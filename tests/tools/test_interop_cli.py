@@ -74,6 +74,10 @@ class ImportCheckpointCliTest(tf.test.TestCase):
     self.assertIn("has 6 tokens but the checkpoint's embeddings have 60 rows",
                   one_error(self, run("import_checkpoint", *args, f"--vocab_file={small_vocab}"),
                             "import_checkpoint"))
+    self.assertIn("--source=model_garden needs --gin_file",
+                  one_error(self, run("import_checkpoint", "--source=model_garden",
+                                      f"--checkpoint={path}", f"--vocab_file={vocab}",
+                                      f"--output_dir={tmp}/mg"), "import_checkpoint"))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,23 @@ def capture_logs(trainer):
   return logged
 
 
+def text_trainer(model_dir, records, model_fn, steps=100, log_every_steps=20, encoder_config=TINY,
+                 learning_rate=2e-3, warmup_steps=10, optimizer="adamw", **train_config):
+  """A Trainer of batch 16 × 64 tokens on real-text `records` (one checkpoint, at the end) and the
+  list its logged figures go to: `(trainer, logged)`."""
+  trainer = trainer_lib.Trainer(
+      model_dir, records, tf.distribute.get_strategy(),
+      train_config=trainer_lib.TrainConfig(
+          train_batch_size=16, num_train_steps=steps, max_seq_length=64,
+          max_predictions_per_seq=10, log_every_steps=log_every_steps,
+          **{"save_checkpoints_steps": steps, **train_config}),
+      optimizer_config=optimization.OptimizerConfig(optimizer=optimizer,
+                                                    learning_rate=learning_rate,
+                                                    warmup_steps=warmup_steps),
+      encoder_config=encoder_config, model_fn=model_fn, log=lambda _: None)
+  return trainer, capture_logs(trainer)
+
+
 class RecordsTestCase(tf.test.TestCase):
   """Makes `cls.records` (masked records of `PARAGRAPHS` real paragraphs) in `cls.tmp`."""
   PARAGRAPHS = 400
