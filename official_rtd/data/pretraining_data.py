@@ -6,21 +6,22 @@ written in order, so the output is identical for a seed whatever the number of w
 """
 import collections
 import dataclasses
-import multiprocessing
 import os
 import random
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List, Optional
 
 import numpy as np
 
 import tensorflow as tf
 
 from official_rtd.data import corpus as corpus_lib
+from official_rtd.data import example_encoder
 from official_rtd.data import packing
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.data import worker_pool
 from official_rtd.ops import masking
 
 MIN_SEQ_LENGTH = 5  # [CLS] a [SEP] b [SEP]
@@ -113,6 +114,11 @@ class ChunkProcessor:
                                                       config.tokenizer)
     self.tables = masking.TokenTables.from_vocab(self.vocab)
     self._is_continuation = self.vocab.is_continuation()
+    # One graph for every chunk (any number of rows): half the time of running the ops eagerly.
+    self._mask = tf.function(
+        lambda ids, seed: masking.mask_tokens(ids, config.masking_config, self.tables, seed),
+        input_signature=[tf.TensorSpec([None, config.max_seq_length], tf.int64),
+                         tf.TensorSpec([2], tf.int64)], autograph=False)
 
   def __call__(self, chunk: corpus_lib.Chunk) -> ChunkResult:
     cfg = self.config
@@ -138,23 +144,17 @@ class ChunkProcessor:
                                    self.vocab.sep_id, self.vocab.pad_id)
     candidates = int((~self.tables.is_special[features["input_word_ids"]]).sum())
     if cfg.dupe_factor == 0:
-      result.records = _serialize_rows(features)
+      result.records = example_encoder.serialize_examples(features)
     for dupe in range(cfg.dupe_factor):
       seed = tf.constant([cfg.seed, chunk.index * cfg.dupe_factor + dupe], tf.int64)
-      masked = masking.mask_tokens(features["input_word_ids"], cfg.masking_config, self.tables, seed)
+      masked = self._mask(features["input_word_ids"], seed)
       masked = {k: v.numpy() for k, v in masked.items()}
-      result.records += _serialize_rows(dict(features, **masked))
+      result.records += example_encoder.serialize_examples(dict(features, **masked))
       result.candidates += candidates
       result.masked_positions += int(masked["masked_lm_weights"].sum())
     if cfg.dupe_factor > 1:
       rng.shuffle(result.records)  # the N copies of an example must not sit side by side
     return result
-
-
-def _serialize_rows(features: Dict[str, np.ndarray]) -> List[bytes]:
-  names = list(features)
-  columns = [features[n].tolist() for n in names]
-  return [records.serialize_example(dict(zip(names, row))) for row in zip(*columns)]
 
 
 _WORKER: Optional[ChunkProcessor] = None
@@ -210,7 +210,7 @@ def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = pri
   vocab = vocab_lib.load_vocab(config.vocab_file)
   files = corpus_lib.expand_input_files(config.input_files)
   total_bytes = sum(os.path.getsize(f) for f in files)
-  num_workers = config.num_workers or os.cpu_count() or 1
+  num_workers = worker_pool.num_workers(config.num_workers)
   log(f"create_pretraining_data: {len(files)} file(s), {total_bytes / 1e6:.1f} MB, "
       f"{num_workers} worker(s), dupe_factor {config.dupe_factor}")
 
@@ -224,8 +224,7 @@ def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = pri
                                  "GZIP" if config.gzip else "")
   try:
     for result in _map_ordered(chunks, config, num_workers):
-      for record in result.records:
-        writer.write(record)
+      writer.write(result.records)
       totals.update(examples=result.examples, records=len(result.records),
                     tokens_in=result.tokens_in, tokens_kept=result.tokens_kept,
                     candidates=result.candidates, masked_positions=result.masked_positions)
@@ -255,7 +254,7 @@ def _map_ordered(chunks, config: DataConfig, num_workers: int):
     for chunk in chunks:
       yield processor(chunk)
     return
-  context = multiprocessing.get_context("spawn")  # TF is not fork-safe
+  context = worker_pool.context()
   with context.Pool(num_workers, initializer=_init_worker, initargs=(config,)) as pool:
     pending = collections.deque()
     for chunk in chunks:

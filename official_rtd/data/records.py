@@ -26,6 +26,7 @@ _SHARD_RE = re.compile(rf"^{SHARD_PREFIX}-\d{{5}}-of-\d{{5}}\.tfrecord(\.gz)?$")
 
 SEQUENCE_FEATURES = ("input_word_ids", "input_mask", "input_type_ids")
 MASKED_LM_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+FLOAT_FEATURES = ("masked_lm_weights",)
 
 
 class RecordsError(ValueError):
@@ -38,10 +39,11 @@ def shard_name(index: int, num_shards: int, compression: str) -> str:
 
 
 def serialize_example(row: Mapping[str, np.ndarray]) -> bytes:
-  """One `tf.train.Example`; `masked_lm_weights` as floats, everything else int64."""
+  """One `tf.train.Example` through protobuf: `masked_lm_weights` as floats, everything else int64.
+  (`example_encoder.serialize_examples` writes the same bytes for many rows at once.)"""
   feature = {}
   for name, values in row.items():
-    if name == "masked_lm_weights":
+    if name in FLOAT_FEATURES:
       feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
     else:
       feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
@@ -74,9 +76,14 @@ class ShardedWriter:
                      for n in self.names]
     self._next = 0
 
-  def write(self, record: bytes):
-    self._writers[self._next].write(record)
-    self._next = (self._next + 1) % len(self._writers)
+  def write(self, records: List[bytes]):
+    """Appends `records` round-robin over the shards, continuing where the last call stopped."""
+    num_shards = len(self._writers)
+    for offset in range(min(num_shards, len(records))):
+      writer = self._writers[(self._next + offset) % num_shards]
+      for record in records[offset::num_shards]:
+        writer.write(record)
+    self._next = (self._next + len(records)) % num_shards
 
   def commit(self, sidecar: dict):
     """Moves the shards into place, removes stale shards of an earlier run, writes the sidecar."""

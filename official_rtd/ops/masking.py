@@ -80,6 +80,14 @@ def _word_index(candidates: tf.Tensor, continuation: tf.Tensor) -> tf.Tensor:
   return tf.where(candidates, index, seq_len)
 
 
+def _scatter_rows(values: tf.Tensor, index: tf.Tensor, width) -> tf.Tensor:
+  """`[batch, width]` zeros plus `values[b, j]` at `out[b, index[b, j]]` (repeated indices add)."""
+  rows = tf.broadcast_to(tf.range(tf.shape(index)[0])[:, tf.newaxis], tf.shape(index))
+  out = tf.scatter_nd(tf.stack([rows, index], -1), tf.cast(values, tf.int32),
+                      tf.stack([tf.shape(index)[0], width]))
+  return tf.cast(out, values.dtype)
+
+
 def mask_tokens(input_word_ids: tf.Tensor, config: MaskingConfig, tables: TokenTables,
                 seed: tf.Tensor) -> Dict[str, tf.Tensor]:
   """Selects and corrupts masked-LM positions.
@@ -116,41 +124,50 @@ def mask_tokens(input_word_ids: tf.Tensor, config: MaskingConfig, tables: TokenT
   num_to_predict = tf.clip_by_value(num_to_predict, 1, num_predictions)
   num_to_predict = tf.minimum(num_to_predict, tf.cast(num_candidates, tf.int32))
 
-  # Word lengths per row ([batch, seq_len + 1], last slot collects non-candidates).
-  row_offset = tf.range(batch)[:, tf.newaxis] * (seq_len + 1)
-  word_length = tf.math.unsorted_segment_sum(
-      tf.ones_like(word), word + row_offset, batch * (seq_len + 1))
-  word_length = tf.reshape(word_length, [batch, seq_len + 1])[:, :seq_len]
+  # Word lengths per row ([batch, seq_len]; word w of a row is its w-th word, 0 past the last).
+  if config.whole_word_mask:
+    row_offset = tf.range(batch)[:, tf.newaxis] * (seq_len + 1)  # slot seq_len: non-candidates
+    word_length = tf.math.unsorted_segment_sum(
+        tf.ones_like(word), word + row_offset, batch * (seq_len + 1))
+    word_length = tf.reshape(word_length, [batch, seq_len + 1])[:, :seq_len]
+  else:  # every candidate is a word of one token
+    word_length = tf.cast(tf.range(seq_len)[tf.newaxis] < tf.cast(num_candidates, tf.int32)[:, tf.newaxis],
+                          tf.int32)
 
-  # Visit words in random order; keep them while the running token count fits.
+  # Visit words in random order; keep them while the running token count fits. Every word has at
+  # least one token, so only the first max_predictions_per_seq words of the order can be kept: a
+  # top-k (ties to the lower index, as a stable argsort) instead of a full sort.
   score = tf.random.stateless_uniform([batch, seq_len], seeds[0])
   score = tf.where(word_length > 0, score, 2.0)
-  order = tf.argsort(score, axis=1, stable=True)
+  _, order = tf.math.top_k(-score, k=tf.minimum(num_predictions, seq_len))  # [batch, k]
   sorted_length = tf.gather(word_length, order, batch_dims=1)
   keep_sorted = ((tf.cumsum(sorted_length, axis=1) <= num_to_predict[:, tf.newaxis])
                  & (sorted_length > 0))
-  keep_word = tf.gather(keep_sorted, tf.argsort(order, axis=1), batch_dims=1)
+  keep_word = _scatter_rows(keep_sorted, order, seq_len)
   keep_word = tf.pad(keep_word, [[0, 0], [0, 1]])  # the dump slot is never kept
   selected = tf.gather(keep_word, word, batch_dims=1)  # [batch, seq_len]
 
-  # Ascending selected positions, zero padded to max_predictions_per_seq.
-  position = tf.range(seq_len)[tf.newaxis]
-  key = tf.sort(tf.where(selected, position, seq_len + position), axis=1)
-  key = tf.pad(key, [[0, 0], [0, num_predictions]], constant_values=2 * seq_len)
-  key = key[:, :num_predictions]
-  is_real = key < seq_len
-  masked_lm_positions = tf.where(is_real, key, 0)
+  # Ascending selected positions, zero padded to max_predictions_per_seq (at most that many are
+  # selected): selected position p goes to slot "number of selected positions before p".
+  slot = tf.cumsum(tf.cast(selected, tf.int32), axis=1, exclusive=True)
+  slot = tf.where(selected, slot, num_predictions)  # unselected positions go to a dropped column
+  masked_lm_positions = _scatter_rows(tf.broadcast_to(tf.range(seq_len), tf.shape(slot)), slot,
+                                      num_predictions + 1)[:, :num_predictions]
+  num_selected = tf.reduce_sum(tf.cast(selected, tf.int32), axis=1)
+  is_real = tf.range(num_predictions)[tf.newaxis] < num_selected[:, tf.newaxis]
   masked_lm_ids = tf.where(is_real, tf.gather(ids, masked_lm_positions, batch_dims=1), 0)
 
   # Corruption: [MASK] w.p. p_mask, random token w.p. p_random, else unchanged.
   choice = tf.random.stateless_uniform([batch, seq_len], seeds[1])
   use_mask = selected & (choice < config.p_mask)
-  use_random = selected & (choice >= config.p_mask) & (choice < config.p_mask + config.p_random)
-  replacement_ids = tf.constant(tables.replacement_ids, dtype=ids.dtype)
-  random_ids = tf.gather(replacement_ids, tf.random.stateless_uniform(
-      [batch, seq_len], seeds[2], maxval=tf.shape(replacement_ids)[0], dtype=tf.int32))
-  corrupted = tf.where(use_mask, tf.cast(tables.mask_id, ids.dtype),
-                       tf.where(use_random, random_ids, ids))
+  corrupted = ids
+  if config.p_random > 0:
+    use_random = selected & (choice >= config.p_mask) & (choice < config.p_mask + config.p_random)
+    replacement_ids = tf.constant(tables.replacement_ids, dtype=ids.dtype)
+    random_ids = tf.gather(replacement_ids, tf.random.stateless_uniform(
+        [batch, seq_len], seeds[2], maxval=tf.shape(replacement_ids)[0], dtype=tf.int32))
+    corrupted = tf.where(use_random, random_ids, corrupted)
+  corrupted = tf.where(use_mask, tf.cast(tables.mask_id, ids.dtype), corrupted)
 
   out = {
       "input_word_ids": corrupted,

@@ -49,6 +49,8 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+  from official_rtd.data import worker_pool  # pylint: disable=g-import-not-at-top
+  worker_pool.prestart(FLAGS.num_workers)  # its TensorFlow import overlaps ours
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   fields = {f.name for f in dataclasses.fields(pretraining_data.DataConfig)}
   values = {name: FLAGS[name].value for name in fields if name != "input_files"}

@@ -9,7 +9,9 @@ import tf_keras
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import huggingface
+from official_rtd.modeling.layers.relative_position_attention import RelativePositionBlock
 from official_rtd.modeling.models import amos
+from official_rtd.modeling.models import teams
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.training import layerwise_decay
 from tests import testutil
@@ -69,6 +71,24 @@ class RelativePositionTest(tf.test.TestCase):
     vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
     with self.assertRaisesRegex(huggingface.ExportFormatError, "t5_relative positions"):
       huggingface.export_huggingface(model, vocab, os.path.join(tempfile.mkdtemp(), "hf"))
+
+  def test_teams_shares_one_bias_across_generator_discriminator_and_task_layer(self):
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    config = dataclasses.replace(RELATIVE, vocab_size=vocab.size, num_layers=4)
+    model = teams.build_teams_pretrainer(config, vocab=vocab, num_shared_generator_layers=1)
+    batch = toy_batch()
+    outputs = model(batch, training=False)
+    blocks = (model.generator.transformer_layers + model.discriminator.transformer_layers
+              + [model.mws_layer])
+    self.assertTrue(all(isinstance(b, RelativePositionBlock) for b in blocks))
+    biases = [v for v in model.trainable_variables if "rel_embedding" in v.name]
+    self.assertLen(biases, 1)
+    self.assertFalse(any("position_embedding" in v.name for v in model.trainable_variables))
+    # The generator's own (unshared) layers and the MWS task layer read the shared bias.
+    biases[0].assign(tf.zeros_like(biases[0]))
+    changed = model(batch, training=False)
+    for name in ("mlm_logits", "mws_logits"):
+      self.assertNotAllClose(changed[name], outputs[name], msg=name)
 
   def test_bad_option(self):
     with self.assertRaisesRegex(ValueError, "position_embedding must be one of"):

@@ -137,6 +137,48 @@ class MaskTokensTest(tf.test.TestCase):
     # round(0.15 * 90) = 14 pieces -> 4 whole words (12 pieces) per row.
     self.assertAllEqual(selected.sum(1), np.full(256, 12))
 
+  def _reference_selection(self, ids, config, seed):
+    """Per row, the masked positions by the policy written out with a full stable sort: words
+    (a candidate plus, with whole-word masking, its `##` continuations) in the order of the op's
+    random scores, kept while the running token count is within num_to_predict."""
+    seeds = tf.random.experimental.stateless_split(tf.constant(seed, tf.int64), num=3)
+    score = tf.random.stateless_uniform(ids.shape, seeds[0]).numpy()
+    candidate = ~self.vocab.is_special()[ids]
+    continuation = self.vocab.is_continuation()[ids] & config.whole_word_mask
+    expected = []
+    for row in range(len(ids)):
+      words = []
+      for p in np.flatnonzero(candidate[row]):
+        if continuation[row, p] and p > 0 and candidate[row, p - 1]:
+          words[-1].append(p)
+        else:
+          words.append([p])
+      k = min(np.clip(np.round(candidate[row].sum() * config.mask_prob), 1,
+                      config.max_predictions_per_seq), candidate[row].sum())
+      kept, total = [], 0
+      for w in np.argsort(score[row, :len(words)], kind="stable"):
+        total += len(words[w])
+        if total > k:
+          break
+        kept += words[w]
+      expected.append(sorted(kept))
+    return expected
+
+  def test_selection_equals_full_sort_reference(self):
+    """The op's top-k selection and scatters pick exactly what a full sort of the scores does."""
+    for config in [masking.MaskingConfig(),
+                   masking.MaskingConfig(mask_prob=0.4, max_predictions_per_seq=30),
+                   masking.MaskingConfig(whole_word_mask=True, strategy="bert")]:
+      out = self._mask(config, seed=(7, 8))
+      expected = self._reference_selection(self.ids, config, (7, 8))
+      for row, positions in enumerate(expected):
+        n = len(positions)
+        self.assertAllEqual(out["masked_lm_positions"][row, :n], positions)
+        self.assertAllEqual(out["masked_lm_weights"][row], [1.0] * n + [0.0] * (len(
+            out["masked_lm_weights"][row]) - n))
+        self.assertAllEqual(out["masked_lm_positions"][row, n:], np.zeros_like(
+            out["masked_lm_positions"][row, n:]))
+
   def test_unbatched_and_invalid_config(self):
     out = masking.mask_tokens(tf.constant(self.ids[0]), masking.MaskingConfig(), self.tables,
                               tf.constant([0, 1]))

@@ -50,8 +50,8 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     self.candidate_mode = candidate_mode
     self.task_heads = task_heads
     self.mws_weight = mws_weight
-    self.mws_layer = (None if task_heads == "ffn"
-                      else transformer_encoder.transformer_block(config, "mws_task_layer"))
+    self.mws_layer = (None if task_heads == "ffn" else transformer_encoder.transformer_block(
+        config, "mws_task_layer", position_bias=discriminator.position_bias))
     self.mws_head = MultiWordSelectionHead(
         discriminator.get_embedding_table(), transformer_encoder.gelu,
         transformer_encoder.initializer(config), name="mws_head")
@@ -63,7 +63,8 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       self._export = TransformerEncoder(
           EncoderConfig(**{**config.to_json(), "num_layers": len(layers)}),
           embeddings=discriminator.embeddings, transformer_layers=layers,
-          embedding_projection=discriminator.embedding_projection, name="mws_branch")
+          embedding_projection=discriminator.embedding_projection,
+          position_bias=discriminator.position_bias, name="mws_branch")
 
   def discriminator_heads(self, discriminator_output, inputs, outputs, training=None):
     heads = super().discriminator_heads(discriminator_output, inputs, outputs, training)
@@ -132,12 +133,13 @@ def build_teams_pretrainer(encoder_config: EncoderConfig, vocab=None,
   if not 0 <= shared <= depth:
     raise ValueError(f"num_shared_generator_layers={shared} must be in [0, {depth}]")
   layers = list(discriminator.transformer_layers[:shared]) + [
-      transformer_encoder.transformer_block(generator_config, f"generator/layer_{i}")
+      transformer_encoder.transformer_block(generator_config, f"generator/layer_{i}",
+                                            position_bias=discriminator.position_bias)
       for i in range(shared, depth)]
   generator = TransformerEncoder(generator_config, embeddings=discriminator.embeddings,
                                  transformer_layers=layers,
                                  embedding_projection=discriminator.embedding_projection,
-                                 name="generator")
+                                 position_bias=discriminator.position_bias, name="generator")
   return TeamsPretrainer(generator, discriminator, vocab.is_special(),
                          num_candidates=num_candidates, candidate_mode=candidate_mode,
                          task_heads=task_heads, mws_weight=mws_weight,

@@ -50,12 +50,15 @@ class TransformerEncoder(tf_keras.layers.Layer):
     stop_gradient_after: 1-based layer numbers whose output is passed on to the next layer under
       stop-gradient (AMOS: each block between two MLM heads trains only on its own head's loss);
       `encoder_outputs` still carry gradient.
+    position_bias: with `t5_relative` positions, a `RelativePositionBias` to share (e.g. the
+      discriminator's, for a generator over some of its layers); built when None.
   """
 
   def __init__(self, config: EncoderConfig, embeddings: Optional[Embeddings] = None,
                transformer_layers: Optional[List[tf_keras.layers.Layer]] = None,
                embedding_projection: Optional[tf_keras.layers.Layer] = None,
-               stop_gradient_after: Sequence[int] = (), **kwargs):
+               stop_gradient_after: Sequence[int] = (),
+               position_bias: Optional[layers.RelativePositionBias] = None, **kwargs):
     super().__init__(**kwargs)
     self.stop_gradient_after = frozenset(stop_gradient_after)
     if config.vocab_size is None:
@@ -69,7 +72,7 @@ class TransformerEncoder(tf_keras.layers.Layer):
         config.vocab_size, config.embedding_size, config.max_position_embeddings,
         config.type_vocab_size, config.dropout_rate, initializer(config),
         use_position_embeddings=not relative, name="embeddings")
-    self.position_bias = layers.RelativePositionBias(
+    self.position_bias = position_bias or layers.RelativePositionBias(
         num_heads=config.num_attention_heads,
         relative_attention_num_buckets=config.relative_attention_num_buckets,
         relative_attention_max_distance=config.relative_attention_max_distance,
