@@ -38,6 +38,11 @@ flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, allocation).")
 flags.DEFINE_bool("input_pipeline", True, "Also time real records vs a cached batch.")
 flags.DEFINE_bool("breakdown", True, "Also split one fp32 batch-32 step into forward, backward and "
                   "optimizer, and its FLOPs by kind.")
+flags.DEFINE_list("configs", None, "Configurations to time (impl/precision/batch[/jit], e.g. "
+                  "ours/bfloat16/32); default: all of them for --batch_sizes and --precisions.")
+flags.DEFINE_integer("repeats", 1, "Runs of each configuration, interleaved (the table shows the "
+                     "median step time and the tokens/s range): this shared machine's speed "
+                     "drifts by ±10% between runs.")
 flags.DEFINE_string("one", None, "Internal: run one configuration (impl/precision/batch[/jit]).")
 FLAGS = flags.FLAGS
 
@@ -210,9 +215,54 @@ def huggingface(batch_size):
   return seconds, flops_model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
 
 
+# Kinds of TensorFlow ops in a traced step, first match wins (op type, or name scope for the
+# optimizer, whose update is made of ordinary element-wise ops).
+OP_KINDS = (
+    ("optimizer (clip + AdamW)", lambda name, kind: "AdamWeightDecay" in name
+     or "clip_by_global_norm" in name or kind.startswith("ResourceApply")),
+    ("matmuls (projections, FFN, attention, heads)",
+     lambda name, kind: "MatMul" in kind or "Einsum" in kind),
+    ("softmax and cross-entropy", lambda name, kind: "Softmax" in kind),
+    ("random numbers (Gumbel noise over the vocabulary, dropout)",
+     lambda name, kind: kind.startswith(("Random", "StatelessRandom"))),
+    ("gathers and scatters (embeddings, masked positions)",
+     lambda name, kind: any(k in kind for k in ("Gather", "Scatter", "SegmentSum"))),
+    ("element-wise and reductions (LayerNorm, GELU, dropout, bias, casts)", lambda name, kind: True),
+)
+
+
+def op_time_by_kind(step, batch, steps=2):
+  """Traces `steps` calls of `step` with TensorFlow's profiler; returns seconds of op execution by
+  `OP_KINDS` kind (summed over threads, so it can exceed wall time)."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
+  logdir = tempfile.mkdtemp()
+  tf.profiler.experimental.start(logdir)
+  for _ in range(steps):
+    float(step(batch))
+  tf.profiler.experimental.stop()
+  space = xplane_pb2.XSpace()
+  with open(glob.glob(f"{logdir}/plugins/profile/*/*.xplane.pb")[0], "rb") as f:
+    space.ParseFromString(f.read())
+  seconds = {kind: 0.0 for kind, _ in OP_KINDS}
+  for plane in space.planes:
+    if plane.name != "/host:CPU":
+      continue
+    for line in plane.lines:
+      for event in line.events:
+        name = plane.event_metadata[event.metadata_id].name  # "scope/op_name:OpType"
+        if ":" not in name or "/" not in name:
+          continue
+        op_name, op_type = name.rsplit(":", 1)
+        kind = next(k for k, matches in OP_KINDS if matches(op_name, op_type))
+        seconds[kind] += event.duration_ps * 1e-12 / steps
+  return seconds
+
+
 def breakdown(batch_size):
-  """Where one fp32 step of ours goes: forward, backward and optimizer times, and the section
-  5.2.2 FLOPs by kind (dense projections and FFN, attention scores, embeddings, heads)."""
+  """Where one fp32 step of ours goes: forward and backward times, op execution time by kind from
+  a profiler trace, and the section 5.2.2 FLOPs by kind."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling import flops  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
@@ -244,6 +294,7 @@ def breakdown(batch_size):
   times = {"forward": time_steps(forward, batch),
            "forward+backward": time_steps(lambda b: forward_backward(b)[0], batch),
            "step": time_steps(step, batch)}
+  op_seconds = op_time_by_kind(step, batch)
   gen = model.generator.config
   per_example = {}
   for name, c in (("discriminator", config), ("generator", gen)):
@@ -256,7 +307,7 @@ def breakdown(batch_size):
   per_example["MLM head"] = flops.mlm_head_flops(gen.hidden_size, gen.embedding_size, VOCAB,
                                                  PREDICTIONS)
   per_example["RTD head"] = flops.rtd_head_flops(config.hidden_size, SEQ)
-  return times, per_example
+  return times, op_seconds, per_example
 
 
 def input_pipeline():
@@ -313,45 +364,60 @@ def run_one(spec):
   print("RESULT " + json.dumps(row), flush=True)
 
 
+def _median_row(results):
+  """One configuration's runs as one row: the run with the median step time, plus the range."""
+  timed = sorted((r for r in results if "seconds" in r), key=lambda r: r["seconds"])
+  if not timed:
+    return results[-1]
+  row = dict(timed[(len(timed) - 1) // 2])
+  rates = [r["tokens_per_s"] for r in timed]
+  row["range"] = f"{min(rates):.0f}–{max(rates):.0f}" if len(rates) > 1 else "-"
+  return row
+
+
 def main(_):
   if FLAGS.one:
     run_one(FLAGS.one)
     return
-  specs = []
-  for batch in FLAGS.batch_sizes:
+  specs = FLAGS.configs or []
+  for batch in [] if FLAGS.configs else FLAGS.batch_sizes:
     specs += [f"model_garden/float32/{batch}"] + [f"ours/{p}/{batch}" for p in FLAGS.precisions]
     specs += [f"ours/float32/{batch}/jit", f"huggingface/float32/{batch}"]
-  rows = []
-  for spec in specs:
-    out = subprocess.run([sys.executable, __file__, f"--one={spec}", f"--steps={FLAGS.steps}",
-                          f"--warmup={FLAGS.warmup}"], capture_output=True, text=True)
-    found = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
-    rows.append(json.loads(found[-1][7:]) if found else
-                {"spec": spec, "skipped": "failed: " + out.stderr.strip().splitlines()[-1]})
+  runs = {spec: [] for spec in specs}
+  for _ in range(FLAGS.repeats):
+    for spec in specs:
+      out = subprocess.run([sys.executable, __file__, f"--one={spec}", f"--steps={FLAGS.steps}",
+                            f"--warmup={FLAGS.warmup}"], capture_output=True, text=True)
+      found = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+      runs[spec].append(json.loads(found[-1][7:]) if found else
+                        {"spec": spec, "skipped": "failed: " + out.stderr.strip().splitlines()[-1]})
+  rows = [_median_row(results) for results in runs.values()]
   print(f"ELECTRA-Small, seq {SEQ}, vocab {VOCAB}, {os.cpu_count()} CPUs, {FLAGS.steps} timed "
-        f"steps after {FLAGS.warmup} warm-up")
-  print("| configuration | step s | tokens/s | × Model Garden | peak RSS GB | train FLOP/s | "
-        "peak matmul FLOP/s | MFU |")
-  print("|---|---|---|---|---|---|---|---|")
+        f"steps after {FLAGS.warmup} warm-up, median of {FLAGS.repeats} run(s)")
+  print("| configuration | step s | tokens/s | range | × Model Garden | peak RSS GB | train FLOP/s "
+        "| peak matmul FLOP/s | MFU |")
+  print("|---|---|---|---|---|---|---|---|---|")
   baseline = {}
   for row in rows:
     if row["spec"].startswith("model_garden") and "tokens_per_s" in row:
       baseline[row["spec"].split("/")[2]] = row["tokens_per_s"]
   for row in rows:
     if "skipped" in row:
-      print(f"| {row['spec']} | {row['skipped']} |||||||")
+      print(f"| {row['spec']} | {row['skipped']} ||||||||")
       continue
     base = baseline.get(row["spec"].split("/")[2])
     ratio = f"{row['tokens_per_s'] / base:.2f}" if base else "-"
-    print(f"| {row['spec']} | {row['seconds']:.3f} | {row['tokens_per_s']:.0f} | {ratio} | "
-          f"{row['peak_rss_gb']:.2f} | {row['flops_per_s']:.3g} | {row['peak_flops']:.3g} | "
-          f"{row['flops_per_s'] / row['peak_flops']:.1%} |")
+    print(f"| {row['spec']} | {row['seconds']:.3f} | {row['tokens_per_s']:.0f} | {row['range']} | "
+          f"{ratio} | {row['peak_rss_gb']:.2f} | {row['flops_per_s']:.3g} | "
+          f"{row['peak_flops']:.3g} | {row['flops_per_s'] / row['peak_flops']:.1%} |")
   if FLAGS.breakdown:
-    times, per_example = breakdown(32)
-    forward, both, step = times["forward"], times["forward+backward"], times["step"]
-    print(f"one ours/float32/32 step {step:.3f}s: forward {forward:.3f}s ({forward / step:.0%}), "
-          f"backward {both - forward:.3f}s ({(both - forward) / step:.0%}), clip + AdamW "
-          f"{step - both:.3f}s ({(step - both) / step:.0%})")
+    times, op_seconds, per_example = breakdown(32)
+    forward, both = times["forward"], times["forward+backward"]
+    print(f"one ours/float32/32 step {times['step']:.3f}s; forward {forward:.3f}s, forward + "
+          f"backward {both:.3f}s (backward {(both - forward) / forward:.1f}x the forward)")
+    total = sum(op_seconds.values())
+    print("op time by kind (profiler trace, summed over threads): " + ", ".join(
+        f"{name} {value / total:.1%}" for name, value in op_seconds.items()))
     total = sum(per_example.values())
     print("forward FLOPs by kind: " + ", ".join(
         f"{name} {value / total:.1%}" for name, value in per_example.items()))

@@ -123,6 +123,7 @@ def _encode_varints(values: np.ndarray):
   for k in range(1, 10):
     num_bytes += values >= np.uint64(1 << (7 * k))
   byte_index = np.arange(int(num_bytes.max()))
-  groups = (values[..., np.newaxis] >> (byte_index.astype(np.uint64) * np.uint64(7))) & np.uint64(0x7F)
+  shifts = byte_index.astype(np.uint64) * np.uint64(7)
+  groups = (values[..., np.newaxis] >> shifts) & np.uint64(0x7F)
   groups |= np.where(byte_index < num_bytes[..., np.newaxis] - 1, np.uint64(0x80), np.uint64(0))
   return groups.astype(np.uint8), num_bytes

@@ -131,8 +131,8 @@ def mask_tokens(input_word_ids: tf.Tensor, config: MaskingConfig, tables: TokenT
         tf.ones_like(word), word + row_offset, batch * (seq_len + 1))
     word_length = tf.reshape(word_length, [batch, seq_len + 1])[:, :seq_len]
   else:  # every candidate is a word of one token
-    word_length = tf.cast(tf.range(seq_len)[tf.newaxis] < tf.cast(num_candidates, tf.int32)[:, tf.newaxis],
-                          tf.int32)
+    word_count = tf.cast(num_candidates, tf.int32)[:, tf.newaxis]
+    word_length = tf.cast(tf.range(seq_len)[tf.newaxis] < word_count, tf.int32)
 
   # Visit words in random order; keep them while the running token count fits. Every word has at
   # least one token, so only the first max_predictions_per_seq words of the order can be kept: a
