@@ -1,10 +1,10 @@
 """Serializes many `tf.train.Example`s at once, in NumPy, byte-identical to protobuf.
 
 `create_pretraining_data` writes hundreds of thousands of fixed-width examples; building one
-protobuf object per row (`records.serialize_example`) was over half of its time. Here every column
-is encoded for all rows at once (packed varints for int64, little-endian fixed32 for floats), the
-few length prefixes come from a per-length cache, and the pieces of every record are copied into
-one buffer with vectorized ragged copies. The wire layout, with map keys sorted as protobuf's
+protobuf object per row was over half of its time. Here every column is encoded for all rows at
+once (packed varints for int64, little-endian fixed32 for floats), the few length prefixes come
+from one computation per distinct length, and the pieces of every record are copied into one
+buffer with vectorized ragged copies. The wire layout, with map keys sorted as protobuf's
 deterministic serialization does:
 
   Example.features (1) > Features.feature (1, one map entry per column, by key)
@@ -25,10 +25,12 @@ def serialize_examples(columns: Mapping[str, np.ndarray]) -> List[bytes]:
   """Row `i` of every `[num_examples, width]` column as one serialized `tf.train.Example`.
 
   Columns named in `records.FLOAT_FEATURES` become float lists, the others int64 lists (which must
-  be non-negative: token ids, positions, masks). Equal, byte for byte, to
-  `records.serialize_example` on each row.
+  be non-negative: token ids, positions, masks). Equal, byte for byte, to each row's
+  `tf.train.Example(...).SerializeToString(deterministic=True)`.
   """
   names = sorted(columns)
+  if not names:
+    raise ValueError("no columns to serialize")
   row_counts = {len(columns[n]) for n in names}
   if len(row_counts) != 1:
     raise ValueError(f"columns have different numbers of rows: "

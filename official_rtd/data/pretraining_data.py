@@ -11,8 +11,6 @@ import random
 import time
 from typing import Callable, List, Optional
 
-import numpy as np
-
 import tensorflow as tf
 
 from official_rtd.data import corpus as corpus_lib

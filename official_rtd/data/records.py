@@ -14,9 +14,8 @@ import json
 import os
 import re
 import shutil
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Optional
 
-import numpy as np
 import tensorflow as tf
 
 SIDECAR_NAME = "pretraining_data.json"
@@ -36,19 +35,6 @@ class RecordsError(ValueError):
 def shard_name(index: int, num_shards: int, compression: str) -> str:
   suffix = ".gz" if compression == "GZIP" else ""
   return f"{SHARD_PREFIX}-{index:05d}-of-{num_shards:05d}.tfrecord{suffix}"
-
-
-def serialize_example(row: Mapping[str, np.ndarray]) -> bytes:
-  """One `tf.train.Example` through protobuf: `masked_lm_weights` as floats, everything else int64.
-  (`example_encoder.serialize_examples` writes the same bytes for many rows at once.)"""
-  feature = {}
-  for name, values in row.items():
-    if name in FLOAT_FEATURES:
-      feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
-    else:
-      feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-  example = tf.train.Example(features=tf.train.Features(feature=feature))
-  return example.SerializeToString(deterministic=True)  # map order must not depend on the process
 
 
 def feature_spec(seq_length: int, max_predictions_per_seq: Optional[int]) -> Dict[str, tf.io.FixedLenFeature]:

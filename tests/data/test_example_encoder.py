@@ -7,9 +7,18 @@ from official_rtd.data import records
 
 
 def _reference(columns):
-  names = list(columns)
-  return [records.serialize_example({n: columns[n][row].tolist() for n in names})
-          for row in range(len(columns[names[0]]))]
+  """Each row through protobuf's own `tf.train.Example` serialization (deterministic)."""
+  rows = []
+  for row in range(len(next(iter(columns.values())))):
+    feature = {}
+    for name, values in columns.items():
+      values = values[row].tolist()
+      feature[name] = (tf.train.Feature(float_list=tf.train.FloatList(value=values))
+                       if name in records.FLOAT_FEATURES else
+                       tf.train.Feature(int64_list=tf.train.Int64List(value=values)))
+    example = tf.train.Example(features=tf.train.Features(feature=feature))
+    rows.append(example.SerializeToString(deterministic=True))
+  return rows
 
 
 class SerializeExamplesTest(tf.test.TestCase):
@@ -51,6 +60,8 @@ class SerializeExamplesTest(tf.test.TestCase):
       example_encoder.serialize_examples({"input_word_ids": np.array([[1, -1]])})
     with self.assertRaisesRegex(ValueError, "different numbers of rows"):
       example_encoder.serialize_examples({"a": np.zeros([2, 3], int), "b": np.zeros([3, 3], int)})
+    with self.assertRaisesRegex(ValueError, "no columns"):
+      example_encoder.serialize_examples({})
     with self.assertRaisesRegex(ValueError, r"'a' must be \[num_examples, width\]"):
       example_encoder.serialize_examples({"a": np.zeros([2], int)})
 
