@@ -42,7 +42,7 @@ flags.DEFINE_list("configs", None, "Configurations to time (impl/precision/batch
                   "ours/bfloat16/32); default: all of them for --batch_sizes and --precisions.")
 flags.DEFINE_integer("repeats", 1, "Runs of each configuration, interleaved (the table shows the "
                      "median step time and the tokens/s range): this shared machine's speed "
-                     "drifts by ±10% between runs.")
+                     "drifts by ±10% between runs.", lower_bound=1)
 flags.DEFINE_string("one", None, "Internal: run one configuration (impl/precision/batch[/jit]).")
 FLAGS = flags.FLAGS
 
@@ -380,6 +380,13 @@ def main(_):
     run_one(FLAGS.one)
     return
   specs = FLAGS.configs or []
+  for spec in specs:
+    parts = spec.split("/")
+    if (len(parts) not in (3, 4) or parts[0] not in ("ours", "model_garden", "huggingface")
+        or parts[1] not in ("float32", "bfloat16", "float16") or not parts[2].isdigit()
+        or parts[3:] not in ([], ["jit"])):
+      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit] with impl "
+                           "ours|model_garden|huggingface, precision float32|bfloat16|float16")
   for batch in [] if FLAGS.configs else FLAGS.batch_sizes:
     specs += [f"model_garden/float32/{batch}"] + [f"ours/{p}/{batch}" for p in FLAGS.precisions]
     specs += [f"ours/float32/{batch}/jit", f"huggingface/float32/{batch}"]
