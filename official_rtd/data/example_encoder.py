@@ -10,6 +10,7 @@ deterministic serialization does:
   Example.features (1) > Features.feature (1, one map entry per column, by key)
     > key (1) + Feature (2) > float_list (2) | int64_list (3) > packed value (1)
 """
+import functools
 from typing import List, Mapping, Tuple
 
 import numpy as np
@@ -110,13 +111,19 @@ def _varints(values: np.ndarray, name: str) -> Ragged:
   high = int(values.max())
   if high < 0x80:  # one byte each, the value itself (masks, segment ids, short positions)
     return values.astype(np.uint8).reshape(-1), np.full([rows], values.shape[1], np.int64)
-  if high < _TABLE_LIMIT:  # look every value's bytes up in a table of 0..high
-    table, table_lengths = _encode_varints(np.arange(high + 1, dtype=np.uint64))
+  if high < _TABLE_LIMIT:  # look every value's bytes up in a table of 0..2^k > high
+    table, table_lengths = _varint_table(1 << high.bit_length())
     encoded, num_bytes = table[values], table_lengths[values]
   else:
     encoded, num_bytes = _encode_varints(values.astype(np.uint64))
   keep = np.arange(encoded.shape[-1]) < num_bytes[..., np.newaxis]
   return encoded[keep], num_bytes.sum(axis=1)
+
+
+@functools.lru_cache(maxsize=None)
+def _varint_table(size: int):
+  """Varints of 0..size-1 (`_encode_varints`), built once per power-of-two size."""
+  return _encode_varints(np.arange(size, dtype=np.uint64))
 
 
 def _encode_varints(values: np.ndarray):
