@@ -36,8 +36,10 @@ flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Our precisions to time
 flags.DEFINE_integer("steps", 8, "Timed steps per configuration (after warm-up).")
 flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, allocation).")
 flags.DEFINE_bool("input_pipeline", True, "Also time real records vs a cached batch.")
-flags.DEFINE_bool("breakdown", True, "Also split one fp32 batch-32 step into forward, backward and "
-                  "optimizer, and its FLOPs by kind.")
+flags.DEFINE_bool("breakdown", True, "Also split one batch-32 step of ours into forward, backward "
+                  "and optimizer, its op time by kind, and its FLOPs by kind.")
+flags.DEFINE_enum("breakdown_precision", "float32", ["float32", "bfloat16"],
+                  "Precision of the --breakdown step.")
 flags.DEFINE_list("configs", None, "Configurations to time (impl/precision/batch[/jit], e.g. "
                   "ours/bfloat16/32); default: all of them for --batch_sizes and --precisions.")
 flags.DEFINE_integer("repeats", 1, "Runs of each configuration, interleaved (the table shows the "
@@ -223,8 +225,9 @@ OP_KINDS = (
     ("matmuls (projections, FFN, attention, heads)",
      lambda name, kind: "MatMul" in kind or "Einsum" in kind),
     ("softmax and cross-entropy", lambda name, kind: "Softmax" in kind),
-    ("random numbers (Gumbel noise over the vocabulary, dropout)",
-     lambda name, kind: kind.startswith(("Random", "StatelessRandom"))),
+    ("random numbers (dropout masks, sampling replacements)",
+     lambda name, kind: kind.startswith(("Random", "StatelessRandom", "Multinomial",
+                                         "StatelessMultinomial"))),
     ("gathers and scatters (embeddings, masked positions)",
      lambda name, kind: any(k in kind for k in ("Gather", "Scatter", "SegmentSum"))),
     ("element-wise and reductions (LayerNorm, GELU, dropout, bias, casts)", lambda name, kind: True),
@@ -260,17 +263,19 @@ def op_time_by_kind(step, batch, steps=2):
   return seconds
 
 
-def breakdown(batch_size):
-  """Where one fp32 step of ours goes: forward and backward times, op execution time by kind from
-  a profiler trace, and the section 5.2.2 FLOPs by kind."""
+def breakdown(batch_size, precision_name):
+  """Where one step of ours goes: forward and backward times, op execution time by kind from a
+  profiler trace, and the section 5.2.2 FLOPs by kind."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling import flops  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   batch = synthetic_batch(batch_size)
   config = small_config()
-  model = electra.build_electra_pretrainer(config, generator_size=0.25)
-  model(batch, training=False)
+  with precision.policy(precision_name):  # bfloat16 needs no loss scaling
+    model = electra.build_electra_pretrainer(config, generator_size=0.25)
+    model(batch, training=False)
   optimizer = optimization.build_optimizer(optimization.OptimizerConfig(), 1_000_000)
   variables = model.trainable_variables
 
@@ -418,9 +423,9 @@ def main(_):
           f"{ratio} | {row['peak_rss_gb']:.2f} | {row['flops_per_s']:.3g} | "
           f"{row['peak_flops']:.3g} | {row['flops_per_s'] / row['peak_flops']:.1%} |")
   if FLAGS.breakdown:
-    times, op_seconds, per_example = breakdown(32)
+    times, op_seconds, per_example = breakdown(32, FLAGS.breakdown_precision)
     forward, both = times["forward"], times["forward+backward"]
-    print(f"one ours/float32/32 step {times['step']:.3f}s; forward {forward:.3f}s, forward + "
+    print(f"one ours/{FLAGS.breakdown_precision}/32 step {times['step']:.3f}s; forward {forward:.3f}s, forward + "
           f"backward {both:.3f}s (backward {(both - forward) / forward:.1f}x the forward)")
     total = sum(op_seconds.values())
     print("op time by kind (profiler trace, summed over threads): " + ", ".join(

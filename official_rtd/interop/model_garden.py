@@ -59,7 +59,26 @@ def _copy_encoder(mg_encoder, ours, embeddings_from):
   if ours.embedding_projection is not None:
     ours.embedding_projection.set_weights(mg_encoder._embedding_projection.get_weights())  # pylint: disable=protected-access
   for mg_layer, layer in zip(mg_encoder._transformer_layers, ours.transformer_layers):  # pylint: disable=protected-access
-    layer.set_weights(mg_layer.get_weights())
+    copy_weights_by_name(mg_layer, layer)
+
+
+def copy_weights_by_name(source: tf_keras.layers.Layer, target: tf_keras.layers.Layer):
+  """Gives `target` the weights of `source`, matched by their names inside each layer.
+
+  Between Model Garden's Transformer block and ours, `get_weights()` lists differ in order (ours
+  tracks its attention after its other sublayers); names are the same.
+
+  Raises:
+    CheckpointImportError: when the two layers' weight names differ.
+  """
+  def by_name(layer):
+    return {v.name.split(f"{layer.name}/", 1)[-1]: v for v in layer.weights}
+  theirs, ours = by_name(source), by_name(target)
+  if theirs.keys() != ours.keys():
+    raise CheckpointImportError(f"{target.name}: weights {sorted(ours)} do not match "
+                                f"{source.name}'s {sorted(theirs)}")
+  for name, variable in ours.items():
+    variable.assign(theirs[name])
 
 
 def import_model_garden_electra(checkpoint: str, config: EncoderConfig,

@@ -5,6 +5,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from official_rtd.interop import electra_tf1
 from official_rtd.interop import model_garden
@@ -15,6 +16,13 @@ CONFIG = dataclasses.replace(TINY, vocab_size=80, embedding_size=32, dropout_rat
 
 
 class ModelGardenImportTest(tf.test.TestCase):
+
+  def test_copy_by_name_refuses_layers_whose_weights_differ(self):
+    with_bias = tf_keras.layers.Dense(3, name="a")
+    without_bias = tf_keras.layers.Dense(3, use_bias=False, name="a")
+    with_bias.build([None, 2]), without_bias.build([None, 2])
+    with self.assertRaisesRegex(electra_tf1.CheckpointImportError, r"\['kernel:0'\] do not match"):
+      model_garden.copy_weights_by_name(with_bias, without_bias)
 
   def test_round_trip(self):
     mg = model_garden.model_garden_electra(CONFIG, generator_size=0.5)

@@ -9,6 +9,7 @@ from official.nlp.modeling import networks as mg_networks
 from official.nlp.modeling.models import electra_pretrainer as mg_electra_pretrainer
 from official.nlp.tasks import electra_task as mg_electra_task
 
+from official_rtd.interop import model_garden
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks import transformer_encoder
@@ -136,7 +137,7 @@ def _copy_encoder(mg_encoder, ours: transformer_encoder.TransformerEncoder, embe
   if ours.embedding_projection is not None:
     mg_encoder._embedding_projection.set_weights(ours.embedding_projection.get_weights())
   for mg_layer, layer in zip(mg_encoder._transformer_layers, ours.transformer_layers):
-    mg_layer.set_weights(layer.get_weights())
+    model_garden.copy_weights_by_name(layer, mg_layer)
 
 
 class ModelGardenParityTest(tf.test.TestCase):

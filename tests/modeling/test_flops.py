@@ -51,18 +51,20 @@ class FlopsCrossCheckTest(tf.test.TestCase):
     self.assertAllClose(graph, analytic, rtol=1e-9)
 
 
-if __name__ == "__main__":
-  tf.test.main()
 
+class TrainingGraphTensorSizeTest(tf.test.TestCase):
+  """What an ELECTRA training step's forward + backward graph materializes."""
 
-class NoDenseVocabTensorTest(tf.test.TestCase):
+  def setUp(self):
+    super().setUp()
+    self.batch, self.vocab = 3, 500
+    self.config = EncoderConfig(
+        vocab_size=self.vocab, hidden_size=64, num_layers=2, num_attention_heads=2,
+        intermediate_size=128, embedding_size=32, max_position_embeddings=SEQ)
+    self.graph = self.training_graph()
 
-  def test_electra_training_step_never_builds_batch_by_seq_by_vocab(self):
-    """The generator computes vocabulary logits only at the masked positions: no tensor in the
-    forward or backward graph of an ELECTRA training step has shape [batch, seq_len, vocab]."""
-    batch, vocab = 3, 500
-    config = EncoderConfig(vocab_size=vocab, hidden_size=64, num_layers=2, num_attention_heads=2,
-                           intermediate_size=128, embedding_size=32, max_position_embeddings=SEQ)
+  def training_graph(self):
+    batch, config = self.batch, self.config
     model = electra.build_electra_pretrainer(config, generator_size=0.5)
     spec = {"input_word_ids": tf.TensorSpec([batch, SEQ], tf.int32),
             "input_mask": tf.TensorSpec([batch, SEQ], tf.int32),
@@ -76,8 +78,30 @@ class NoDenseVocabTensorTest(tf.test.TestCase):
         loss = model.compute_losses(inputs, model(inputs, training=True))["total_loss"]
       return tape.gradient(loss, model.trainable_variables)
 
-    graph = tf.function(step).get_concrete_function(spec).graph
-    shapes = [tuple(t.shape.as_list()) for op in graph.get_operations() for t in op.outputs
-              if t.shape.rank is not None]
-    self.assertIn((batch, PREDICTIONS, vocab), shapes)  # the logits that do exist
-    self.assertNotIn((batch, SEQ, vocab), shapes)
+    return tf.function(step).get_concrete_function(spec).graph
+
+  def outputs(self):
+    return [t for op in self.graph.get_operations() for t in op.outputs
+            if t.shape.rank is not None]
+
+  def test_never_builds_batch_by_seq_by_vocab(self):
+    """The generator computes vocabulary logits only at the masked positions."""
+    shapes = [tuple(t.shape.as_list()) for t in self.outputs()]
+    self.assertIn((self.batch, PREDICTIONS, self.vocab), shapes)  # the logits that do exist
+    self.assertNotIn((self.batch, SEQ, self.vocab), shapes)
+
+  def test_no_tensor_larger_than_the_math_needs(self):
+    """Nothing is bigger than the largest activation, attention map, masked-position logits or
+    weight; an E→H projection written `...x,xy->...y` fails this (its kernel gradient is an
+    [E, H, batch, seq_len] outer product)."""
+    c, batch = self.config, self.batch
+    bound = max(batch * SEQ * c.intermediate_size, batch * c.num_attention_heads * SEQ * SEQ,
+                batch * PREDICTIONS * c.vocab_size, c.vocab_size * c.embedding_size)
+    sizes = {t.name: t.shape.num_elements() for t in self.outputs()
+             if t.shape.is_fully_defined()}
+    largest = max(sizes, key=sizes.get)
+    self.assertLessEqual(sizes[largest], bound, largest)
+
+
+if __name__ == "__main__":
+  tf.test.main()

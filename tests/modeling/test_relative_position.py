@@ -9,7 +9,7 @@ import tf_keras
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import huggingface
-from official_rtd.modeling.layers.relative_position_attention import RelativePositionBlock
+from official_rtd.modeling.layers.transformer_block import TransformerBlock
 from official_rtd.modeling.models import amos
 from official_rtd.modeling.models import teams
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
@@ -80,7 +80,8 @@ class RelativePositionTest(tf.test.TestCase):
     outputs = model(batch, training=False)
     blocks = (model.generator.transformer_layers + model.discriminator.transformer_layers
               + [model.mws_layer])
-    self.assertTrue(all(isinstance(b, RelativePositionBlock) for b in blocks))
+    self.assertTrue(all(isinstance(b, TransformerBlock) and b._position_bias is not None
+                        for b in blocks))
     biases = [v for v in model.trainable_variables if "rel_embedding" in v.name]
     self.assertLen(biases, 1)
     self.assertFalse(any("position_embedding" in v.name for v in model.trainable_variables))

@@ -72,7 +72,7 @@ class ScriptModelTest(tf.test.TestCase):
     logits = tf.math.log(tf.constant([[[0.7, 0.2, 0.1]]] * 6000))
     for tau, expected in ((1e-3, [0.7, 0.2, 0.1]), (1e3, [1 / 3, 1 / 3, 1 / 3])):
       g = tf.constant(-np.log(-np.log(np.random.default_rng(0).random([6000, 1, 3]))), tf.float32)
-      ids = sampling.gumbel_max_sample(logits + g, temperature=tau).numpy().ravel()
+      ids = sampling.sample(logits + g, temperature=tau).numpy().ravel()
       self.assertAllClose(np.bincount(ids, minlength=3) / 6000, expected, atol=0.03)
 
 

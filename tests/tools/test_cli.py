@@ -62,8 +62,13 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
 
   def test_killed_run_leaves_no_complete_looking_output(self):
     out = os.path.join(self.tmp, "out")
+    with open(testutil.SAMPLE_CORPUS) as f:
+      sample = f.read()
+    # 8 MB at dupe 40 takes one worker about a minute, so the kill lands long before the end
+    # however fast the tool gets (the 0.4 MB sample alone finished within the 1.5 s).
+    corpus = testutil.write_text(os.path.join(self.tmp, "big.txt"), sample * 20)
     process = subprocess.Popen(
-        ["create_pretraining_data", f"--input_files={testutil.SAMPLE_CORPUS}",
+        ["create_pretraining_data", f"--input_files={corpus}",
          f"--vocab_file={testutil.SAMPLE_VOCAB}", f"--output_dir={out}", "--dupe_factor=40",
          "--num_workers=1"], cwd=self.tmp, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:  # wait until it is writing

@@ -6,6 +6,8 @@ import tf_keras
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
+from official_rtd.modeling.layers.dropout import Dropout
+
 
 class Embeddings(tf_keras.layers.Layer):
   """`[batch, seq_len]` ids -> `[batch, seq_len, embedding_size]` embeddings.
@@ -33,7 +35,7 @@ class Embeddings(tf_keras.layers.Layer):
         initializer=tf_utils.clone_initializer(initializer), name="type_embeddings")
     self.layer_norm = tf_keras.layers.LayerNormalization(
         axis=-1, epsilon=1e-12, dtype=tf.float32, name="layer_norm")
-    self.dropout = tf_keras.layers.Dropout(rate=dropout_rate)
+    self.dropout = Dropout(rate=dropout_rate)
 
   @property
   def embedding_table(self) -> tf.Variable:

@@ -80,7 +80,7 @@ class ElectraPretrainer(base.PretrainingModel):
     original_ids = sampling.unmask(inputs)
     outputs = self.generator_logits(inputs, original_ids, training=training)
     mlm_logits = outputs["mlm_logits"]
-    sampled_ids = tf.stop_gradient(sampling.gumbel_max_sample(
+    sampled_ids = tf.stop_gradient(sampling.sample(
         mlm_logits, self.temperature,
         disallow_ids=inputs["masked_lm_ids"] if self.disallow_correct else None,
         gumbel_noise=inputs.get("gumbel_noise"), seed=inputs.get("sampling_seed")))

@@ -64,7 +64,7 @@ class ElectricPretrainer(base.PretrainingModel):
     clean = dict(inputs, input_word_ids=original)
     log_q = tf.nn.log_softmax(self.generator(clean, training=training)["logits"], axis=-1)
     positions, weights = inputs["masked_lm_positions"], inputs["masked_lm_weights"]
-    sampled_ids = tf.stop_gradient(sampling.gumbel_max_sample(
+    sampled_ids = tf.stop_gradient(sampling.sample(
         tf.gather(log_q, positions, batch_dims=1), gumbel_noise=inputs.get("gumbel_noise"),
         seed=inputs.get("sampling_seed")))
     noised_ids = sampling.scatter_positions(original, positions, sampled_ids, weights)

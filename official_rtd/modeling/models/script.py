@@ -72,7 +72,7 @@ class ScriptPretrainer(base.PretrainingModel):
     g = inputs.get("gumbel_noise")
     if g is None:
       g = sampling.gumbel(tf.shape(log_pi), seed)
-    sampled_ids = tf.stop_gradient(sampling.gumbel_max_sample(
+    sampled_ids = tf.stop_gradient(sampling.sample(
         log_pi + g, temperature=self.temperature, seed=None if seed is None else seed + 1))
     critic_ids = sampling.scatter_positions(original_ids, inputs["masked_lm_positions"],
                                             sampled_ids, inputs["masked_lm_weights"])

@@ -9,7 +9,7 @@ from official.nlp.modeling import layers
 
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.embeddings import Embeddings
-from official_rtd.modeling.layers.relative_position_attention import RelativePositionBlock
+from official_rtd.modeling.layers.transformer_block import TransformerBlock
 
 POSITION_EMBEDDINGS = ("absolute", "t5_relative")
 
@@ -23,14 +23,25 @@ def initializer(config: EncoderConfig):
   return tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
 
+def embedding_projection_layer(config: EncoderConfig) -> tf_keras.layers.EinsumDense:
+  """The E→H projection of `[batch, seq_len, embedding_size]` embeddings.
+
+  Its equation names every axis. With Model Garden's `...x,xy->...y`, TensorFlow's einsum gradient
+  for the kernel builds an `[embedding_size, hidden, batch, seq_len]` outer product and then sums it
+  (537 MB and 0.58 s of a 3.7 s ELECTRA-Small step at batch 32, against 2.7 ms for this equation).
+  """
+  return tf_keras.layers.EinsumDense(
+      "btx,xy->bty", output_shape=(None, config.hidden_size), bias_axes="y",
+      kernel_initializer=initializer(config), name="embedding_projection")
+
+
 def transformer_block(config: EncoderConfig, name: str,
                       position_bias: Optional[layers.RelativePositionBias] = None
                       ) -> tf_keras.layers.Layer:
-  """One post-LayerNorm Transformer block (Model Garden's) of `config`'s sizes; with a
-  `position_bias`, its attention adds T5 relative position biases."""
-  block = (functools.partial(RelativePositionBlock, position_bias) if position_bias is not None
-           else layers.TransformerEncoderBlock)
-  return block(
+  """One post-LayerNorm Transformer block (Model Garden's, with our dropout) of `config`'s sizes;
+  with a `position_bias`, its attention adds T5 relative position biases."""
+  return TransformerBlock(
+      position_bias=position_bias,
       num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
       inner_activation=gelu, output_dropout=config.dropout_rate,
       attention_dropout=config.attention_dropout_rate,
@@ -80,9 +91,7 @@ class TransformerEncoder(tf_keras.layers.Layer):
         name="relative_position_bias") if relative else None
     self.embedding_projection = embedding_projection
     if embedding_projection is None and config.embedding_size != config.hidden_size:
-      self.embedding_projection = tf_keras.layers.EinsumDense(
-          "...x,xy->...y", output_shape=config.hidden_size, bias_axes="y",
-          kernel_initializer=initializer(config), name="embedding_projection")
+      self.embedding_projection = embedding_projection_layer(config)
     block = functools.partial(transformer_block, config, position_bias=self.position_bias)
     if transformer_layers is not None:
       self.transformer_layers = transformer_layers

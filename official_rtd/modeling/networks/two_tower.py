@@ -10,7 +10,6 @@ one pass. The output layer ties to the token embeddings like a masked LM's.
 """
 import tensorflow as tf
 import tf_keras
-from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -43,17 +42,11 @@ class TwoTowerClozeModel(tf_keras.layers.Layer):
         name="embeddings")
     self.embedding_projection = None
     if config.embedding_size != config.hidden_size:
-      self.embedding_projection = tf_keras.layers.EinsumDense(
-          "...x,xy->...y", output_shape=config.hidden_size, bias_axes="y",
-          kernel_initializer=transformer_encoder.initializer(config), name="embedding_projection")
+      self.embedding_projection = transformer_encoder.embedding_projection_layer(config)
 
     def tower(name):
-      return [layers.TransformerEncoderBlock(
-          num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
-          inner_activation=transformer_encoder.gelu, output_dropout=config.dropout_rate,
-          attention_dropout=config.attention_dropout_rate,
-          kernel_initializer=tf_utils.clone_initializer(transformer_encoder.initializer(config)),
-          name=f"{name}/layer_{i}") for i in range(config.num_layers)]
+      return [transformer_encoder.transformer_block(config, f"{name}/layer_{i}")
+              for i in range(config.num_layers)]
 
     self.ltr_layers = tower("left_to_right")
     self.rtl_layers = tower("right_to_left")

@@ -1,0 +1,54 @@
+"""Model Garden's post-LayerNorm Transformer block with our dropout and optional T5 position bias.
+
+`TransformerBlock` is Model Garden's `TransformerEncoderBlock` (same weights, names and math) whose
+dropouts (attention probabilities, attention output, FFN output) are our 16-bit-uniform `Dropout`,
+half the cost of Keras's. With a `position_bias` (Model Garden's `RelativePositionBias`: a learned
+per-head bias for each bucket of the bidirectional relative distance key − query, one instance
+shared by all layers of an encoder, as in T5 and AMOS), its attention adds that bias to the scores
+before the masked softmax.
+"""
+from typing import Optional
+
+import tensorflow as tf
+import tf_keras
+from official.nlp.modeling import layers
+
+from official_rtd.modeling.layers.dropout import Dropout
+
+
+class Attention(tf_keras.layers.MultiHeadAttention):
+  """Keras multi-head attention with our dropout on the attention probabilities; with a
+  `position_bias`, its scores get `position_bias(q_len, k_len)` added."""
+
+  def __init__(self, position_bias: Optional[layers.RelativePositionBias] = None, **kwargs):
+    super().__init__(**kwargs)
+    self.position_bias = position_bias
+
+  def _build_attention(self, rank):
+    super()._build_attention(rank)
+    self._dropout_layer = Dropout(self._dropout, dtype=self.dtype_policy)
+
+  def _masked_softmax(self, attention_scores, attention_mask=None):
+    if self.position_bias is not None:
+      # scores: [batch, heads, query length, key length]
+      q_len, k_len = tf.shape(attention_scores)[-2], tf.shape(attention_scores)[-1]
+      bias = self.position_bias(tf.zeros([1, q_len, 1]), tf.zeros([1, k_len, 1]))
+      attention_scores += tf.cast(bias, attention_scores.dtype)
+    return super()._masked_softmax(attention_scores, attention_mask)
+
+
+class TransformerBlock(layers.TransformerEncoderBlock):
+  """Model Garden's post-LayerNorm block with `Attention` and our `Dropout`."""
+
+  def __init__(self, position_bias: Optional[layers.RelativePositionBias] = None, **kwargs):
+    super().__init__(**kwargs)
+    self._position_bias = position_bias
+
+  def build(self, input_shape):
+    super().build(input_shape)
+    # The same attention (its config, less the build shapes it records) and dropout rates.
+    config = {k: v for k, v in self._attention_layer.get_config().items()
+              if k not in ("query_shape", "key_shape", "value_shape")}
+    self._attention_layer = Attention(self._position_bias, **config)
+    self._attention_dropout = Dropout(self._attention_dropout_rate, dtype=self.dtype_policy)
+    self._output_dropout = Dropout(self._output_dropout_rate, dtype=self.dtype_policy)
