@@ -8,9 +8,10 @@ predicts for every (non-pad) position whether its token was replaced:
                   −1(x^corrupt_t ≠ x_t) log(1 − D(x^corrupt, t)) ] / n        (RTD)
   min L_MLM + λ L_Disc,  λ = 50
 
-A position counts as "replaced" only if the sampled token differs from the original. Sampling is
-Gumbel-max in float32 under stop-gradient: no discriminator gradient reaches G. Sign convention:
-`rtd_logits` > 0 means "replaced"; D(x, t) above is the probability of "original", 1 − σ(logit).
+A position counts as "replaced" only if the sampled token differs from the original. Sampling (from
+p_G in float32, `sampling.sample`) is under stop-gradient: no discriminator gradient reaches G.
+Sign convention: `rtd_logits` > 0 means "replaced"; D(x, t) above is the probability of
+"original", 1 − σ(logit).
 """
 import os
 from typing import Dict
