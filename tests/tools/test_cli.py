@@ -64,8 +64,8 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
     out = os.path.join(self.tmp, "out")
     with open(testutil.SAMPLE_CORPUS) as f:
       sample = f.read()
-    # 8 MB at dupe 40 takes one worker about a minute, so the kill lands long before the end
-    # however fast the tool gets (the 0.4 MB sample alone finished within the 1.5 s).
+    # 8 MB at dupe 40 keeps one worker busy for about 30 s (0.84 s per MB at dupe 10), so the
+    # kill lands mid-run (the 0.4 MB sample alone finished within the 1.5 s).
     corpus = testutil.write_text(os.path.join(self.tmp, "big.txt"), sample * 20)
     process = subprocess.Popen(
         ["create_pretraining_data", f"--input_files={corpus}",
