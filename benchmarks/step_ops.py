@@ -3,7 +3,8 @@ ELECTRA-Small batch-32 shapes (forward + backward where a gradient flows):
 
 1. the E→H embedding projection's kernel gradient, `...x,xy->...y` (Model Garden's) vs
    `btx,xy->bty` (ours), `[32, 128, 128] × [128, 256]`;
-2. Keras's `Dropout` vs ours (16-bit uniforms) on a `[32, 4, 128, 128]` attention map;
+2. Keras's `Dropout` vs ours (16-bit uniforms) on a `[32, 4, 128, 128]` attention map, and the
+   fraction each drops;
 3. Gumbel-max sampling vs the multinomial sampler on `[32, 19, 30522]` logits.
 
   python benchmarks/step_ops.py [--repeats=20]
@@ -23,6 +24,7 @@ from official_rtd.ops import sampling
 flags.DEFINE_integer("repeats", 20, "Timed calls per op (after two warm-up calls).",
                      lower_bound=1)
 FLAGS = flags.FLAGS
+SIGMA = (0.1 * 0.9 / (1 << 24)) ** 0.5  # of a Bernoulli(0.1) fraction over 2^24 draws
 
 
 def milliseconds(fn, *args):
@@ -65,8 +67,12 @@ def main(_):
           f"{projection_kernel_gradient(equation):.1f} ms")
   for dtype in (tf.bfloat16, tf.float32):
     for name, layer_class in (("Keras", tf_keras.layers.Dropout), ("ours", Dropout)):
-      ms = dropout_forward_backward(layer_class(0.1, dtype=dtype), dtype)
-      print(f"dropout {name} {dtype.name} forward + backward: {ms:.1f} ms")
+      layer = layer_class(0.1, dtype=dtype)
+      ms = dropout_forward_backward(layer, dtype)
+      dropped = tf.reduce_mean(tf.cast(layer(tf.ones([1 << 24], dtype), training=True) == 0,
+                                       tf.float64))
+      print(f"dropout {name} {dtype.name} forward + backward: {ms:.1f} ms; drops "
+            f"{float(dropped):.4%} of 2^24 elements at rate 0.1 (1σ = {SIGMA:.4%})")
   logits = tf.random.normal([32, 19, 30522])
   gumbel_max = tf.function(lambda l: tf.argmax(l + sampling.gumbel(tf.shape(l)), axis=-1))
   print(f"sampling Gumbel-max: {milliseconds(gumbel_max, logits):.1f} ms")

@@ -425,8 +425,9 @@ def main(_):
   if FLAGS.breakdown:
     times, op_seconds, per_example = breakdown(32, FLAGS.breakdown_precision)
     forward, both = times["forward"], times["forward+backward"]
-    print(f"one ours/{FLAGS.breakdown_precision}/32 step {times['step']:.3f}s; forward {forward:.3f}s, forward + "
-          f"backward {both:.3f}s (backward {(both - forward) / forward:.1f}x the forward)")
+    print(f"one ours/{FLAGS.breakdown_precision}/32 step {times['step']:.3f}s; forward "
+          f"{forward:.3f}s, forward + backward {both:.3f}s (backward "
+          f"{(both - forward) / forward:.1f}x the forward)")
     total = sum(op_seconds.values())
     print("op time by kind (profiler trace, summed over threads): " + ", ".join(
         f"{name} {value / total:.1%}" for name, value in op_seconds.items()))

@@ -1,13 +1,13 @@
 """Model Garden's post-LayerNorm Transformer block with our dropout and optional T5 position bias.
 
 `TransformerBlock` is Model Garden's `TransformerEncoderBlock` (same weights, names and math) whose
-dropouts (attention probabilities, attention output, FFN output) are our 16-bit-uniform `Dropout`,
-half the cost of Keras's. Its attention is tracked after its other sublayers, so `get_weights()`
-lists the weights in another order than Model Garden's block: match them by name
-(`interop.model_garden.copy_weights_by_name`). With a `position_bias` (Model Garden's `RelativePositionBias`: a learned
-per-head bias for each bucket of the bidirectional relative distance key − query, one instance
-shared by all layers of an encoder, as in T5 and AMOS), its attention adds that bias to the scores
-before the masked softmax.
+dropouts (attention probabilities, attention output, FFN output) are our 16-bit-uniform `Dropout`.
+Its attention is tracked after its other sublayers, so `get_weights()` lists the weights in
+another order than Model Garden's block: match them by name
+(`interop.model_garden.copy_weights_by_name`). With a `position_bias` (Model Garden's
+`RelativePositionBias`: a learned per-head bias for each bucket of the bidirectional relative
+distance key − query, one instance shared by all layers of an encoder, as in T5 and AMOS), its
+attention adds that bias to the scores before the masked softmax.
 """
 from typing import Optional
 
