@@ -21,6 +21,7 @@ setuptools.setup(
         "absl-py",
         "numpy",
         "safetensors",  # export_model --format=huggingface
+        "matplotlib",  # compare_runs --plot
     ],
     # transformers' TF ELECTRA classes check the Hugging Face export (no PyTorch needed).
     extras_require={"test": ["pytest", "scipy", "scikit-learn", "transformers>=4.45,<4.50"]},

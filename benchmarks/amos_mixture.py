@@ -29,6 +29,8 @@ KEYS = ["mlm_loss_layer_1", "mlm_loss_layer_2", "mlm_loss_layer_3", "rtd_loss", 
 
 
 def main(_):
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   tmp = tempfile.mkdtemp()
   with open(os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt"),
             encoding="utf-8") as f:

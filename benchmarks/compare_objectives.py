@@ -68,6 +68,8 @@ def finetune(objective, export_dir, task_spec, work_dir):
 
 
 def main(_):
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   work_dir = FLAGS.work_dir
   os.makedirs(work_dir, exist_ok=True)
   corpus = sorted(glob.glob(FLAGS.corpus))

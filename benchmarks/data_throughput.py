@@ -37,6 +37,8 @@ def _timed(args):
 
 
 def main(_):
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   files = FLAGS.input_files.split(",")
   megabytes = sum(os.path.getsize(f) for f in files) / 1e6
   tmp = tempfile.mkdtemp()

@@ -26,6 +26,8 @@ SHARED = os.path.join(REPO, "..", "shared", "data")
 
 
 def main(_):
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   tmp = tempfile.mkdtemp()
   vocab = vocab_lib.load_vocab(os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"))
   config = EncoderConfig(vocab_size=vocab.size, hidden_size=256, num_layers=12,

@@ -27,6 +27,8 @@ def lookups(config):
 
 
 def main():
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   spec = {"input_word_ids": tf.TensorSpec([1, SEQ], tf.int32),
           "input_mask": tf.TensorSpec([1, SEQ], tf.int32),
           "input_type_ids": tf.TensorSpec([1, SEQ], tf.int32),

@@ -27,6 +27,8 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   out = tempfile.mkdtemp()
   rows = []
   for spec in FLAGS.tasks.split(","):

@@ -36,6 +36,8 @@ def sentences(count):
 
 
 def main(_):
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   vocab = vocab_lib.load_vocab(os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"))
   tokenizer = tokenizer_lib.WordPieceTokenizer(vocab)
   texts = sentences(FLAGS.sentences)

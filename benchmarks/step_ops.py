@@ -62,6 +62,8 @@ def dropout_forward_backward(layer, dtype):
 
 
 def main(_):
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   for equation in ("...x,xy->...y", "btx,xy->bty"):
     print(f"projection kernel gradient {equation}: "
           f"{projection_kernel_gradient(equation):.1f} ms")

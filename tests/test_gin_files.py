@@ -1,18 +1,22 @@
-"""Every gin task file composes with a model file and builds a working model."""
+"""Every gin task file composes with a model file and builds a working model, and every value a
+paper's table states is that table's value."""
 import glob
 import os
 
 import gin
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.tools import run_pretraining
+from official_rtd.training import optimization
 from official_rtd.training import precision
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 
+pytest_approx = pytest.approx
 TASKS = sorted(glob.glob(os.path.join(testutil.REPO, "gin", "tasks", "*.gin")))
 MODELS = sorted(glob.glob(os.path.join(testutil.REPO, "gin", "models", "*.gin")))
 
@@ -57,6 +61,107 @@ class GinFilesTest(tf.test.TestCase):
       gin.clear_config()
       run_pretraining.parse_gin([model_file, "gin/tasks/electra.gin"], [])
       self.assertGreater(trainer_lib.TrainConfig().train_batch_size, 0, model_file)
+
+
+def _sizes(layers, hidden, ffn, heads, embedding):
+  return {"num_layers": layers, "hidden_size": hidden, "intermediate_size": ffn,
+          "num_attention_heads": heads, "embedding_size": embedding}
+
+
+_ADAM = {"epsilon": 1e-6, "beta_1": 0.9, "beta_2": 0.999, "weight_decay_rate": 0.01,
+         "warmup_steps": 10000}
+_DROPOUT = {"dropout_rate": 0.1, "attention_dropout_rate": 0.1}
+
+# (model file, task file, where the values are stated, {name: value}). Names are fields of
+# EncoderConfig / TrainConfig / OptimizerConfig, or gin bindings `configurable.parameter`.
+PAPER_TABLES = [
+    ("small.gin", "electra.gin", "dissertation Table 5.1, Small", {
+        **_sizes(12, 256, 1024, 4, 128), **_ADAM, **_DROPOUT,
+        "build_electra_pretrainer.generator_size": 0.25, "dynamic_masking.mask_prob": 0.15,
+        "learning_rate": 5e-4, "train_batch_size": 128, "num_train_steps": 1_000_000}),
+    ("base.gin", "electra.gin", "dissertation Table 5.1, Base", {
+        **_sizes(12, 768, 3072, 12, 768), **_ADAM, **_DROPOUT,
+        "build_electra_pretrainer.generator_size": pytest_approx(1 / 3),
+        "dynamic_masking.mask_prob": 0.15, "learning_rate": 2e-4, "train_batch_size": 256,
+        "num_train_steps": 766_000}),
+    ("large.gin", "electra.gin", "dissertation Table 5.1, Large", {
+        **_sizes(24, 1024, 4096, 16, 1024), **_ADAM, **_DROPOUT,
+        "build_electra_pretrainer.generator_size": 0.25, "dynamic_masking.mask_prob": 0.25,
+        "learning_rate": 2e-4, "train_batch_size": 2048, "num_train_steps": 400_000}),
+    ("small.gin", "script.gin", "SCRIPT Table 4, Small", {
+        **_sizes(12, 256, 1024, 4, 128), **_ADAM, **_DROPOUT, "dynamic_masking.mask_prob": 0.15,
+        "learning_rate": 5e-4, "train_batch_size": 128, "build_script_pretrainer.disc_weight": 50.0}),
+    ("base.gin", "script.gin", "SCRIPT Table 4, Base", {
+        **_sizes(12, 768, 3072, 12, 768), **_ADAM, **_DROPOUT, "dynamic_masking.mask_prob": 0.15,
+        "learning_rate": 2e-4, "train_batch_size": 256}),
+    ("teams_small.gin", "teams.gin", "TEAMS Table 5, Small (and §4.1: sequence length 512)", {
+        **_sizes(12, 256, 1024, 4, 128), **_ADAM, **_DROPOUT,
+        "build_teams_pretrainer.generator_layers": 0.5, "dynamic_masking.mask_prob": 0.15,
+        "learning_rate": 5e-4, "train_batch_size": 256, "num_train_steps": 500_000,
+        "max_seq_length": 512, "build_teams_pretrainer.rtd_weight": 5.0,
+        "build_teams_pretrainer.mws_weight": 2.0}),
+    ("teams_small.gin", "teams_only_mws.gin", "TEAMS Table 2, Only MWS", {
+        "build_teams_pretrainer.rtd_weight": 0.0, "build_teams_pretrainer.mws_weight": 2.0}),
+    ("amos_base.gin", "amos.gin", "AMOS Table 3, base", {
+        **_sizes(12, 768, 3072, 12, 768), **_DROPOUT, "num_train_steps": 125_000,
+        "learning_rate": 5e-4, "train_batch_size": 2048, "warmup_steps": 10000,
+        "max_seq_length": 512, "epsilon": 1e-6, "beta_1": 0.9, "beta_2": 0.98, "clip_norm": 2.0,
+        "build_amos_pretrainer.temperature": 0.3, "build_amos_pretrainer.rtd_weight": 50.0}),
+    ("ale_small.gin", "ale.gin", "Shao Table V, ALE_small (and §IV.B: T = 0.8)", {
+        **_sizes(12, 256, 1024, 4, 128), **_ADAM, **_DROPOUT, "share_layers": True,
+        "optimizer": "lamb", "build_electra_pretrainer.generator_size": 0.25,
+        "dynamic_masking.mask_prob": 0.15, "max_seq_length": 128, "learning_rate": 5e-4,
+        "train_batch_size": 1024, "num_train_steps": 162_000,
+        "build_electra_pretrainer.temperature": 0.8}),
+    ("shao_electra_small.gin", "electra.gin", "Shao Table V, ELECTRA_small", {
+        **_sizes(12, 256, 1024, 4, 128), **_ADAM, **_DROPOUT, "share_layers": False,
+        "optimizer": "lamb", "build_electra_pretrainer.generator_size": 0.25,
+        "dynamic_masking.mask_prob": 0.15, "max_seq_length": 128, "learning_rate": 5e-4,
+        "train_batch_size": 1024, "num_train_steps": 125_000}),
+    ("shao_bert_small.gin", "mlm.gin", "Shao Table V, BERT_small", {
+        **_sizes(12, 256, 1024, 4, 128), **_ADAM, **_DROPOUT, "share_layers": False,
+        "optimizer": "lamb", "dynamic_masking.mask_prob": 0.15, "max_seq_length": 128,
+        "learning_rate": 5e-4, "train_batch_size": 1024, "num_train_steps": 163_000}),
+]
+
+
+def query(binding):
+  """A gin binding's value, with a macro (`%MASK_PROB`) resolved."""
+  value = gin.query_parameter(binding)
+  if isinstance(value, gin.config.ConfigurableReference) and value.scoped_selector.endswith(
+      "/gin.macro"):
+    return gin.query_parameter(value.scoped_selector.split("/")[0] + "/macro.value")
+  return value
+
+
+class PaperTablesTest(tf.test.TestCase):
+  """Each shipped gin value that a paper's table states equals that table's value."""
+
+  def resolved(self, name):
+    if "." in name:
+      return query(name)
+    for config in (EncoderConfig(), trainer_lib.TrainConfig(), optimization.OptimizerConfig()):
+      if hasattr(config, name):
+        return getattr(config, name)
+    raise KeyError(name)
+
+  def test_gin_files_match_the_papers(self):
+    for model_file, task_file, source, values in PAPER_TABLES:
+      gin.clear_config()
+      run_pretraining.parse_gin([f"gin/models/{model_file}", f"gin/tasks/{task_file}"], [])
+      for name, expected in values.items():
+        self.assertEqual(self.resolved(name), expected,
+                         f"{model_file} + {task_file}: {name} differs from {source}")
+
+  def test_predictions_per_sequence_follow_electra(self):
+    for model_file in MODELS:
+      gin.clear_config()
+      run_pretraining.parse_gin([model_file, "gin/tasks/electra.gin"], [])
+      config = trainer_lib.TrainConfig()
+      mask_prob = query("dynamic_masking.mask_prob")
+      if not model_file.endswith("tiny.gin"):  # tiny is ours: 10 of 64
+        self.assertEqual(config.max_predictions_per_seq,
+                         int((mask_prob + 0.005) * config.max_seq_length), model_file)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,61 @@ def write_text(path: str, text, mode="w"):
   return path
 
 
+SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
+
+
+def missing_data_reason(path: str):
+  """None when the data directory `path` exists. Otherwise the reason to skip, or, under CI
+  (where ../shared always sits beside the clone), an AssertionError: a skip there would hide a
+  broken checkout."""
+  if os.path.isdir(path):
+    return None
+  reason = f"{path} is not available"
+  if os.environ.get("CI"):
+    raise AssertionError(f"{reason}, but CI always has ../shared: the checkout is incomplete")
+  return reason
+
+
 def requires(path: str):
-  """Skips a test class when a data directory (e.g. ../shared, present in CI) is missing."""
+  """Skips a test class when a data directory (e.g. ../shared) is missing; fails it under CI."""
   import unittest  # pylint: disable=g-import-not-at-top
-  return unittest.skipUnless(os.path.isdir(path), f"{path} is not available")
+
+  def decorate(cls):
+    original = cls.setUpClass.__func__
+
+    def set_up_class(klass):
+      reason = missing_data_reason(path)
+      if reason:
+        raise unittest.SkipTest(reason)
+      original(klass)
+    cls.setUpClass = classmethod(set_up_class)
+    return cls
+  return decorate
+
+
+def record_stateless_seeds():
+  """A context manager that records (as tuples) the seed of every `tf.random.stateless_uniform`
+  and `tf.random.stateless_categorical` call made eagerly inside it; yields the list."""
+  import contextlib  # pylint: disable=g-import-not-at-top
+  from unittest import mock  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  @contextlib.contextmanager
+  def recording():
+    seeds = []
+    originals = {name: getattr(tf.random, name)
+                 for name in ("stateless_uniform", "stateless_categorical")}
+
+    def spy(name):
+      def call(*args, **kwargs):
+        seed = kwargs.get("seed", args[1] if len(args) > 1 else None)
+        if name == "stateless_categorical":
+          seed = kwargs.get("seed", args[2] if len(args) > 2 else None)
+        seeds.append(tuple(int(x) for x in tf.convert_to_tensor(seed).numpy()))
+        return originals[name](*args, **kwargs)
+      return call
+    with contextlib.ExitStack() as stack:
+      for name in originals:
+        stack.enter_context(mock.patch.object(tf.random, name, spy(name)))
+      yield seeds
+  return recording()

@@ -90,6 +90,7 @@ class GlueRunner:
       raise ValueError("give exactly one of --data_dir (GLUE TSV files) and --tfds_data_dir")
     trials_lib.check_convention(config.lr_decay_convention)
     precision.check(config.mixed_precision)
+    precision.warn_if_emulated(config.mixed_precision, log)
     if config.double_unordered and self.task.name not in ("mrpc", "sts-b"):
       raise ValueError("--double_unordered applies to MRPC and STS-B only")
     self.export_config = export.read_export_config(config.init_checkpoint)

@@ -76,6 +76,7 @@ class SquadRunner:
     self.version_2 = config.version_2_with_negative
     trials_lib.check_convention(config.lr_decay_convention)
     precision.check(config.mixed_precision)
+    precision.warn_if_emulated(config.mixed_precision, log)
     if config.beam_size < 1 or config.n_best_size < 1 or config.max_answer_length < 1:
       raise ValueError("--beam_size, --n_best_size and --max_answer_length must be >= 1")
     self.export_config = export.read_export_config(config.init_checkpoint)

@@ -93,6 +93,17 @@ def candidate_sets(logits: tf.Tensor, original_ids: tf.Tensor, num_candidates: i
   return tf.concat([tf.cast(original_ids, tf.int32)[..., tf.newaxis], others], axis=-1)
 
 
+def salted(seed: Optional[tf.Tensor], salt: int) -> Optional[tf.Tensor]:
+  """A `[2]` stateless seed derived from `seed` for the draw named by `salt` (None stays None).
+
+  Stateless draws that share one seed read the same Philox stream, so a model that makes several
+  draws from one `sampling_seed` (replacements, candidate noise, a random layer) gives each its
+  own salt: independent streams, still reproducible."""
+  if seed is None:
+    return None
+  return tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), salt)
+
+
 def gumbel(shape, seed: Optional[tf.Tensor] = None) -> tf.Tensor:
   """Gumbel(0, 1) noise −log(−log u); stateless when a `[2]` `seed` is given."""
   uniform = (tf.random.stateless_uniform(shape, seed) if seed is not None

@@ -1,6 +1,9 @@
-"""Shared command-line plumbing: user errors become one `<tool>: error: ...` line and exit 1."""
+"""Shared command-line plumbing: `--help` lists the tool's own flags, user errors become one
+`<tool>: error: ...` line and exit 1."""
 import os
 import sys
+import textwrap
+import types
 
 # Keep TensorFlow's C++ start-up chatter out of the tools' output unless the user asks for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -11,8 +14,37 @@ from absl import logging  # pylint: disable=g-import-not-at-top
 USER_ERRORS = (ValueError, OSError)
 
 
+HELP_ARGS = ("-h", "--help", "-help", "--helpshort", "-?")
+
+
+def tool_help(main, tool_name: str) -> str:
+  """The tool's usage (its module docstring) and the flags it defines itself or through the
+  flag modules it imports (e.g. `finetune_flags`), each with its help text and default.
+
+  absl's own `--help` lists the flags of `sys.argv[0]`'s module, which for a console script or a
+  `finetune/*.py` wrapper defines none.
+  """
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  module = sys.modules[main.__module__]
+  defining = set(flags.FLAGS.flags_by_module_dict())
+  names = [module.__name__] + [
+      value.__name__ for value in vars(module).values()
+      if isinstance(value, types.ModuleType) and value.__name__ in defining
+      and value.__name__.startswith("official_rtd.")]
+  usage = textwrap.dedent(module.__doc__ or "").strip()
+  sections = [f"{tool_name}: {usage}" if usage else tool_name, "flags:"]
+  for name in names:
+    sections.append(flags.FLAGS.module_help(name).strip())
+  sections.append("Absl and TensorFlow flags: --helpfull.")
+  return "\n\n".join(sections) + "\n"
+
+
 def run_main(main, tool_name: str):
-  """`absl.app.run` with user errors (ValueError subclasses, OSError) reported on one line."""
+  """`absl.app.run` with `--help` / `-h` printing this tool's flags (exit 0) and user errors
+  (ValueError subclasses, OSError) reported on one line."""
+  if any(arg in HELP_ARGS for arg in sys.argv[1:]):
+    sys.stdout.write(tool_help(main, tool_name))
+    sys.exit(0)
 
   def wrapped(argv):
     if len(argv) > 1:

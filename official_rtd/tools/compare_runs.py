@@ -1,16 +1,24 @@
 r"""Prints several pre-training runs' held-out figures side by side at equal training FLOPs.
 
   compare_runs --model_dirs=/runs/electra,/runs/mlm [--figures=mlm_loss,fixed_noise_auc]
+  compare_runs --model_dirs=/runs/electra,/runs/mlm --plot=curves.png [--metric=fixed_noise_auc]
 
 For each run it takes the evaluation row with the most FLOPs not exceeding the smallest of the
-runs' final FLOPs (so no run is credited with more compute than the others had).
+runs' final FLOPs (so no run is credited with more compute than the others had). `--plot` also
+draws each run's curve of one held-out figure against its training FLOPs (log scale), as the
+dissertation's figures do.
 """
+import os
+
 from official_rtd.tools import cli
 
 from absl import flags  # pylint: disable=g-bad-import-order
 
 flags.DEFINE_list("model_dirs", None, "Run directories holding eval_results.jsonl.")
 flags.DEFINE_list("figures", [], "Figures to show (default: all that every run has).")
+flags.DEFINE_string("plot", None, "Also write a PNG: --metric against train FLOPs, one line "
+                    "per run.")
+flags.DEFINE_string("metric", "fixed_noise_auc", "The eval_results.jsonl figure --plot draws.")
 flags.mark_flag_as_required("model_dirs")
 FLAGS = flags.FLAGS
 
@@ -36,8 +44,55 @@ def compare(model_dirs, figures=()) -> str:
   return "\n".join(lines)
 
 
+def run_name(model_dir: str) -> str:
+  return os.path.basename(os.path.normpath(model_dir)) or model_dir
+
+
+def plot(model_dirs, metric: str, output_file: str):
+  """Writes a PNG of `metric` against train FLOPs (log x), one line per run, atomically.
+
+  Raises:
+    ValueError: a run has no row with `metric` (the message lists the figures it has).
+  """
+  from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
+  series = {}
+  for d in model_dirs:
+    rows = sorted(evaluation.read_results(d), key=lambda r: r["train_flops"])
+    points = [(r["train_flops"], r[metric]) for r in rows if metric in r]
+    if not points:
+      figures = sorted(set().union(*rows) - {"step", "train_flops"}) if rows else []
+      raise ValueError(f"--metric={metric}: {d} has no such figure (it has: "
+                       f"{', '.join(figures) or 'no evaluation rows'})")
+    series[run_name(d)] = points
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  figure, axes = pyplot.subplots(figsize=(6.4, 4.0), dpi=100)
+  for name, points in series.items():
+    axes.plot(*zip(*points), marker="o", markersize=3, label=name)
+  axes.set_xscale("log")
+  axes.set_xlabel("pre-train FLOPs")
+  axes.set_ylabel(metric)
+  axes.grid(True, which="both", alpha=0.3)
+  axes.legend()
+  figure.tight_layout()
+  directory = os.path.dirname(os.path.abspath(output_file))
+  temporary = os.path.join(directory, f".tmp-{os.getpid()}-{os.path.basename(output_file)}")
+  try:
+    figure.savefig(temporary, format="png")
+    os.replace(temporary, output_file)
+  finally:
+    pyplot.close(figure)
+    if os.path.exists(temporary):
+      os.remove(temporary)
+  return series
+
+
 def main(_):
   print(compare(FLAGS.model_dirs, FLAGS.figures))
+  if FLAGS.plot:
+    plot(FLAGS.model_dirs, FLAGS.metric, FLAGS.plot)
+    print(f"wrote {FLAGS.plot} ({FLAGS.metric} against train FLOPs)")
 
 
 def run():

@@ -3,11 +3,14 @@ r"""Scores text with a pre-trained model's pseudo-log-likelihood, or re-ranks n-
   score_pll --model_dir=/runs/electric --input_file=sentences.txt --output_file=scores.tsv
   score_pll --model_dir=/runs/electric --nbest_file=nbest.tsv --lm_weight=0.3 \
       [--references=refs.tsv] --output_file=reranked.tsv
+  score_pll --model_dir=/runs/electric --nbest_file=test_nbest.tsv \
+      --tune_lm_weight_on=dev_nbest.tsv --tune_references=dev_refs.tsv --output_file=reranked.tsv
 
 Sentences: one per line; output `line<TAB>pll<TAB>pieces<TAB>text`. N-best: `id<TAB>hypothesis<TAB>
 score` lines; output `id<TAB>best hypothesis<TAB>first-pass score<TAB>pll`, choosing by
 score + lm_weight·PLL; with `--references` (`id<TAB>reference`) it also reports the word error rate
-before and after re-ranking.
+before and after re-ranking. `--tune_lm_weight_on` chooses lm_weight instead, as §5.4.5 does: the
+value of `--lm_weight_grid` (0.05, 0.1, ..., 1.0) with the lowest WER on a dev n-best list.
 """
 import os
 
@@ -21,6 +24,12 @@ flags.DEFINE_string("input_file", None, "Sentences to score, one per line.")
 flags.DEFINE_string("nbest_file", None, "N-best lists: id<TAB>hypothesis<TAB>score.")
 flags.DEFINE_string("references", None, "With --nbest_file: id<TAB>reference, to report WER.")
 flags.DEFINE_float("lm_weight", 1.0, "λ in score + λ·PLL for re-ranking.")
+flags.DEFINE_string("tune_lm_weight_on", None, "A dev n-best file: choose λ from "
+                    "--lm_weight_grid by its WER there (needs --tune_references); overrides "
+                    "--lm_weight.")
+flags.DEFINE_string("tune_references", None, "id<TAB>reference for --tune_lm_weight_on.")
+flags.DEFINE_list("lm_weight_grid", None, "λ values --tune_lm_weight_on tries; unset: 0.05, "
+                  "0.1, ..., 0.95, 1.0 (dissertation §5.4.5).")
 flags.DEFINE_string("output_file", None, "Where to write the TSV output.")
 flags.DEFINE_integer("max_seq_length", 128, "Pieces per sentence, [CLS]/[SEP] included.")
 flags.DEFINE_integer("batch_size", 16, "Sentences per batch.")
@@ -33,6 +42,15 @@ def _write(path, lines):
   with open(tmp, "w", encoding="utf-8") as f:
     f.write("".join(line + "\n" for line in lines))
   os.replace(tmp, path)
+
+
+def _score_nbest(model, tokenizer, nbest):
+  """{(id, index): PLL} of every hypothesis."""
+  from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
+  flat = [(key, i, hyp) for key, hyps in nbest.items() for i, (hyp, _) in enumerate(hyps)]
+  plls, _ = scoring.score_sentences(model, tokenizer, [h for _, _, h in flat],
+                                    FLAGS.max_seq_length, FLAGS.batch_size)
+  return {(key, i): float(p) for (key, i, _), p in zip(flat, plls)}
 
 
 def main(_):
@@ -51,30 +69,33 @@ def main(_):
                                enumerate(zip(plls, lengths, sentences))])
     logging.info("scored %d sentences -> %s", len(sentences), FLAGS.output_file)
     return
+  if bool(FLAGS.tune_lm_weight_on) != bool(FLAGS.tune_references):
+    raise ValueError("--tune_lm_weight_on and --tune_references go together")
+  try:
+    grid = ([float(w) for w in FLAGS.lm_weight_grid] if FLAGS.lm_weight_grid
+            else scoring.LM_WEIGHT_GRID)
+  except ValueError:
+    raise ValueError(f"--lm_weight_grid must be numbers, got {FLAGS.lm_weight_grid}") from None
   nbest = scoring.read_nbest(FLAGS.nbest_file)
-  flat = [(key, i, hyp) for key, hyps in nbest.items() for i, (hyp, _) in enumerate(hyps)]
-  plls, _ = scoring.score_sentences(model, tokenizer, [h for _, _, h in flat],
-                                    FLAGS.max_seq_length, FLAGS.batch_size)
-  by_key = {(key, i): float(p) for (key, i, _), p in zip(flat, plls)}
-  best = scoring.rerank(nbest, by_key, FLAGS.lm_weight)
+  lm_weight = FLAGS.lm_weight
+  if FLAGS.tune_lm_weight_on:
+    dev = scoring.read_nbest(FLAGS.tune_lm_weight_on)
+    dev_references = scoring.read_references(FLAGS.tune_references, dev)
+    lm_weight, wers = scoring.tune_lm_weight(dev, _score_nbest(model, tokenizer, dev),
+                                             dev_references, grid)
+    print(f"lm_weight {lm_weight:g} chosen on {FLAGS.tune_lm_weight_on}: dev WER "
+          f"{wers[lm_weight]:.2f}% (grid {min(grid):g}..{max(grid):g}: "
+          f"{min(wers.values()):.2f}–{max(wers.values()):.2f}%)")
+  by_key = _score_nbest(model, tokenizer, nbest)
+  best = scoring.rerank(nbest, by_key, lm_weight)
   _write(FLAGS.output_file, [f"{key}\t{nbest[key][i][0]}\t{nbest[key][i][1]}\t{by_key[(key, i)]:.4f}"
                              for key, i in best.items()])
   logging.info("re-ranked %d n-best lists -> %s", len(best), FLAGS.output_file)
   if FLAGS.references:
-    references = {}
-    with open(FLAGS.references, encoding="utf-8") as f:
-      for line in f:
-        if line.strip():
-          key, _, text = line.rstrip("\n").partition("\t")
-          references[key] = text
-    missing = [k for k in nbest if k not in references]
-    if missing:
-      raise ValueError(f"{FLAGS.references} has no reference for id(s) {missing[:5]}")
-    first_pass = {k: max(range(len(h)), key=lambda i, h=h: h[i][1]) for k, h in nbest.items()}
+    references = scoring.read_references(FLAGS.references, nbest)
+    first_pass = scoring.rerank(nbest, {k: 0.0 for k in by_key}, 0.0)
     for name, choice in (("first pass", first_pass), ("re-ranked", best)):
-      errors = [scoring.word_errors(nbest[k][i][0], references[k]) for k, i in choice.items()]
-      wer = 100.0 * sum(e for e, _ in errors) / max(sum(n for _, n in errors), 1)
-      print(f"WER {name}: {wer:.2f}%")
+      print(f"WER {name}: {scoring.corpus_wer(nbest, choice, references):.2f}%")
 
 
 def run():

@@ -112,3 +112,37 @@ def rerank(nbest, plls: Dict[Tuple[str, int], float], lm_weight: float) -> Dict[
   """{id: index of the best hypothesis} by first-pass score + λ·PLL."""
   return {key: max(range(len(hyps)), key=lambda i, k=key, h=hyps: h[i][1] + lm_weight * plls[(k, i)])
           for key, hyps in nbest.items()}
+
+
+# §5.4.5: "I select the best λ on the dev set out of [0.05, 0.1, ..., 0.95, 1.0]".
+LM_WEIGHT_GRID = tuple(round(0.05 * i, 2) for i in range(1, 21))
+
+
+def read_references(path: str, ids) -> Dict[str, str]:
+  """`id<TAB>reference` lines; every id of `ids` must have one."""
+  references = {}
+  with open(path, encoding="utf-8") as f:
+    for number, line in enumerate(f, start=1):
+      if line.strip():
+        key, tab, text = line.rstrip("\n").partition("\t")
+        if not tab:
+          raise ScoringError(f"{path}:{number}: expected id<TAB>reference")
+        references[key] = text
+  missing = [k for k in ids if k not in references]
+  if missing:
+    raise ScoringError(f"{path} has no reference for id(s) {missing[:5]}")
+  return references
+
+
+def corpus_wer(nbest, choice: Dict[str, int], references: Dict[str, str]) -> float:
+  """Word error rate (%) of the chosen hypotheses: total edits / total reference words."""
+  errors = [word_errors(nbest[k][i][0], references[k]) for k, i in choice.items()]
+  return 100.0 * sum(e for e, _ in errors) / max(sum(n for _, n in errors), 1)
+
+
+def tune_lm_weight(nbest, plls, references, grid: Sequence[float] = LM_WEIGHT_GRID):
+  """The λ of `grid` whose re-ranking of the dev `nbest` has the lowest WER (the smallest λ on a
+  tie), and {λ: WER} for every λ tried."""
+  wers = {weight: corpus_wer(nbest, rerank(nbest, plls, weight), references) for weight in grid}
+  best = min(grid, key=lambda weight: (wers[weight], weight))
+  return best, wers

@@ -117,6 +117,7 @@ class Trainer:
     self.input_config, self.vocab = self._check_inputs(input_path, vocab_file,
                                                        encoder_config or EncoderConfig())
     tf_keras.utils.set_random_seed(self.train_config.seed)
+    precision.warn_if_emulated(self.train_config.mixed_precision, self.log)
 
     with strategy.scope():
       with precision.policy(self.train_config.mixed_precision):

@@ -93,9 +93,10 @@ class AleTrainingTest(tf.test.TestCase):
     trainer.train()
     self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.3, logged)
     self.assertLess(logged[-1]["rtd_loss"], logged[0]["rtd_loss"], logged)
-    glue_dir = os.path.join(testutil.REPO, "..", "shared", "data", "glue", "RTE")
-    if not os.path.isdir(glue_dir):
-      self.skipTest("../shared/data/glue is not available")
+    glue_dir = os.path.join(testutil.SHARED_DATA, "glue", "RTE")
+    reason = testutil.missing_data_reason(glue_dir)
+    if reason:
+      self.skipTest(reason)
     summary = glue.GlueRunner(glue.GlueConfig(
         task="rte", init_checkpoint=os.path.join(tmp, "ale", "export"),
         model_dir=os.path.join(tmp, "rte"), data_dir=glue_dir, max_seq_length=64,

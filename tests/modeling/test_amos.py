@@ -12,6 +12,7 @@ import tf_keras
 from official_rtd.modeling.models import amos
 from official_rtd.ops import gradient_reversal
 from official_rtd.ops import sampling
+from tests import testutil
 from tests.modeling.test_electra import CONFIG, VOCAB, toy_batch
 from tests.training.test_trainer import make_records, text_trainer
 
@@ -161,6 +162,17 @@ class AmosGradientTest(tf.test.TestCase):
     rtd = model.rtd_head(model.discriminator(dict(batch, input_word_ids=out["corrupted_ids"]),
                                              training=False)["sequence_output"])
     self.assertAllClose(out["rtd_logits"], rtd, atol=1e-5)
+
+  def test_random_layer_and_gumbel_noise_use_distinct_streams(self):
+    batch = {k: v for k, v in fixed_noise_batch().items() if k != "gumbel_noise"}
+    batch["sampling_seed"] = tf.constant([5, 1], tf.int64)
+    model = build(mixture="random_layer")
+    with testutil.record_stateless_seeds() as seeds:
+      first = model(batch, training=False)
+    self.assertLen(seeds, 2)  # the random layer choice and the Gumbel noise
+    self.assertLen(set(seeds), 2, seeds)
+    self.assertAllEqual(first["mixture_weights"],
+                        model(batch, training=False)["mixture_weights"])
 
   def test_ablation_mixtures(self):
     batch = fixed_noise_batch()

@@ -39,6 +39,45 @@ def forcing_noise(token_ids):
   return 1e6 * tf.one_hot(token_ids, VOCAB)
 
 
+def peaked_distribution_batch(masked_lm, rows=4000):
+  """`rows` copies of `toy_batch()`'s first row, with `masked_lm`'s output bias set to a steep
+  Zipf profile (p ∝ 1/rank², ranks in a fixed random order), so the MLM distribution π at each
+  masked position has a head and a long tail."""
+  rng = np.random.default_rng(0)
+  ranks = rng.permutation(VOCAB) + 1
+  masked_lm.bias.assign(-2.0 * np.log(ranks).astype(np.float32))
+  return {k: tf.repeat(v[:1], rows, axis=0) for k, v in toy_batch().items()}
+
+
+def goodness_of_fit(samples, probabilities):
+  """Pearson χ² p-value of integer `samples` against `probabilities`, pooling the categories
+  expected fewer than 5 times into one (so the χ² approximation holds)."""
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  expected = probabilities / probabilities.sum() * len(samples)
+  observed = np.bincount(samples, minlength=len(probabilities)).astype(np.float64)
+  small = expected < 5
+  if small.any():
+    expected = np.append(expected[~small], expected[small].sum())
+    observed = np.append(observed[~small], observed[small].sum())
+  return stats.chisquare(observed, expected).pvalue
+
+
+def assert_samples_follow_mlm(test, model, masked_lm, temperature=1.0):
+  """The `sampled_ids` of every masked slot of `model(batch)` follow softmax(mlm_logits / T)
+  (fresh, unseeded draws, eval mode), and the check rejects a distribution that differs."""
+  batch = peaked_distribution_batch(masked_lm)
+  out = model(batch, training=False)
+  logits = out["mlm_logits"].numpy().astype(np.float64)[0] / temperature  # [P, vocab]
+  for slot in (0, 1):  # the two real masked positions of the row
+    pi = np.exp(logits[slot] - logits[slot].max())
+    pi /= pi.sum()
+    test.assertGreater(pi.max(), 0.15)  # a peaked distribution, so a distortion shows
+    samples = out["sampled_ids"].numpy()[:, slot]
+    test.assertGreater(goodness_of_fit(samples, pi), 1e-4, f"slot {slot}")
+    flattened = pi ** 0.8 / np.sum(pi ** 0.8)  # a mildly different distribution is rejected
+    test.assertLess(goodness_of_fit(samples, flattened), 1e-6, f"slot {slot}")
+
+
 class ElectraLossTest(tf.test.TestCase):
 
   def test_loss_equals_direct_computation(self):
@@ -83,7 +122,14 @@ class ElectraLossTest(tf.test.TestCase):
     grads = tape.gradient(rtd, model.generator.trainable_variables)
     self.assertTrue(all(g is None for g in grads))
 
-  def test_disallow_correct_and_sampling_distribution(self):
+  def test_replacements_follow_the_generator_softmax(self):
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5)
+    model(toy_batch(), training=False)
+    assert_samples_follow_mlm(self, model, model.masked_lm)
+    model.temperature = 2.0  # softmax(logits / T)
+    assert_samples_follow_mlm(self, model, model.masked_lm, temperature=2.0)
+
+  def test_disallow_correct(self):
     model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, disallow_correct=True)
     batch = toy_batch()
     for _ in range(20):

@@ -45,19 +45,34 @@ class ElectricLossTest(tf.test.TestCase):
     self.assertAllEqual(out["is_noise"], is_noise)
     mask = batch["input_mask"].numpy().astype(np.float64)
     n, k = mask.sum(1, keepdims=True), np.array([[2.0], [1.0]])
+    # Independently of the model's outputs: the original and the noised sequences by hand, q from
+    # the two-tower logits on the original, E from the discriminator + energy head on the noised.
+    original = batch["input_word_ids"].numpy().copy()
+    original[0, 2], original[0, 5], original[1, 3] = 11, 14, 22
+    noised = original.copy()
+    noised[0, 2], noised[0, 5], noised[1, 3] = 11, 30, 40
+    encoder_inputs = {"input_mask": batch["input_mask"], "input_type_ids": batch["input_type_ids"]}
+    logits = model.generator(dict(encoder_inputs, input_word_ids=tf.constant(original)),
+                             training=False)["logits"].numpy().astype(np.float64)
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_q = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    log_q_data = np.take_along_axis(log_q, original[..., None], -1)[..., 0]
+    log_q_noised = np.take_along_axis(log_q, noised[..., None], -1)[..., 0]
+    sequence = model.discriminator(dict(encoder_inputs, input_word_ids=tf.constant(noised)),
+                                   training=False)["sequence_output"]
+    energy = model.energy_head(sequence).numpy()[..., 0].astype(np.float64)
     # D = (n−k)·p̂ / ((n−k)·p̂ + k·q), p̂ = exp(−E)
-    p_hat = np.exp(-out["energy"])
-    q = np.exp(out["log_q_noised"])
+    p_hat = np.exp(-energy)
+    q = np.exp(log_q_noised)
     d = (n - k) * p_hat / ((n - k) * p_hat + k * q)
     per_position = np.where(is_noise == 1, -np.log(1 - d), -np.log(d))
     nce = (per_position * mask).sum() / mask.sum()
-    cloze = (-out["log_q_data"] * mask).sum() / mask.sum()
+    cloze = (-log_q_data * mask).sum() / mask.sum()
     self.assertAllClose(losses["nce_loss"], nce, rtol=1e-5)
     self.assertAllClose(losses["cloze_loss"], cloze, rtol=1e-5)
     self.assertAllClose(losses["total_loss"], cloze + 50 * nce, rtol=1e-5)
-    # log q of the noised tokens: the forced samples at R, the originals elsewhere.
-    self.assertEqual(out["noised_ids"][0, 5], 30)
-    self.assertEqual(out["noised_ids"][1, 3], 40)
+    self.assertAllEqual(out["noised_ids"], noised)
+    self.assertAllClose(out["log_q_noised"], log_q_noised, atol=1e-5)
 
   def test_pll_is_the_sum_of_negated_energies(self):
     model = electric.build_electric_pretrainer(CONFIG, generator_size=0.5)

@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from official_rtd.modeling.models import script
 from official_rtd.ops import sampling
-from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
+from tests.modeling.test_electra import CONFIG, assert_samples_follow_mlm, forcing_noise
+from tests.modeling.test_electra import goodness_of_fit, toy_batch
 from tests.training.test_trainer import make_records, text_trainer
 
 
@@ -29,6 +30,26 @@ class CriticTest(tf.test.TestCase):
 
 
 class ScriptModelTest(tf.test.TestCase):
+
+  def test_replacements_follow_p_theta(self):
+    """eq. 3 read as the Gumbel-softmax's discrete value: x̄_t ~ π_t exactly (script.py)."""
+    model = script.build_script_pretrainer(CONFIG)
+    model(toy_batch(), training=False)
+    assert_samples_follow_mlm(self, model, model.masked_lm)
+
+  def test_the_other_reading_of_eq3_would_be_detected(self):
+    """A categorical draw from softmax((log π + g)/τ) at τ = 1 (the previous reading) flattens π;
+    the goodness-of-fit check used above rejects it."""
+    rng = np.random.default_rng(1)
+    pi = 1.0 / np.arange(1, 51) ** 2
+    pi /= pi.sum()
+    relaxed = np.log(pi) - np.log(-np.log(rng.uniform(size=(4000, 50))))
+    relaxed = np.exp(relaxed - relaxed.max(-1, keepdims=True))
+    relaxed /= relaxed.sum(-1, keepdims=True)
+    two_draws = np.array([rng.choice(50, p=row) for row in relaxed])
+    self.assertLess(goodness_of_fit(two_draws, pi), 1e-6)
+    gumbel_max = np.argmax(np.log(pi) - np.log(-np.log(rng.uniform(size=(4000, 50)))), -1)
+    self.assertGreater(goodness_of_fit(gumbel_max, pi), 1e-4)
 
   def test_labels_use_the_original_token_and_loss_formula(self):
     model = script.build_script_pretrainer(CONFIG, disc_weight=50.0)

@@ -62,6 +62,49 @@ class ScorePllTest(tf.test.TestCase):
       self.assertEqual([l.split("\t")[1] for l in f.read().strip().split("\n")],
                        ["the cat sad", "a dog ran home"])
 
+  def test_lm_weight_tuned_on_a_dev_nbest_list(self):
+    nbest = testutil.write_text(os.path.join(self.tmp, "dev.tsv"), "".join(
+        f"{key}\t{hyp}\t{score}\n" for key, hyp, score in [
+            ("d1", "she was very tired", -1.0), ("d1", "she was very tried", -0.9),
+            ("d2", "the rabbit ran away", -3.0), ("d2", "the rabbit ran a way", -2.9)]))
+    refs = testutil.write_text(os.path.join(self.tmp, "dev_refs.tsv"),
+                               "d1\tshe was very tired\nd2\tthe rabbit ran away\n")
+    out = os.path.join(self.tmp, "tuned.tsv")
+    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+                  f"--tune_lm_weight_on={nbest}", f"--tune_references={refs}",
+                  "--lm_weight_grid=0,0.5,1,2", f"--references={refs}", f"--output_file={out}"])
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    # The same choice by hand: the PLLs, then the grid's WERs.
+    model, tokenizer = scoring.load_run(self.model_dir)
+    hyps = [("d1", 0), ("d1", 1), ("d2", 0), ("d2", 1)]
+    dev = scoring.read_nbest(nbest)
+    plls, _ = scoring.score_sentences(model, tokenizer, [dev[k][i][0] for k, i in hyps])
+    by_key = dict(zip(hyps, map(float, plls)))
+    references = scoring.read_references(refs, dev)
+    weight, wers = scoring.tune_lm_weight(dev, by_key, references, [0.0, 0.5, 1.0, 2.0])
+    self.assertRegex(result.stdout, rf"lm_weight {weight:g} chosen on .*dev.tsv: dev WER "
+                     rf"{wers[weight]:.2f}%")
+    self.assertIn(f"WER re-ranked: {wers[weight]:.2f}%", result.stdout)
+    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+                  f"--tune_lm_weight_on={nbest}", f"--output_file={out}"])
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("--tune_lm_weight_on and --tune_references go together", result.stderr)
+
+  def test_tune_lm_weight_by_hand(self):
+    nbest = {"a": [("x y", 0.0), ("x z", -1.0)], "b": [("p q", 0.0), ("p r", -0.5)]}
+    references = {"a": "x z", "b": "p q"}
+    plls = {("a", 0): -3.0, ("a", 1): 0.0, ("b", 0): -1.0, ("b", 1): 0.0}
+    # λ = 0.2: a keeps "x y" (0 > −1 + 0.6), b "p q";  λ = 0.5: a "x z" (−1.5 < −1), b "p q"
+    # (−0.5 = −0.5: the first wins);  λ = 1: a "x z", b "p r".
+    weight, wers = scoring.tune_lm_weight(nbest, plls, references, [0.2, 0.5, 1.0])
+    self.assertEqual(wers, {0.2: 25.0, 0.5: 0.0, 1.0: 25.0})
+    self.assertEqual(weight, 0.5)
+    self.assertLen(scoring.LM_WEIGHT_GRID, 20)
+    self.assertEqual((scoring.LM_WEIGHT_GRID[0], scoring.LM_WEIGHT_GRID[-1]), (0.05, 1.0))
+    bad = testutil.write_text(os.path.join(self.tmp, "refs_bad.tsv"), "a\tx z\n")
+    with self.assertRaisesRegex(scoring.ScoringError, r"refs_bad.tsv has no reference for .*'b'"):
+      scoring.read_references(bad, nbest)
+
   def test_errors(self):
     result = run(["score_pll", f"--model_dir={self.tmp}", "--input_file=x",
                   f"--output_file={self.tmp}/o"])

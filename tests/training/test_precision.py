@@ -1,12 +1,61 @@
 """Mixed precision (bfloat16, float16 with loss scaling) and XLA in the pre-training trainer."""
 import os
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
 from official_rtd.modeling.models import electra
-from tests.training.test_trainer import RecordsTestCase, text_trainer
+from official_rtd.training import precision
+from official_rtd.training import trainer as trainer_lib
+from tests.training.test_trainer import TINY, RecordsTestCase, text_trainer
+
+AVX2_ONLY = """processor\t: 0
+model name\t: AMD EPYC 7B13
+flags\t\t: fpu sse2 avx avx2 fma
+"""
+SAPPHIRE_RAPIDS = """model name\t: Intel(R) Xeon(R) Platinum 8481C
+flags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile avx512_fp16
+"""
+GRAVITON3 = """processor\t: 0
+Features\t: fp asimd sve bf16 fphp asimdhp
+"""
+
+
+class EmulationWarningTest(tf.test.TestCase):
+
+  def test_cpu_without_native_half_precision(self):
+    for name in ("bfloat16", "float16"):
+      message = precision.emulation_warning(name, AVX2_ONLY, accelerators={})
+      self.assertRegex(message, f"^--mixed_precision={name}: this CPU \\(AMD EPYC 7B13\\) has "
+                       "no native")
+      self.assertIn("use --mixed_precision=float32", message)
+    self.assertIn("AVX512_BF16 / AMX_BF16",
+                  precision.emulation_warning("bfloat16", AVX2_ONLY, accelerators={}))
+    self.assertIsNone(precision.emulation_warning("float32", AVX2_ONLY, accelerators={}))
+    self.assertEqual(precision.cpu_summary(AVX2_ONLY),
+                     "CPU: AMD EPYC 7B13; native half precision: none (emulated)")
+
+  def test_cpus_with_native_half_precision(self):
+    for cpuinfo in (SAPPHIRE_RAPIDS, GRAVITON3):
+      for name in ("bfloat16", "float16"):
+        self.assertIsNone(precision.emulation_warning(name, cpuinfo, accelerators={}), cpuinfo)
+    self.assertEqual(precision.cpu_summary(SAPPHIRE_RAPIDS), "CPU: Intel(R) Xeon(R) Platinum "
+                     "8481C; native half precision: bfloat16, float16")
+
+  def test_accelerators(self):
+    tpu, old_gpu, ampere = {"TPU": 8}, {"GPU": [(7, 5)]}, {"GPU": [(8, 0), (8, 6)]}
+    self.assertIsNone(precision.emulation_warning("bfloat16", AVX2_ONLY, tpu))
+    self.assertIn("TPUs compute bfloat16", precision.emulation_warning("float16", AVX2_ONLY, tpu))
+    self.assertIn("GPU compute capability 7.5 has no fast bfloat16 (needs 8.0)",
+                  precision.emulation_warning("bfloat16", AVX2_ONLY, old_gpu))
+    self.assertIsNone(precision.emulation_warning("float16", AVX2_ONLY, old_gpu))
+    self.assertIsNone(precision.emulation_warning("bfloat16", AVX2_ONLY, ampere))
+
+  def test_bad_precision(self):
+    with self.assertRaisesRegex(ValueError, "--mixed_precision must be one of"):
+      precision.emulation_warning("int8", AVX2_ONLY, {})
 
 
 class PrecisionTest(RecordsTestCase):
@@ -16,6 +65,21 @@ class PrecisionTest(RecordsTestCase):
     return text_trainer(os.path.join(self.tmp, name), self.records,
                         electra.build_electra_pretrainer, steps=steps, log_every_steps=10,
                         warmup_steps=5, save_checkpoints_steps=10, **config)
+
+  def test_trainer_warns_once_when_bfloat16_is_emulated(self):
+    messages = []
+    with mock.patch.object(precision, "_accelerators", return_value={}), \
+         mock.patch.object(precision, "cpu_description", return_value=("Test CPU", {"avx2"})):
+      trainer_lib.Trainer(os.path.join(self.tmp, "warn"), self.records,
+                          tf.distribute.get_strategy(),
+                          train_config=trainer_lib.TrainConfig(
+                              train_batch_size=4, num_train_steps=1, max_seq_length=64,
+                              max_predictions_per_seq=10, mixed_precision="bfloat16"),
+                          encoder_config=TINY, model_fn=electra.build_electra_pretrainer,
+                          log=messages.append)
+    warnings = [m for m in messages if m.startswith("WARNING: ")]
+    self.assertLen(warnings, 1)
+    self.assertIn("this CPU (Test CPU) has no native bfloat16", warnings[0])
 
   def test_bfloat16_computes_in_half_precision_and_learns(self):
     trainer, logged = self._trainer("bf16", mixed_precision="bfloat16")

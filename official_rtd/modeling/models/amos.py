@@ -39,6 +39,7 @@ from official_rtd.ops import gradient_reversal
 from official_rtd.ops import sampling
 
 MIXTURES = ("adversarial", "average", "random_layer", "layer_switch")
+LAYER_SALT = 1  # random_layer's choice is independent of the Gumbel noise
 
 
 class AmosPretrainer(electra.ElectraPretrainer):
@@ -88,7 +89,8 @@ class AmosPretrainer(electra.ElectraPretrainer):
       return tf.ones_like(scores) / k
     if self.mixture == "random_layer":
       shape = tf.shape(scores)[:2]
-      choice = (tf.random.stateless_uniform(shape, seed, maxval=k, dtype=tf.int32)
+      choice = (tf.random.stateless_uniform(shape, sampling.salted(seed, LAYER_SALT), maxval=k,
+                                            dtype=tf.int32)
                 if seed is not None else tf.random.uniform(shape, maxval=k, dtype=tf.int32))
     else:  # layer_switch: head j once training has passed j switch steps
       if training:
@@ -116,7 +118,8 @@ class AmosPretrainer(electra.ElectraPretrainer):
         "bpk,kbpv->bpv", gradient_reversal.reverse_gradient(gamma, self.adversarial_scale),
         gradient_reversal.reverse_gradient(depth_logits, self.adversarial_mlm_scale))
     relaxed, sampled_ids = sampling.gumbel_softmax(
-        mixed_logits, self.temperature, hard=self.straight_through, gumbel_noise=inputs.get("gumbel_noise"), seed=seed)
+        mixed_logits, self.temperature, hard=self.straight_through,
+        gumbel_noise=inputs.get("gumbel_noise"), seed=seed)
     corrupted_ids = sampling.scatter_positions(original_ids, positions, sampled_ids,
                                                inputs["masked_lm_weights"])
     # The discriminator's token embeddings at the masked positions: the look-up of the sample plus

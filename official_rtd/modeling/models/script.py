@@ -3,7 +3,7 @@
 A single encoder with a softmax output layer (tied to the token embeddings, no extra parameters):
 
   MLM pass on x̂ (15% masked, 80/10/10):  π_t = p_θ(x_t | x̂),  L_MLM = E[−log π_t(x_t)] over masked t
-  sampling (eq. 3): x̄_t ~ softmax((log π_t + g)/τ), g ~ Gumbel(0, 1), at masked positions only
+  sampling (eq. 3): x̄_t = argmax_v (log π_tv + g_v), g ~ Gumbel(0, 1), at masked positions only
   critic pass on x̄ with the same weights, logits s_t = W e_t over the vocabulary (eq. 4–5):
       p(t⁻ | x̄) = 1 / (Σ_v exp(s_tv) + 1) = σ(−LSE(s_t)),   p(t⁺ | x̄) = σ(LSE(s_t))
   L_Disc = E[ −1(x̄_t = x_t) log p(t⁺|x̄) − 1(x̄_t ≠ x_t) log p(t⁻|x̄) ] over non-pad t   (eq. 6)
@@ -12,9 +12,23 @@ A single encoder with a softmax output layer (tied to the token embeddings, no e
 A position is negative iff its sample differs from the *original* token x_t (not from the masked
 input): a masked position whose sample equals x_t is positive. The samples are discrete inputs
 under stop-gradient: L_Disc reaches θ through the critic pass only, never back through the
-sampling into the MLM pass. eq. 3 is read literally: a categorical draw from the Gumbel-perturbed
-softmax at temperature τ (τ → 0: a sample from π; large τ: uniform); the paper does not give its τ.
-The critic is computed in log space: log p(t⁺) = −softplus(−LSE), log p(t⁻) = −softplus(LSE).
+sampling into the MLM pass. The critic is computed in log space: log p(t⁺) = −softplus(−LSE),
+log p(t⁻) = −softplus(LSE).
+
+Reading eq. 3. It writes the Gumbel-softmax relaxation y = softmax((log π + g)/τ) of Jang et al.
+(2016) and says the replacement is "sampled from a Gumbel-Softmax distribution". Two readings:
+(A) the token is the relaxation's discrete value argmax_v y_v = argmax_v (log π_v + g_v) (Jang et
+al.'s hard / straight-through sample), an exact draw from π for every τ; (B) a second categorical
+draw from y, which is a draw from π only as τ → 0 and is flattened towards uniform as τ grows (at
+τ = 1 on a Zipf π whose top token has p = 0.94, the top token is drawn 72% of the time and the mass
+beyond rank 100 grows from 1.5% to 10%). We implement (A), because: the paper's §3 defines x̄_t as
+"a token sampled from p_θ(x_t | x̂)", which only (A) satisfies at any τ; SCRIPT's samples are
+discrete inputs under stop-gradient, so the relaxation itself is never used and τ cannot matter,
+consistent with τ appearing in none of the paper's hyper-parameter tables (Table 4); and ELECTRA,
+which SCRIPT compares against, samples with Gumbel-max at temperature 1. The authors' code is not in
+any public source we could search (the search tool's code and issue indexes, 2026-11), so this
+rests on the paper's text. `temperature` is therefore the ordinary sampling temperature of
+ELECTRA (x̄_t ~ softmax(log π_t / T)); 1.0, the default, is the paper's p_θ.
 """
 from typing import Dict
 
@@ -66,14 +80,10 @@ class ScriptPretrainer(base.PretrainingModel):
     sequence = self.encoder(inputs, training=training)["sequence_output"]
     mlm_logits = tf.cast(self.masked_lm(sequence, inputs["masked_lm_positions"]), tf.float32)
     original_ids = sampling.unmask(inputs)
-    # eq. 3: perturb log π with Gumbel noise g, then draw from softmax((log π + g) / τ).
-    log_pi = tf.nn.log_softmax(tf.stop_gradient(mlm_logits), axis=-1)
-    seed = inputs.get("sampling_seed")
-    g = inputs.get("gumbel_noise")
-    if g is None:
-      g = sampling.gumbel(tf.shape(log_pi), seed)
+    # eq. 3, read as the relaxation's discrete value: x̄_t = argmax(log π_t + g) ~ π_t.
     sampled_ids = tf.stop_gradient(sampling.sample(
-        log_pi + g, temperature=self.temperature, seed=None if seed is None else seed + 1))
+        mlm_logits, self.temperature, gumbel_noise=inputs.get("gumbel_noise"),
+        seed=inputs.get("sampling_seed")))
     critic_ids = sampling.scatter_positions(original_ids, inputs["masked_lm_positions"],
                                             sampled_ids, inputs["masked_lm_weights"])
     negative = tf.cast(tf.not_equal(critic_ids, original_ids), tf.float32)

@@ -9,11 +9,15 @@ likely (`hardest`). The discriminator learns
   RTD (eq. 6, 4): every position, from the last (L-th) layer;
   MWS (eq. 7–8): P_D(x_t | x^R, S_t) = softmax_{c∈S_t}(e(c)ᵀ h^MWS_t), L_MWS = −log P_D(x_t | …),
       where h^MWS comes from one extra Transformer layer on the (L−1)-th layer's output
-      (attention-based task heads);
+      (attention-based task heads, §3.3);
   min L_MLM + λ1·L_RTD + λ2·L_MWS, λ1 = 5, λ2 = 2                                   (eq. 9)
 
 Sign convention as ELECTRA here: `rtd_logits` > 0 means "replaced" (eq. 6's w is its negation).
-The export is the MWS branch (embeddings, layers 1..L−1, the MWS layer; footnote 3) by default.
+Table 3's task-head variants (`task_heads`): "attention" (the above); "attention_last" ("add task
+head on 12th layer", §4.3): two separate Transformer layers on top of layer L, one feeding the RTD
+head and one the MWS head, an effectively (L+1)-layer discriminator; "ffn": both heads on layer L's
+output with no task layer. The export is a task branch: the MWS branch (embeddings, layers
+1..L−1 or 1..L, the MWS layer; footnote 3) by default, or the RTD branch (`export_branch="rtd"`).
 "Share the bottom half" is read as half of the generator's layers (`num_shared_generator_layers`
 defaults to generator depth // 2); full tie shares all of them, no tie none (Table 4).
 """
@@ -30,6 +34,7 @@ from official_rtd.ops import losses as losses_lib
 from official_rtd.ops import sampling
 
 TASK_HEADS = ("attention", "attention_last", "ffn")
+CANDIDATE_SALT = 1  # the candidates' noise is independent of the replacement sample's
 
 
 class TeamsPretrainer(electra.ElectraPretrainer):
@@ -50,34 +55,47 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     self.candidate_mode = candidate_mode
     self.task_heads = task_heads
     self.mws_weight = mws_weight
-    self.mws_layer = (None if task_heads == "ffn" else transformer_encoder.transformer_block(
-        config, "mws_task_layer", position_bias=discriminator.position_bias))
+    task_layer = lambda name: transformer_encoder.transformer_block(
+        config, name, position_bias=discriminator.position_bias)
+    self.mws_layer = None if task_heads == "ffn" else task_layer("mws_task_layer")
+    self.rtd_layer = task_layer("rtd_task_layer") if task_heads == "attention_last" else None
     self.mws_head = MultiWordSelectionHead(
         discriminator.get_embedding_table(), transformer_encoder.gelu,
         transformer_encoder.initializer(config), name="mws_head")
+    task_layer_of_branch = self.mws_layer if export_branch == "mws" else self.rtd_layer
     self._export = discriminator
-    if export_branch == "mws" and self.mws_layer is not None:
+    if task_layer_of_branch is not None:
       below = (discriminator.transformer_layers[:-1] if task_heads == "attention"
                else discriminator.transformer_layers)
-      layers = list(below) + [self.mws_layer]
+      layers = list(below) + [task_layer_of_branch]
       self._export = TransformerEncoder(
           EncoderConfig(**{**config.to_json(), "num_layers": len(layers)}),
           embeddings=discriminator.embeddings, transformer_layers=layers,
           embedding_projection=discriminator.embedding_projection,
-          position_bias=discriminator.position_bias, name="mws_branch")
+          position_bias=discriminator.position_bias, name=f"{export_branch}_branch")
+
+  def _task_layer(self, layer, source, input_mask, training=None):
+    mask = self.discriminator.attention_mask_layer(source, input_mask)
+    return layer([source, mask], training=training)
+
+  def _rtd_logits(self, layer_outputs, input_mask, training=None):
+    """`[batch, seq_len]` RTD logits: from layer L, or its own task layer ("attention_last")."""
+    source = layer_outputs[-1]
+    if self.rtd_layer is not None:
+      source = self._task_layer(self.rtd_layer, source, input_mask, training)
+    return self.rtd_head(source)
 
   def discriminator_heads(self, discriminator_output, inputs, outputs, training=None):
-    heads = super().discriminator_heads(discriminator_output, inputs, outputs, training)
     layers = discriminator_output["encoder_outputs"]
+    heads = {"rtd_logits": self._rtd_logits(layers, inputs["input_mask"], training)}
     if self.task_heads == "ffn":
       mws_input = layers[-1]
     else:
       source = layers[-2] if self.task_heads == "attention" else layers[-1]
-      mask = self.discriminator.attention_mask_layer(source, inputs["input_mask"])
-      mws_input = self.mws_layer([source, mask], training=training)
+      mws_input = self._task_layer(self.mws_layer, source, inputs["input_mask"], training)
     candidates = tf.stop_gradient(sampling.candidate_sets(
         outputs["mlm_logits"], inputs["masked_lm_ids"], self.num_candidates, self.excluded,
-        self.candidate_mode, seed=inputs.get("sampling_seed")))
+        self.candidate_mode, seed=sampling.salted(inputs.get("sampling_seed"), CANDIDATE_SALT)))
     heads["candidates"] = candidates
     heads["mws_logits"] = self.mws_head(mws_input, inputs["masked_lm_positions"], candidates)
     return heads
@@ -105,11 +123,16 @@ class TeamsPretrainer(electra.ElectraPretrainer):
   def exported_encoder(self):
     return self._export
 
+  def replaced_token_logits(self, inputs):
+    layers = self.discriminator(inputs, training=False)["encoder_outputs"]
+    return self._rtd_logits(layers, inputs["input_mask"], training=False)
+
   def train_flops_per_example(self, seq_len, num_predictions):
     disc = self.discriminator.config
-    extra = 0.0 if self.mws_layer is None else (
-        seq_len * (8 * disc.hidden_size ** 2 + 4 * disc.hidden_size * disc.intermediate_size
-                   + 4 * seq_len * disc.hidden_size))
+    task_layers = sum(layer is not None for layer in (self.mws_layer, self.rtd_layer))
+    extra = task_layers * seq_len * (
+        8 * disc.hidden_size ** 2 + 4 * disc.hidden_size * disc.intermediate_size
+        + 4 * seq_len * disc.hidden_size)
     mws = num_predictions * (2 * disc.hidden_size * disc.embedding_size
                              + 2 * disc.embedding_size * (self.num_candidates + 1))
     return super().train_flops_per_example(seq_len, num_predictions) + 2.0 * (extra + mws)

@@ -1,0 +1,78 @@
+"""compare_runs --plot: one curve per run of a held-out figure against train FLOPs."""
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+from matplotlib import image as mpimg
+
+from official_rtd.tools import compare_runs
+from official_rtd.training import evaluation
+
+# matplotlib's first two default line colours (C0, C1), as RGB in [0, 1].
+C0, C1 = np.array([0x1f, 0x77, 0xb4]) / 255, np.array([0xff, 0x7f, 0x0e]) / 255
+
+
+def write_runs(tmp):
+  runs = {"electra": [(1e9, 0.60), (1e10, 0.70), (1e11, 0.80)],
+          "mlm": [(2e9, 0.55), (2e10, 0.58)]}
+  for name, rows in runs.items():
+    for step, (train_flops, auc) in enumerate(rows):
+      evaluation.append_result(os.path.join(tmp, name), {
+          "step": step, "train_flops": train_flops, "fixed_noise_auc": auc, "mlm_loss": 4.0})
+  return [os.path.join(tmp, name) for name in runs]
+
+
+def pixels_near(png, colour, tolerance=0.05):
+  return int(np.sum(np.all(np.abs(png[..., :3] - colour) < tolerance, axis=-1)))
+
+
+class PlotTest(tf.test.TestCase):
+
+  def test_two_runs_two_curves(self):
+    tmp = tempfile.mkdtemp(dir=self.get_temp_dir())
+    dirs = write_runs(tmp)
+    out = os.path.join(tmp, "curves.png")
+    series = compare_runs.plot(dirs, "fixed_noise_auc", out)
+    self.assertEqual(series["electra"], [(1e9, 0.6), (1e10, 0.7), (1e11, 0.8)])
+    self.assertLen(series["mlm"], 2)
+    png = mpimg.imread(out)
+    self.assertEqual(png.shape[:2], (400, 640))
+    # Both lines are drawn (and in the legend): many pixels of each run's colour.
+    self.assertGreater(pixels_near(png, C0), 100)
+    self.assertGreater(pixels_near(png, C1), 100)
+    self.assertEqual([n for n in os.listdir(tmp) if n.startswith(".tmp-")], [])
+
+  def test_unknown_metric_names_the_run_and_leaves_old_plot(self):
+    tmp = tempfile.mkdtemp(dir=self.get_temp_dir())
+    dirs = write_runs(tmp)
+    out = os.path.join(tmp, "curves.png")
+    with open(out, "wb") as f:
+      f.write(b"old")
+    with self.assertRaisesRegex(ValueError, r"--metric=rtd_auc: .*electra has no such figure "
+                                r"\(it has: fixed_noise_auc, mlm_loss\)"):
+      compare_runs.plot(dirs, "rtd_auc", out)
+    with open(out, "rb") as f:
+      self.assertEqual(f.read(), b"old")
+
+  def test_cli(self):
+    tmp = tempfile.mkdtemp(dir=self.get_temp_dir())
+    dirs = write_runs(tmp)
+    out = os.path.join(tmp, "c.png")
+    result = subprocess.run(["compare_runs", f"--model_dirs={','.join(dirs)}", f"--plot={out}",
+                             "--metric=fixed_noise_auc"], capture_output=True, text=True,
+                            timeout=120, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn("equal budget: 2e+10", result.stdout)
+    self.assertIn(f"wrote {out}", result.stdout)
+    self.assertTrue(os.path.getsize(out) > 1000)
+    result = subprocess.run(["compare_runs", f"--model_dirs={','.join(dirs)}", f"--plot={out}",
+                             "--metric=nope"], capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("compare_runs: error: --metric=nope", result.stderr)
+
+
+if __name__ == "__main__":
+  tf.test.main()

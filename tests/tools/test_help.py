@@ -1,0 +1,61 @@
+"""Every console script and script entry point answers `--help` / `-h` with its own flags."""
+import os
+import re
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from tests import testutil
+
+# Each console script in setup.py and flags it must list (its own and the shared ones it uses).
+KEY_FLAGS = {
+    "build_vocab": ["input_files", "output_file", "vocab_size", "on_decode_error"],
+    "create_pretraining_data": ["input_files", "vocab_file", "output_dir", "dupe_factor",
+                                "max_seq_length", "num_workers"],
+    "run_pretraining": ["gin_file", "gin_param", "input_records", "model_dir",
+                        "distribution_strategy", "mixed_precision"],
+    "rtd_quickstart": ["output_dir", "num_train_steps"],
+    "run_glue": ["task", "data_dir", "init_checkpoint", "model_dir", "num_trials",
+                 "layerwise_lr_decay", "mixed_precision"],
+    "run_squad": ["train_file", "predict_file", "init_checkpoint", "doc_stride", "num_trials"],
+    "compare_runs": ["model_dirs", "figures"],
+    "score_pll": ["model_dir", "input_file", "output_file"],
+    "export_model": ["model_dir", "format", "output_dir"],
+    "import_checkpoint": ["source", "checkpoint", "output_dir"],
+}
+
+
+def console_scripts():
+  with open(os.path.join(testutil.REPO, "setup.py")) as f:
+    return re.findall(r'"(\w+)=official_rtd\.tools\.\w+:run"', f.read())
+
+
+class HelpTest(tf.test.TestCase):
+
+  def assert_lists_flags(self, args, flags, tool):
+    result = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertStartsWith(result.stdout, f"{tool}: ")
+    for flag in flags:
+      self.assertRegex(result.stdout, rf"\n  --(\[no\])?{flag}: ", f"{args}: --{flag} missing")
+    self.assertNotIn("--helpfull:", result.stdout)  # absl's own flags stay out
+    return result.stdout
+
+  def test_every_console_script(self):
+    self.assertCountEqual(console_scripts(), KEY_FLAGS)
+    for tool, flags in KEY_FLAGS.items():
+      self.assert_lists_flags([tool, "--help"], flags, tool)
+
+  def test_script_entry_points_and_short_option(self):
+    for script, tool in (("finetune/run_glue.py", "run_glue"),
+                         ("finetune/run_squad.py", "run_squad"),
+                         ("data_prep/create_pretraining_data.py", "create_pretraining_data"),
+                         ("data_prep/build_vocab.py", "build_vocab")):
+      out = self.assert_lists_flags([sys.executable, script, "-h"], KEY_FLAGS[tool], tool)
+      self.assertIn("(default: ", out)
+
+
+if __name__ == "__main__":
+  tf.test.main()
