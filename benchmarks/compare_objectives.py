@@ -41,14 +41,13 @@ FLAGS = flags.FLAGS
 def pretrain(objective, records_dir, work_dir):
   """Trains (or resumes) one objective; returns (export dir, steps, train FLOPs)."""
   import gin  # pylint: disable=g-import-not-at-top
-  # Imported after flag parsing: the module defines run_pretraining's own required flags.
-  from official_rtd.tools import run_pretraining  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
   gin.clear_config()
   model_dir = os.path.join(work_dir, "runs", objective)
-  trainer, _ = run_pretraining.train(
+  trainer, _ = train_lib.run_pretraining(
       [FLAGS.model_gin, f"gin/tasks/{objective}.gin"],
       [f"TrainConfig.train_flops_budget = {FLAGS.train_flops_budget}",
-       "TrainConfig.save_checkpoints_steps = 100"], records_dir, model_dir)
+       "TrainConfig.save_checkpoints_steps = 100"], records_dir, model_dir, log=logging.info)
   steps = trainer.train_config.num_train_steps
   return os.path.join(model_dir, "export"), steps, steps * trainer.train_flops(1)
 

@@ -1,18 +1,28 @@
-r"""Fine-tuning throughput of `run_glue` and `run_squad` (training examples/s), fp32 and bf16.
+r"""Fine-tuning throughput of `run_glue` and `run_squad` (training examples/s, fp32 and bf16),
+and SQuAD prediction (windows/s).
 
-  python benchmarks/finetune_throughput.py
+  python benchmarks/finetune_throughput.py [--notrain] [--predict_batch_sizes=16,32,64,128]
 
-A randomly initialised ELECTRA-Small-shaped encoder (hidden 256, 12 layers, vocab of the shipped
-sample) exported as run_pretraining would; SST-2 (2,000 training examples, 128 tokens, batch 32,
-one epoch) and the SQuAD v1.1 sample (384-token windows, stride 128, batch 16, one epoch). The rate
-is the last progress line's examples/s (training only, after tracing).
+Training: a randomly initialised ELECTRA-Small-shaped encoder (hidden 256, 12 layers, vocab of the
+shipped sample) exported as run_pretraining would; SST-2 (2,000 training examples, 128 tokens,
+batch 32, one epoch) and the SQuAD v1.1 sample (384-token windows, stride 128, batch 16, one epoch).
+The rate is the last progress line's examples/s (training only, after tracing).
+
+Prediction: `run_squad`'s joint head (beam 20, SQuAD 2.0 answerability) over random windows whose
+context starts at token 20, for the tiny (hidden 128, 2 layers) and Small encoders at 128 and 512
+tokens: the previous path (a plain `tf.function` per batch of 32, after one warm-up batch)
+against `trials.predict` (XLA, padded batches) at each batch size, whose rate excludes the first
+batch (its compilation), as `run_squad`'s log line does; the two paths' beams are compared.
 """
 import os
 import re
 import tempfile
+import time
 import types
 
 from absl import app
+from absl import flags
+import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
@@ -21,13 +31,67 @@ from official_rtd.finetune import squad
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import export
 
+from official_rtd.finetune import span_head
+from official_rtd.finetune import trials
+from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
+flags.DEFINE_bool("train", True, "Time fine-tuning (run_glue, run_squad training).")
+flags.DEFINE_bool("predict", True, "Time SQuAD prediction (windows/s).")
+flags.DEFINE_list("predict_batch_sizes", ["16", "32", "64", "128"], "Batch sizes to time.")
+flags.DEFINE_integer("predict_windows", 512, "Windows per timing.")
+FLAGS = flags.FLAGS
+
+
+def squad_windows(rows, seq_len, vocab_size):
+  rng = np.random.default_rng(0)
+  types_ = np.zeros([rows, seq_len], np.int32)
+  types_[:, 20:] = 1
+  return {"input_word_ids": rng.integers(5, vocab_size, [rows, seq_len]).astype(np.int32),
+          "input_mask": np.ones([rows, seq_len], np.int32), "input_type_ids": types_}
+
+
+def time_prediction():
+  """Prints windows/s of the previous and the XLA prediction path."""
+  sizes = {"tiny": EncoderConfig(vocab_size=8000, hidden_size=128, num_layers=2,
+                                 num_attention_heads=2, intermediate_size=512,
+                                 embedding_size=128),
+           "Small": EncoderConfig(vocab_size=30522)}
+  print("| encoder | seq | previous path, batch 32 | " + " | ".join(
+      f"XLA, batch {b}" for b in FLAGS.predict_batch_sizes) + " | best speed-up | same beams |")
+  print("|---|---|---|" + "---|" * len(FLAGS.predict_batch_sizes) + "---|---|")
+  for name, config in sizes.items():
+    for seq_len in (128, 512):
+      model = span_head.SpanQuestionAnswerer(TransformerEncoder(config), beam_size=20)
+      windows = squad_windows(FLAGS.predict_windows, seq_len, config.vocab_size)
+      model({k: v[:1] for k, v in windows.items()}, training=False)
+      plain = tf.function(lambda batch, m=model: m(batch, training=False))
+      plain({k: v[:32] for k, v in windows.items()})  # warm-up
+      start, outputs = time.perf_counter(), []
+      for begin in range(0, len(windows["input_word_ids"]), 32):
+        out = plain({k: v[begin:begin + 32] for k, v in windows.items()})
+        outputs.append(out["end_top_index"].numpy())
+      before = len(windows["input_word_ids"]) / (time.perf_counter() - start)
+      reference = np.concatenate(outputs)
+      rates, same = [], True
+      for batch_size in map(int, FLAGS.predict_batch_sizes):
+        logs = []
+        fast = trials.predict(lambda batch, m=model: m(batch, training=False), windows,
+                              batch_size, logs.append, "windows")
+        rates.append(float(re.search(r"\((\d+)/s after compilation\)", logs[-1]).group(1)))
+        same &= bool(np.array_equal(fast["end_top_index"], reference))
+      print(f"| {name} | {seq_len} | {before:.0f} | " + " | ".join(f"{r:.0f}" for r in rates)
+            + f" | {max(rates) / before:.1f}× | {same} |", flush=True)
 
 
 def main(_):
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  if FLAGS.predict:
+    time_prediction()
+  if not FLAGS.train:
+    return
   tmp = tempfile.mkdtemp()
   vocab = vocab_lib.load_vocab(os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"))
   config = EncoderConfig(vocab_size=vocab.size, hidden_size=256, num_layers=12,

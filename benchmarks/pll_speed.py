@@ -15,10 +15,11 @@ import numpy as np
 
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import electra
+from official_rtd.methods import electra_tt
+from official_rtd.methods import electric
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
-from official_rtd.modeling.models import electra_tt
-from official_rtd.modeling.models import electric
+from official_rtd.training import run_dir
 from official_rtd.training import scoring
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,7 +58,7 @@ def main(_):
     seconds = time.time() - start
     print(f"{name}: {len(texts) / seconds:.1f} sentences/s")
   if FLAGS.model_dir:
-    model, run_tokenizer = scoring.load_run(FLAGS.model_dir)
+    model, run_tokenizer = run_dir.load_model(FLAGS.model_dir)
     rng = np.random.default_rng(0)
     shuffled = [" ".join(rng.permutation(t.split())) for t in texts]
     real, _ = scoring.score_sentences(model, run_tokenizer, texts)

@@ -14,8 +14,8 @@ from absl import flags
 import tensorflow as tf
 
 from official_rtd.data import pretraining_data
+from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 

@@ -99,34 +99,20 @@ def time_steps(step, batch):
 
 def ours(precision_name, batch_size, jit):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import train_step  # pylint: disable=g-import-not-at-top
   batch = synthetic_batch(batch_size)
   with precision.policy(precision_name):
     model = electra.build_electra_pretrainer(small_config(), generator_size=0.25)
     model(batch, training=False)
   optimizer = precision.wrap_optimizer(
       optimization.build_optimizer(optimization.OptimizerConfig(), 1_000_000), precision_name)
-  metrics = model.build_metrics()
-
-  def forward_backward(inputs):
-    with tf.GradientTape() as tape:
-      outputs = model(inputs, training=True)
-      losses = model.compute_losses(inputs, outputs)
-      loss = precision.scaled(optimizer, losses["total_loss"])
-    grads = precision.unscaled(optimizer, tape.gradient(loss, model.trainable_variables))
-    return outputs, losses, grads
-
-  compute = tf.function(forward_backward, jit_compile=True) if jit else forward_backward
-
-  @tf.function
-  def step(inputs):  # what Trainer.replica_step does on one device
-    outputs, losses, grads = compute(inputs)
-    model.update_metrics(metrics, inputs, outputs, losses)
-    grads, _ = tf.clip_by_global_norm(grads, 1.0)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return losses["total_loss"]
+  # The trainer's own step (its all-reduce is the identity on one device).
+  train_step_fn = train_step.TrainStep(model, optimizer, clip_norm=1.0,
+                                       metrics=model.build_metrics(), jit_compile=jit)
+  step = tf.function(lambda inputs: train_step_fn(inputs)["total_loss"].value)
 
   seconds = time_steps(step, batch)
   return seconds, model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
@@ -143,7 +129,7 @@ def model_garden(precision_name, batch_size):
   from official.nlp.modeling import networks as mg_networks  # pylint: disable=g-import-not-at-top
   from official.modeling.optimization import legacy_adamw  # pylint: disable=g-import-not-at-top
   from official.nlp.tasks import electra_task as mg_electra_task  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling.networks import transformer_encoder  # pylint: disable=g-import-not-at-top
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   config = small_config()
@@ -190,7 +176,7 @@ def huggingface(batch_size):
     import transformers  # pylint: disable=g-import-not-at-top
   except ImportError as e:
     return f"skipped: {e.name} is not installed (pip install torch transformers)"
-  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   config = small_config()
   common = dict(vocab_size=VOCAB, embedding_size=128, max_position_embeddings=512)
   gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(
@@ -277,33 +263,29 @@ def breakdown(batch_size, precision_name):
   profiler trace, and the section 5.2.2 FLOPs by kind."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling import flops  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import train_step  # pylint: disable=g-import-not-at-top
   batch = synthetic_batch(batch_size)
   config = small_config()
   with precision.policy(precision_name):  # bfloat16 needs no loss scaling
     model = electra.build_electra_pretrainer(config, generator_size=0.25)
     model(batch, training=False)
   optimizer = optimization.build_optimizer(optimization.OptimizerConfig(), 1_000_000)
-  variables = model.trainable_variables
+  train_step_fn = train_step.TrainStep(model, optimizer, clip_norm=1.0,
+                                       metrics=model.build_metrics())
 
   @tf.function
   def forward(inputs):
-    return model.compute_losses(inputs, model(inputs, training=True))["total_loss"]
+    return model.compute_losses(inputs, model(inputs, training=True))["total_loss"].value
 
   @tf.function
   def forward_backward(inputs):
-    with tf.GradientTape() as tape:
-      loss = model.compute_losses(inputs, model(inputs, training=True))["total_loss"]
-    return loss, tape.gradient(loss, variables)
+    _, losses, grads = train_step_fn.forward_backward(inputs)
+    return losses["total_loss"].value, grads
 
-  @tf.function
-  def step(inputs):
-    loss, grads = forward_backward(inputs)
-    grads, _ = tf.clip_by_global_norm(grads, 1.0)
-    optimizer.apply_gradients(zip(grads, variables))
-    return loss
+  step = tf.function(lambda inputs: train_step_fn(inputs)["total_loss"].value)
 
   times = {"forward": time_steps(forward, batch),
            "forward+backward": time_steps(lambda b: forward_backward(b)[0], batch),
@@ -329,7 +311,7 @@ def input_pipeline():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
   tmp = tempfile.mkdtemp()
   records = os.path.join(tmp, "records")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_rtd import gin_config
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.tools import run_pretraining
 from official_rtd.training import optimization
 from official_rtd.training import precision
 from official_rtd.training import trainer as trainer_lib
@@ -30,7 +30,7 @@ class GinFilesTest(tf.test.TestCase):
       if task.endswith("electra_two_stage.gin"):
         continue  # needs a stage-1 run: tests/modeling/test_training_algorithms.py
       gin.clear_config()
-      run_pretraining.parse_gin(["gin/models/tiny.gin", task],
+      gin_config.parse_gin(["gin/models/tiny.gin", task],
                                 ["EncoderConfig.num_layers = 2", "EncoderConfig.hidden_size = 32",
                                  "EncoderConfig.intermediate_size = 64"])
       for mixed_precision in ("float32", "bfloat16"):
@@ -46,10 +46,10 @@ class GinFilesTest(tf.test.TestCase):
                    "masked_lm_weights": tf.constant([[1.0, 1.0]])}
           with tf.GradientTape() as tape:
             losses = model.compute_losses(batch, model(batch, training=True))
-          grads = tape.gradient(losses["total_loss"], model.trainable_variables)
+          grads = tape.gradient(losses["total_loss"].value, model.trainable_variables)
         where = f"{task} ({mixed_precision})"
-        self.assertTrue(bool(tf.math.is_finite(losses["total_loss"])), where)
-        self.assertEqual(losses["total_loss"].dtype, tf.float32, where)
+        self.assertTrue(bool(tf.math.is_finite(losses["total_loss"].value)), where)
+        self.assertEqual(losses["total_loss"].value.dtype, tf.float32, where)
         self.assertTrue(all(bool(tf.reduce_all(tf.math.is_finite(g)))
                             for g in grads if g is not None and not isinstance(g, tf.IndexedSlices)),
                         where)
@@ -59,7 +59,7 @@ class GinFilesTest(tf.test.TestCase):
   def test_every_model_file_parses(self):
     for model_file in MODELS:
       gin.clear_config()
-      run_pretraining.parse_gin([model_file, "gin/tasks/electra.gin"], [])
+      gin_config.parse_gin([model_file, "gin/tasks/electra.gin"], [])
       self.assertGreater(trainer_lib.TrainConfig().train_batch_size, 0, model_file)
 
 
@@ -148,7 +148,7 @@ class PaperTablesTest(tf.test.TestCase):
   def test_gin_files_match_the_papers(self):
     for model_file, task_file, source, values in PAPER_TABLES:
       gin.clear_config()
-      run_pretraining.parse_gin([f"gin/models/{model_file}", f"gin/tasks/{task_file}"], [])
+      gin_config.parse_gin([f"gin/models/{model_file}", f"gin/tasks/{task_file}"], [])
       for name, expected in values.items():
         self.assertEqual(self.resolved(name), expected,
                          f"{model_file} + {task_file}: {name} differs from {source}")
@@ -156,7 +156,7 @@ class PaperTablesTest(tf.test.TestCase):
   def test_predictions_per_sequence_follow_electra(self):
     for model_file in MODELS:
       gin.clear_config()
-      run_pretraining.parse_gin([model_file, "gin/tasks/electra.gin"], [])
+      gin_config.parse_gin([model_file, "gin/tasks/electra.gin"], [])
       config = trainer_lib.TrainConfig()
       mask_prob = query("dynamic_masking.mask_prob")
       if not model_file.endswith("tiny.gin"):  # tiny is ours: 10 of 64

@@ -77,3 +77,20 @@ def record_stateless_seeds():
         stack.enter_context(mock.patch.object(tf.random, name, spy(name)))
       yield seeds
   return recording()
+
+
+def fine_tune_rte(test, export_dir: str, model_dir: str):
+  """Fine-tunes `export_dir` with `run_glue`'s runner on 64 RTE examples (1 epoch, 4 steps) and
+  checks it ran; skips (fails under CI) without ../shared. Returns the summary."""
+  from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top
+  glue_dir = os.path.join(SHARED_DATA, "glue", "RTE")
+  reason = missing_data_reason(glue_dir)
+  if reason:
+    test.skipTest(reason)
+  summary = glue.GlueRunner(glue.GlueConfig(
+      task="rte", init_checkpoint=export_dir, model_dir=model_dir, data_dir=glue_dir,
+      max_seq_length=64, max_train_examples=64, num_train_epochs=1, train_batch_size=16),
+      log=lambda _: None).run()
+  test.assertBetween(summary["median"]["dev"]["accuracy"], 0.0, 1.0)
+  test.assertEqual(summary["trials"][0]["train_steps"], 4)
+  return summary

@@ -13,8 +13,6 @@ import tensorflow as tf
 from official_rtd.data import records
 from official_rtd.ops import masking
 
-_INT_FEATURES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions",
-                 "masked_lm_ids")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,5 +134,5 @@ def load_pretraining_dataset(config: PretrainInputConfig,
 
 def _decode(serialized: tf.Tensor, spec) -> dict:
   example = tf.io.parse_example(serialized, spec)
-  return {name: tf.cast(value, tf.int32) if name in _INT_FEATURES else value
+  return {name: value if name in records.FLOAT_FEATURES else tf.cast(value, tf.int32)
           for name, value in example.items()}

@@ -13,6 +13,7 @@ from typing import Callable, List, Optional
 
 import tensorflow as tf
 
+from official_rtd import progress as progress_lib
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import example_encoder
 from official_rtd.data import packing
@@ -186,14 +187,7 @@ class Progress:
     eta = (self.total_bytes - done_bytes) / rate if rate > 0 else float("inf")
     self._log(f"{done_bytes / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB "
               f"({100.0 * done_bytes / self.total_bytes:.1f}%), {rate / 1e6:.2f} MB/s, "
-              f"{examples} examples written, ETA {_format_seconds(eta)}")
-
-
-def _format_seconds(seconds: float) -> str:
-  if seconds == float("inf"):
-    return "unknown"
-  seconds = int(seconds)
-  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+              f"{examples} examples written, ETA {progress_lib.format_duration(eta)}")
 
 
 def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = print) -> dict:

@@ -9,7 +9,7 @@ import dataclasses
 import json
 import math
 import os
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 import numpy as np
 import tensorflow as tf
@@ -18,6 +18,7 @@ from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import classifier
+from official_rtd.finetune import configs
 from official_rtd.finetune import glue_data
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import trials as trials_lib
@@ -27,33 +28,7 @@ from official_rtd.training import precision
 LONG_TASKS = ("rte", "sts-b")  # 10 epochs instead of 3
 
 
-@dataclasses.dataclass(frozen=True)
-class GlueConfig:
-  """Field names are the `run_glue` flag names; `None` means "the paper's default"."""
-  task: str
-  init_checkpoint: str
-  model_dir: str
-  data_dir: str = ""
-  tfds_data_dir: str = ""
-  random_init: bool = False
-  model_size: str = "auto"
-  max_seq_length: int = 128
-  train_batch_size: int = 32
-  eval_batch_size: int = 128
-  num_train_epochs: Optional[float] = None
-  learning_rate: Optional[float] = None
-  layerwise_lr_decay: Optional[float] = None
-  lr_decay_convention: str = "electra"
-  warmup_proportion: float = 0.1
-  weight_decay_rate: float = 0.0
-  num_trials: int = 1
-  seed: int = 0
-  double_unordered: bool = False
-  max_train_examples: int = 0
-  do_predict: bool = False
-  log_every_steps: int = 100
-  mixed_precision: str = "float32"
-  jit_compile: bool = False
+GlueConfig = configs.GlueConfig
 
 
 def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.WordPieceTokenizer,
@@ -165,16 +140,17 @@ class GlueRunner:
   def predict(self, model, examples) -> List[float]:
     """Class indices, or scores for STS-B; with `double_unordered` both orders are averaged."""
     orders = [False, True] if self.config.double_unordered else [False]
+    regression = self.task.is_regression
+
+    def scores_of(batch):
+      out = model(batch, training=False)
+      return {"scores": out["predictions"] if regression else tf.nn.softmax(out["logits"])}
+
     total = None
     for swap in orders:
       features = encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap)
-      outputs = []
-      for start in range(0, len(examples), self.config.eval_batch_size):
-        batch = {k: v[start:start + self.config.eval_batch_size] for k, v in features.items()}
-        out = model(batch, training=False)
-        outputs.append((out["predictions"] if self.task.is_regression
-                        else tf.nn.softmax(out["logits"])).numpy())
-      scores = np.concatenate(outputs)
+      scores = trials_lib.predict(scores_of, features, self.config.eval_batch_size, self.log,
+                                  f"predicting {len(examples)} examples")["scores"]
       total = scores if total is None else total + scores
     scores = total / len(orders)
     return scores.tolist() if self.task.is_regression else scores.argmax(-1).tolist()

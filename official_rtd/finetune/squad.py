@@ -20,6 +20,7 @@ import tensorflow as tf
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import configs
 from official_rtd.finetune import span_head
 from official_rtd.finetune import squad_data
 from official_rtd.finetune import squad_metrics
@@ -32,39 +33,7 @@ PREDICTIONS_NAME = "predictions.json"
 NULL_ODDS_NAME = "null_odds.json"
 
 
-@dataclasses.dataclass(frozen=True)
-class SquadConfig:
-  """Field names are the `run_squad` flag names; `None` means "the paper's default"."""
-  train_file: str
-  predict_file: str
-  init_checkpoint: str
-  model_dir: str
-  version_2_with_negative: bool = False
-  random_init: bool = False
-  model_size: str = "auto"
-  max_seq_length: int = 512
-  doc_stride: int = 128
-  max_query_length: int = 64
-  max_answer_length: int = 30
-  joint_prediction: bool = True
-  beam_size: int = 20
-  n_best_size: int = 20
-  answerable_weight: float = 0.5
-  na_threshold: float = -2.75
-  train_batch_size: int = 32
-  eval_batch_size: int = 32
-  num_train_epochs: float = 2.0
-  learning_rate: float = None
-  layerwise_lr_decay: float = None
-  lr_decay_convention: str = "electra"
-  warmup_proportion: float = 0.1
-  weight_decay_rate: float = 0.0
-  num_trials: int = 1
-  seed: int = 0
-  max_train_examples: int = 0
-  log_every_steps: int = 100
-  mixed_precision: str = "float32"
-  jit_compile: bool = False
+SquadConfig = configs.SquadConfig
 
 
 class SquadRunner:
@@ -145,10 +114,14 @@ class SquadRunner:
     final_loss = trials_lib.train(model, optimizer, dataset, num_steps, loss_fn, self.log,
                                   cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}",
                                   cfg.jit_compile)
+    outputs = self.predict_outputs(model)
+    start = time.time()
     predictions, non_null, null_odds = squad_predictions.best_answers(
-        self.predict_examples, self.predict_features, self.predict_outputs(model),
+        self.predict_examples, self.predict_features, outputs,
         squad_predictions.AnswerConfig(cfg.max_answer_length, cfg.n_best_size, cfg.na_threshold),
         self.version_2)
+    self.log(f"answers for {len(self.predict_examples)} questions from "
+             f"{len(self.predict_features)} windows in {time.time() - start:.1f}s")
     metrics = squad_metrics.evaluate(self.predict_examples, predictions, self.version_2,
                                      null_odds if self.version_2 else None, non_null)
     os.makedirs(trials_lib.trial_dir(cfg.model_dir, trial), exist_ok=True)
@@ -161,14 +134,11 @@ class SquadRunner:
             "final_train_loss": final_loss, "dev": metrics}
 
   def predict_outputs(self, model) -> Dict[str, np.ndarray]:
-    """The head's inference outputs for every predict window, as numpy arrays."""
-    inputs = self.predict_features.inputs
-    predict = tf.function(lambda batch: model(batch, training=False))
-    chunks = []
-    for start in range(0, len(self.predict_features), self.config.eval_batch_size):
-      batch = {k: v[start:start + self.config.eval_batch_size] for k, v in inputs.items()}
-      chunks.append({k: v.numpy() for k, v in predict(batch).items()})
-    return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+    """The head's inference outputs for every predict window, as numpy arrays (XLA-compiled,
+    with progress: see `trials.predict`)."""
+    return trials_lib.predict(lambda batch: model(batch, training=False),
+                              self.predict_features.inputs, self.config.eval_batch_size,
+                              self.log, "predicting windows")
 
   # --- all trials --------------------------------------------------------------------------------
   def run(self) -> dict:

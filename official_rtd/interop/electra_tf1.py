@@ -22,8 +22,10 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.data import records
+from official_rtd.methods import electra
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 
 
@@ -133,25 +135,20 @@ def import_electra_tf1(checkpoint: str, num_attention_heads: Optional[int] = Non
   """
   reader = _Reader(checkpoint)
   config = infer_config(reader, "electra", "electra", num_attention_heads)
-  discriminator = TransformerEncoder(config, name="discriminator")
-  generator = None
   has_generator = reader.has("generator/encoder/layer_0/attention/self/query/kernel")
   tied = not reader.has("generator/embeddings/word_embeddings")
+  options = {"generator_size": 0.0}  # no generator in the checkpoint: a discriminator alone
   if has_generator:
     generator_config = infer_config(reader, "generator", "electra" if tied else "generator",
                                     generator_num_attention_heads)
-    generator = TransformerEncoder(generator_config,
-                                   embeddings=discriminator.embeddings if tied else None,
-                                   name="generator")
-  model = electra.ElectraPretrainer(generator, discriminator, name="electra")
-  ids = tf.zeros([1, 2], tf.int32)
-  inputs = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids}
+    options = {"generator_config": generator_config, "tie_embeddings": tied}
+  model = registry.build("electra", config, **options)
+  dummy = records.dummy_inputs(2, 1)
   if has_generator:  # creates every variable
-    model(dict(inputs, masked_lm_positions=tf.zeros([1, 1], tf.int32),
-               masked_lm_ids=tf.zeros([1, 1], tf.int32), masked_lm_weights=tf.ones([1, 1])),
-          training=False)
+    model(dict(dummy, masked_lm_weights=tf.ones([1, 1])), training=False)
   else:
-    model.rtd_head(discriminator(inputs)["sequence_output"])
+    model.rtd_head(model.discriminator(dummy)["sequence_output"])
+  discriminator, generator = model.discriminator, model.generator
   pairs = _assignments(discriminator, "electra", "electra")
   if has_generator:
     pairs += _assignments(generator, "generator", None if tied else "generator")

@@ -119,8 +119,9 @@ def export_huggingface(model, vocab: vocab_lib.Vocab, output_dir: str, do_lower_
   shutil.rmtree(tmp, ignore_errors=True)
   written = {}
   tensors = encoder_tensors(encoder)
-  rtd_head = getattr(model, "rtd_head", None)
-  if rtd_head is not None and encoder is getattr(model, "discriminator", None):
+  heads = model.exported_heads()
+  rtd_head = heads.rtd_head
+  if rtd_head is not None:
     _linear(rtd_head.dense.kernel.numpy(), rtd_head.dense.bias.numpy(),
             "discriminator_predictions.dense", tensors)
     _linear(rtd_head.logit.kernel.numpy(), rtd_head.logit.bias.numpy(),
@@ -131,8 +132,11 @@ def export_huggingface(model, vocab: vocab_lib.Vocab, output_dir: str, do_lower_
   _write(os.path.join(tmp, "discriminator"), tensors, electra_config(encoder, architecture),
          vocab, do_lower_case, max_seq_length)
   written["discriminator"] = architecture
-  generator, masked_lm = getattr(model, "generator", None), getattr(model, "masked_lm", None)
-  if isinstance(generator, TransformerEncoder) and masked_lm is not None and generator is not encoder:
+  generator, masked_lm = heads.generator, heads.masked_lm
+  if generator is not None:
+    if not isinstance(generator, TransformerEncoder):
+      raise ExportFormatError(f"the {model.name} method's generator is not a BERT-style "
+                              "Transformer encoder")
     tensors = encoder_tensors(generator)
     _linear(masked_lm.dense.kernel.numpy(), masked_lm.dense.bias.numpy(),
             "generator_predictions.dense", tensors)

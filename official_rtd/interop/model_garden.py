@@ -12,9 +12,11 @@ import tf_keras
 from official.nlp.modeling import models as mg_models
 from official.nlp.modeling import networks as mg_networks
 
+from official_rtd.data import records
 from official_rtd.interop.electra_tf1 import CheckpointImportError
+from official_rtd.methods import electra
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks import transformer_encoder
 
 NUM_PREDICTIONS = 1  # any value: it only shapes the call
@@ -42,11 +44,8 @@ def model_garden_electra(config: EncoderConfig, generator_size: float = 0.25):
 
 
 def _dummy_batch():
-  ids = tf.zeros([1, 4], tf.int32)
-  return {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids,
-          "masked_lm_positions": tf.zeros([1, NUM_PREDICTIONS], tf.int32),
-          "masked_lm_ids": tf.zeros([1, NUM_PREDICTIONS], tf.int32),
-          "masked_lm_weights": tf.ones([1, NUM_PREDICTIONS])}
+  return dict(records.dummy_inputs(4, NUM_PREDICTIONS),
+              masked_lm_weights=tf.ones([1, NUM_PREDICTIONS]))
 
 
 def _copy_encoder(mg_encoder, ours, embeddings_from):
@@ -100,7 +99,7 @@ def import_model_garden_electra(checkpoint: str, config: EncoderConfig,
                                 f"(hidden {config.hidden_size}, {config.num_layers} layers, "
                                 f"generator {generator_size}): {' '.join(str(e).split())[:600]}"
                                 ) from None
-  ours = electra.build_electra_pretrainer(config, generator_size=generator_size)
+  ours = registry.build("electra", config, generator_size=generator_size)
   ours(_dummy_batch(), training=False)
   discriminator = mg_model.discriminator_network
   _copy_encoder(discriminator, ours.discriminator, discriminator)

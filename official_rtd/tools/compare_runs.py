@@ -25,8 +25,8 @@ FLAGS = flags.FLAGS
 
 def compare(model_dirs, figures=()) -> str:
   """Returns the markdown table."""
-  from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
-  runs = {d: evaluation.read_results(d) for d in model_dirs}
+  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  runs = {d: run_dir.read_results(d) for d in model_dirs}
   budget = min(max(r["train_flops"] for r in rows) for rows in runs.values())
   chosen = {d: max((r for r in rows if r["train_flops"] <= budget), key=lambda r: r["train_flops"],
                    default=None) for d, rows in runs.items()}
@@ -54,10 +54,10 @@ def plot(model_dirs, metric: str, output_file: str):
   Raises:
     ValueError: a run has no row with `metric` (the message lists the figures it has).
   """
-  from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
   series = {}
   for d in model_dirs:
-    rows = sorted(evaluation.read_results(d), key=lambda r: r["train_flops"])
+    rows = sorted(run_dir.read_results(d), key=lambda r: r["train_flops"])
     points = [(r["train_flops"], r[metric]) for r in rows if metric in r]
     if not points:
       figures = sorted(set().union(*rows) - {"step", "train_flops"}) if rows else []

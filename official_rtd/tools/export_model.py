@@ -28,8 +28,8 @@ FLAGS = flags.FLAGS
 def main(_):
   from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import saved_model  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
-  model, tokenizer = scoring.load_run(FLAGS.model_dir)
+  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  model, tokenizer = run_dir.load_model(FLAGS.model_dir)
   max_len = min(FLAGS.max_seq_length, model.exported_encoder.config.max_position_embeddings)
   if FLAGS.format == "huggingface":
     written = huggingface.export_huggingface(model, tokenizer.vocab, FLAGS.output_dir,

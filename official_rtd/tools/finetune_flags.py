@@ -1,33 +1,64 @@
-"""Flags every fine-tuning tool shares (`run_glue`, `run_squad`); each tool adds its own data and
-batch flags. Their names are the fields of the tools' config dataclasses."""
+"""Flags of the fine-tuning tools (`run_glue`, `run_squad`). Their names are the fields of the
+tool's config dataclass (`finetune/configs.py`), and their defaults are that class's: a default
+is written once, in the dataclass."""
 import dataclasses
 
 from absl import flags
 
+from official_rtd.finetune import configs
 
-def define_common_flags():
-  if "init_checkpoint" in flags.FLAGS:  # already defined by another fine-tuning tool's import
-    return
-  flags.DEFINE_string("init_checkpoint", None,
-                      "An encoder export (<pretraining model_dir>/export, or import_checkpoint's).")
-  flags.DEFINE_string("model_dir", None, "Where trials, results and predictions go.")
-  flags.DEFINE_bool("random_init", False, "Same encoder shape, randomly initialized (a baseline).")
-  flags.DEFINE_enum("model_size", "auto", ["auto", "small", "base", "large"],
-                    "Picks the Table 5.2 defaults; auto: by hidden size (<=256 small, <=768 base).")
-  flags.DEFINE_float("learning_rate", None, "Default 3e-4 small / 1e-4 base / 5e-5 large.")
-  flags.DEFINE_float("layerwise_lr_decay", None, "Default 0.8 (0.9 large).")
-  flags.DEFINE_enum("lr_decay_convention", "electra", ["electra", "corrected"],
-                    "electra: the original code's exponents (top layer lr*d^2); corrected: top "
-                    "layer lr*d. See official_rtd/training/layerwise_decay.py.")
-  flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of steps of linear warmup.")
-  flags.DEFINE_float("weight_decay_rate", 0.0, "AdamW weight decay (0 in the dissertation).")
-  flags.DEFINE_integer("num_trials", 1, "Fine-tuning runs with seeds seed..seed+N-1 (papers: 10).")
-  flags.DEFINE_integer("seed", 0, "First trial's seed.")
-  flags.DEFINE_integer("max_train_examples", 0, "Use a random subset of the training set (0: all).")
-  flags.DEFINE_integer("log_every_steps", 100, "Progress line interval.")
-  flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"],
-                    "Compute precision; variables stay float32, float16 adds dynamic loss scaling.")
-  flags.DEFINE_bool("jit_compile", False, "XLA-compile each step's forward and backward pass.")
+# Help of every field of `configs.FinetuneConfig` (the flags every fine-tuning tool shares).
+COMMON_HELP = {
+    "init_checkpoint": "An encoder export (<pretraining model_dir>/export, or import_checkpoint's).",
+    "model_dir": "Where trials, results and predictions go.",
+    "random_init": "Same encoder shape, randomly initialized (a baseline).",
+    "model_size": "Picks the Table 5.2 defaults; auto: by hidden size (<=256 small, <=768 base).",
+    "max_seq_length": "Tokens per example (at most the encoder's positions).",
+    "train_batch_size": "Batch size.",
+    "eval_batch_size": "Evaluation / prediction batch size.",
+    "num_train_epochs": "Epochs over the training set; unset: run_glue 3 (10 for RTE, STS-B).",
+    "learning_rate": "Default 3e-4 small / 1e-4 base / 5e-5 large.",
+    "layerwise_lr_decay": "Default 0.8 (0.9 large).",
+    "lr_decay_convention": "electra: the original code's exponents (top layer lr*d^2); "
+                           "corrected: top layer lr*d. See official_rtd/training/layerwise_decay.py.",
+    "warmup_proportion": "Fraction of steps of linear warmup.",
+    "weight_decay_rate": "AdamW weight decay (0 in the dissertation).",
+    "num_trials": "Fine-tuning runs with seeds seed..seed+N-1 (papers: 10).",
+    "seed": "First trial's seed.",
+    "max_train_examples": "Use a random subset of the training set (0: all).",
+    "log_every_steps": "Progress line interval.",
+    "mixed_precision": "Compute precision; variables stay float32, float16 adds dynamic loss "
+                       "scaling.",
+    "jit_compile": "XLA-compile each step's forward and backward pass.",
+}
+ENUMS = {"model_size": ["auto", "small", "base", "large"],
+         "lr_decay_convention": ["electra", "corrected"],
+         "mixed_precision": ["float32", "bfloat16", "float16"]}
+
+
+def define_flags(config_class, help_texts):
+  """Defines a flag per field of `config_class` named in `help_texts`, with the field's default
+  (None for required fields) and type."""
+  fields = {f.name: f for f in dataclasses.fields(config_class)}
+  for name, help_text in help_texts.items():
+    field = fields[name]
+    default = None if field.default is dataclasses.MISSING else field.default
+    kind = str(field.type)
+    if name in ENUMS:
+      flags.DEFINE_enum(name, default, ENUMS[name], help_text)
+    elif "bool" in kind:
+      flags.DEFINE_bool(name, default, help_text)
+    elif "int" in kind:
+      flags.DEFINE_integer(name, default, help_text)
+    elif "float" in kind:
+      flags.DEFINE_float(name, default, help_text)
+    else:
+      flags.DEFINE_string(name, default, help_text)
+
+
+def define_common_flags(config_class):
+  """The `FinetuneConfig` flags, with `config_class`'s defaults."""
+  define_flags(config_class, COMMON_HELP)
 
 
 def config_from_flags(config_class):

@@ -12,28 +12,25 @@ from official_rtd.tools import cli
 from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
-from official_rtd.tools import finetune_flags  # pylint: disable=g-bad-import-order
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
+from official_rtd.tools import finetune_flags
 
-finetune_flags.define_common_flags()
-
-flags.DEFINE_string("task", None, "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte or wnli.")
-flags.DEFINE_string("data_dir", "", "Directory with the task's GLUE train.tsv/dev.tsv(/test.tsv).")
-flags.DEFINE_string("tfds_data_dir", "", "A TFDS data dir already holding glue/<task> "
-                    "(never downloads).")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.")
-flags.DEFINE_integer("train_batch_size", 32, "Batch size.")
-flags.DEFINE_integer("eval_batch_size", 128, "Evaluation batch size.")
-flags.DEFINE_float("num_train_epochs", None, "Default 3 (10 for RTE and STS-B).")
-flags.DEFINE_bool("double_unordered", False, "MRPC/STS-B: train on both sentence orders and "
-                  "average both orders' predictions.")
-flags.DEFINE_bool("do_predict", False, "Also write test-set predictions (<TASK>.tsv).")
+finetune_flags.define_common_flags(configs.GlueConfig)
+finetune_flags.define_flags(configs.GlueConfig, {
+    "task": "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte or wnli.",
+    "data_dir": "Directory with the task's GLUE train.tsv/dev.tsv(/test.tsv).",
+    "tfds_data_dir": "A TFDS data dir already holding glue/<task> (never downloads).",
+    "double_unordered": "MRPC/STS-B: train on both sentence orders and average both orders' "
+                        "predictions.",
+    "do_predict": "Also write test-set predictions (<TASK>.tsv).",
+})
 flags.mark_flags_as_required(["task", "init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS
 
 
 def main(_):
   from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top
-  config = finetune_flags.config_from_flags(glue.GlueConfig)
+  config = finetune_flags.config_from_flags(configs.GlueConfig)
   summary = glue.GlueRunner(config, log=logging.info).run()
   logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
                FLAGS.model_dir)

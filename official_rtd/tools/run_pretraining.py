@@ -6,18 +6,14 @@ r"""Pre-trains a discriminator (ELECTRA and family), configured by composable gi
 
 Re-running with the same --model_dir resumes from the latest checkpoint.
 """
-import os
-
+from official_rtd import gin_config
 from official_rtd.tools import cli
 
 from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
-REPO_GIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "gin")
-
 flags.DEFINE_multi_string("gin_file", None, "Gin files, applied in order (model, task, ...). "
-                          f"Relative paths are also looked up in {REPO_GIN_DIR}.")
+                          f"Relative paths are also looked up in {gin_config.REPO_GIN_DIR}.")
 flags.DEFINE_multi_string("gin_param", None, "Gin bindings applied after the files.")
 flags.DEFINE_string("input_records", None, "Records directories (comma list / globs) written by "
                     "create_pretraining_data.")
@@ -45,73 +41,17 @@ flags.mark_flags_as_required(["gin_file", "input_records", "model_dir"])
 FLAGS = flags.FLAGS
 
 
-def _resolve_gin_file(path: str) -> str:
-  if os.path.exists(path):
-    return path
-  candidate = os.path.join(REPO_GIN_DIR, path.removeprefix("gin/"))
-  if os.path.exists(candidate):
-    return candidate
-  raise FileNotFoundError(f"gin file {path} not found (also looked in {REPO_GIN_DIR})")
-
-
-def parse_gin(gin_files, gin_params):
-  """Registers our configurables and parses gin; errors become one clear line."""
-  import gin  # pylint: disable=g-import-not-at-top
-  from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
-  files = [_resolve_gin_file(f) for f in gin_files]
-  gin.add_config_file_search_path(REPO_GIN_DIR)  # for `include 'tasks/electra.gin'`
-  try:
-    gin.parse_config_files_and_bindings(files, gin_params or [], finalize_config=False)
-  except (ValueError, KeyError, SyntaxError, OSError) as e:
-    message = " ".join(str(e).split())
-    raise ValueError(f"bad gin configuration: {message}") from None
-
-
-def train(gin_files, gin_params, input_records, model_dir, distribution_strategy="one_device",
-          tpu="", vocab_file=None, num_cpu_devices=1, mode="train", eval_input=None,
-          all_checkpoints=False):
-  """Parses gin, builds the strategy and trainer, then trains and/or evaluates; returns the
-  trainer and the last metrics (or evaluation rows)."""
-  if mode != "train" and not eval_input:
-    raise ValueError(f"--mode={mode} needs --eval_input (held-out records)")
-  from official_rtd.training import strategies  # pylint: disable=g-import-not-at-top
-  strategies.split_cpu(num_cpu_devices)
-  parse_gin(gin_files, gin_params)
-  import gin  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-  strategy = strategies.get_strategy(distribution_strategy, tpu)
-  logging.info("strategy %s with %d replica(s)", type(strategy).__name__,
-               strategy.num_replicas_in_sync)
-  trainer = trainer_lib.Trainer(model_dir, input_records, strategy,
-                                train_config=trainer_lib.TrainConfig(), vocab_file=vocab_file,
-                                log=logging.info)
-  evaluator = None
-  if mode != "train":
-    from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
-    evaluator = evaluation.Evaluator(trainer, eval_input, evaluation.EvalConfig())
-  if mode == "eval":
-    return trainer, trainer.evaluate_checkpoints(evaluator, all_checkpoints)
-  if trainer.is_chief:
-    trainer_lib.write_run_config(model_dir, gin.config_str(), {
-        "gin_file": list(gin_files), "gin_param": list(gin_params or []),
-        "input_records": input_records, "distribution_strategy": distribution_strategy},
-        trainer)
-  metrics = trainer.train(evaluator, evaluator.config.eval_every_steps if evaluator else 0)
-  logging.info("done: checkpoints in %s, TensorBoard logs in %s (tensorboard --logdir %s), "
-               "fine-tunable export in %s", model_dir, os.path.join(model_dir, "train"),
-               model_dir, os.path.join(model_dir, "export"))
-  return trainer, metrics
-
-
 def main(_):
   gin_params = list(FLAGS.gin_param or [])
   if FLAGS.mixed_precision is not None:
     gin_params.append(f"TrainConfig.mixed_precision = '{FLAGS.mixed_precision}'")
   if FLAGS.jit_compile is not None:
     gin_params.append(f"TrainConfig.jit_compile = {FLAGS.jit_compile}")
-  train(FLAGS.gin_file, gin_params, FLAGS.input_records, FLAGS.model_dir,
-        FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.vocab_file, FLAGS.num_cpu_devices,
-        FLAGS.mode, FLAGS.eval_input, FLAGS.all_checkpoints)
+  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
+  train_lib.run_pretraining(FLAGS.gin_file, gin_params, FLAGS.input_records, FLAGS.model_dir,
+                            FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.vocab_file,
+                            FLAGS.num_cpu_devices, FLAGS.mode, FLAGS.eval_input,
+                            FLAGS.all_checkpoints, log=logging.info)
 
 
 def run():

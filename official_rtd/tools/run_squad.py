@@ -15,34 +15,32 @@ from official_rtd.tools import cli
 from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
-from official_rtd.tools import finetune_flags  # pylint: disable=g-bad-import-order
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
+from official_rtd.tools import finetune_flags
 
-finetune_flags.define_common_flags()
-
-flags.DEFINE_string("train_file", None, "SQuAD JSON to fine-tune on.")
-flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict and score (e.g. dev-v2.0.json).")
-flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: some questions are unanswerable "
-                  "(adds the answerability classifier and null_odds.json).")
-flags.DEFINE_integer("max_seq_length", 512, "Tokens per window ([CLS] question [SEP] context [SEP]).")
-flags.DEFINE_integer("doc_stride", 128, "Context tokens between the starts of two windows.")
-flags.DEFINE_integer("max_query_length", 64, "Question tokens kept (the rest are cut).")
-flags.DEFINE_integer("max_answer_length", 30, "Longest answer span predicted, in word pieces.")
-flags.DEFINE_bool("joint_prediction", True, "ELECTRA/XLNet head: end conditioned on the start, "
-                  "beam search. False: BERT's independent start/end head.")
-flags.DEFINE_integer("beam_size", 20, "Starts (and ends per start) kept by the joint head.")
-flags.DEFINE_integer("n_best_size", 20, "Starts and ends considered by the independent head.")
-flags.DEFINE_float("answerable_weight", 0.5, "Weight of the answerability loss (2.0).")
-flags.DEFINE_float("na_threshold", -2.75, "2.0: answer \"\" when the no-answer logit exceeds this.")
-flags.DEFINE_integer("train_batch_size", 32, "Batch size.")
-flags.DEFINE_integer("eval_batch_size", 32, "Prediction batch size.")
-flags.DEFINE_float("num_train_epochs", 2.0, "Epochs over the training windows.")
+finetune_flags.define_common_flags(configs.SquadConfig)
+finetune_flags.define_flags(configs.SquadConfig, {
+    "train_file": "SQuAD JSON to fine-tune on.",
+    "predict_file": "SQuAD JSON to predict and score (e.g. dev-v2.0.json).",
+    "version_2_with_negative": "SQuAD 2.0: some questions are unanswerable (adds the "
+                               "answerability classifier and null_odds.json).",
+    "doc_stride": "Context tokens between the starts of two windows.",
+    "max_query_length": "Question tokens kept (the rest are cut).",
+    "max_answer_length": "Longest answer span predicted, in word pieces.",
+    "joint_prediction": "ELECTRA/XLNet head: end conditioned on the start, beam search. False: "
+                        "BERT's independent start/end head.",
+    "beam_size": "Starts (and ends per start) kept by the joint head.",
+    "n_best_size": "Starts and ends considered by the independent head.",
+    "answerable_weight": "Weight of the answerability loss (2.0).",
+    "na_threshold": "2.0: answer \"\" when the no-answer logit exceeds this.",
+})
 flags.mark_flags_as_required(["train_file", "predict_file", "init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS
 
 
 def main(_):
   from official_rtd.finetune import squad  # pylint: disable=g-import-not-at-top
-  config = finetune_flags.config_from_flags(squad.SquadConfig)
+  config = finetune_flags.config_from_flags(configs.SquadConfig)
   summary = squad.SquadRunner(config, log=logging.info).run()
   logging.info("median results: %s (written to %s/eval_results.json)", summary["median"],
                FLAGS.model_dir)

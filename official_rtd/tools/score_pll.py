@@ -54,10 +54,11 @@ def _score_nbest(model, tokenizer, nbest):
 
 
 def main(_):
+  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   if bool(FLAGS.input_file) == bool(FLAGS.nbest_file):
     raise ValueError("give exactly one of --input_file and --nbest_file")
-  model, tokenizer = scoring.load_run(FLAGS.model_dir)
+  model, tokenizer = run_dir.load_model(FLAGS.model_dir)
   if FLAGS.input_file:
     with open(FLAGS.input_file, encoding="utf-8") as f:
       sentences = [line.strip() for line in f if line.strip()]

@@ -12,15 +12,14 @@ Figures (prefix `eval/` in TensorBoard, one JSON row per evaluation in `eval_res
   method's detector (`replaced_token_logits`), so methods are compared on the same noise;
 * `pll_swap_accuracy`: how often the model's pseudo-log-likelihood prefers a held-out sentence to
   the same sentence with two adjacent words swapped (models that can score text);
-* `probe_*`: a logistic-regression probe on frozen mean-pooled encoder features of a small GLUE
-  task (train.tsv subset → dev.tsv accuracy);
+* `probe_*`: whatever the `probe` given to the evaluator reports on the frozen exported encoder
+  (`finetune.probe.LinearProbe`: logistic regression on mean-pooled features of a small GLUE task,
+  train.tsv subset → dev.tsv accuracy; built from `EvalConfig.probe_*` by `run_pretraining`);
 * `train_flops`: section 5.2.2 FLOPs consumed by training so far.
 """
 import dataclasses
-import json
 import math
-import os
-from typing import Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 import gin
 import numpy as np
@@ -28,13 +27,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.data import pretrain_dataloader
-from official_rtd.data import tokenizer as tokenizer_lib
-from official_rtd.finetune import glue
-from official_rtd.finetune import glue_data
 from official_rtd.ops import sampling
-
-RESULTS_NAME = "eval_results.jsonl"
-
 
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +40,7 @@ class EvalConfig:
   fixed_noise_prob: float = 0.15
   pll_sentences: int = 64
   pll_max_tokens: int = 24
+  # The linear probe `run_pretraining` gives the evaluator (finetune.probe.LinearProbe).
   probe_task: str = "sst-2"
   probe_data_dir: str = ""  # empty: no probe
   probe_max_train_examples: int = 2000
@@ -82,18 +76,26 @@ def detection_figures(labels: np.ndarray, logits: np.ndarray, prefix: str) -> Di
 
 
 class Evaluator:
-  """Evaluates a `Trainer`'s model on held-out records (see the module docstring)."""
+  """Evaluates a `Trainer`'s model on held-out records (see the module docstring).
 
-  def __init__(self, trainer, eval_input: str, config: Optional[EvalConfig] = None):
+  Args:
+    trainer: the run's `Trainer` (its model, vocab and input configuration).
+    eval_input: held-out records directories.
+    config: an `EvalConfig`.
+    probe: optional callable `exported encoder -> {figure: value}` run at every evaluation.
+  """
+
+  def __init__(self, trainer, eval_input: str, config: Optional[EvalConfig] = None,
+               probe: Optional[Callable[[tf_keras.layers.Layer], Dict[str, float]]] = None):
     self.trainer = trainer
     self.config = config or EvalConfig()
     self.model = trainer.model
     self.vocab = trainer.vocab
+    self.probe = probe
     self.input_config = dataclasses.replace(
         trainer.input_config, input_path=eval_input, is_training=False,
         global_batch_size=self.config.eval_batch_size, seed=self.config.seed, skip_batches=0)
     pretrain_dataloader.resolve_records(self.input_config)  # fails early on a bad --eval_input
-    self._probe = None
 
   def _batches(self):
     dataset = pretrain_dataloader.load_pretraining_dataset(self.input_config)
@@ -107,8 +109,8 @@ class Evaluator:
     pll = self._pll_swap_accuracy()
     if pll is not None:
       figures["pll_swap_accuracy"] = pll
-    if self.config.probe_data_dir:
-      figures.update(self._probe_figures())
+    if self.probe is not None:
+      figures.update(self.probe(self.model.exported_encoder))
     return figures
 
   # --- the method's own figures ------------------------------------------------------------------
@@ -121,14 +123,10 @@ class Evaluator:
       outputs = self.model(batch, training=False)
       losses = self.model.compute_losses(batch, outputs)
       self.model.update_metrics(metrics, batch, outputs, {})
-      # Losses are means over masked / non-pad positions: re-weight them by those counts.
-      counts = {"mlm_loss": float(tf.reduce_sum(batch["masked_lm_weights"])),
-                "rtd_loss": float(tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32)))}
-      rows = float(tf.shape(batch["input_word_ids"])[0])
-      for name, value in losses.items():
-        weight = counts.get(name, rows)
-        sums[name] = sums.get(name, 0.0) + float(value) * weight
-        weights[name] = weights.get(name, 0.0) + weight
+      # Each loss is a mean over its own count (masked positions, tokens, rows): re-weight.
+      for name, loss in losses.items():
+        sums[name] = sums.get(name, 0.0) + float(loss.value) * float(loss.weight)
+        weights[name] = weights.get(name, 0.0) + float(loss.weight)
     figures = {name: sums[name] / max(weights[name], 1e-9) for name in sums}
     for name, metric in metrics.items():
       if name not in figures:
@@ -214,77 +212,3 @@ class Evaluator:
         pll.append(out.numpy())
       scores.append(np.concatenate(pll))
     return float(np.mean(scores[0] > scores[1]))
-
-  # --- linear probe ------------------------------------------------------------------------------
-  def _probe_figures(self) -> Dict[str, float]:
-    cfg = self.config
-    if self._probe is None:
-      task = glue_data.get_task(cfg.probe_task)
-      train = glue_data.load_split(cfg.probe_data_dir, task, "train")[0][1]
-      rng = np.random.default_rng(cfg.seed)
-      keep = sorted(rng.permutation(len(train))[:cfg.probe_max_train_examples])
-      dev = glue_data.load_split(cfg.probe_data_dir, task, "dev")[0][1]
-      tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab, self.trainer.do_lower_case)
-      self._probe = (task, [train[i] for i in keep], dev, tokenizer)
-    task, train, dev, tokenizer = self._probe
-    if task.is_regression:
-      raise ValueError(f"the linear probe needs a classification task, not {task.name}")
-    encoder = self.model.exported_encoder
-
-    def features(examples):
-      encoded = glue.encode(examples, tokenizer, cfg.probe_max_seq_length)
-      out = []
-      for start in range(0, len(examples), 128):
-        batch = {k: v[start:start + 128] for k, v in encoded.items()}
-        sequence = encoder(batch, training=False)["sequence_output"]
-        mask = tf.cast(batch["input_mask"], tf.float32)[..., tf.newaxis]
-        out.append((tf.reduce_sum(sequence * mask, 1) / tf.reduce_sum(mask, 1)).numpy())
-      return np.concatenate(out)
-
-    x_train, x_dev = features(train), features(dev)
-    y_train = np.array(glue_data.labels_of(train), np.int32)
-    y_dev = np.array(glue_data.labels_of(dev), np.int32)
-    mean, std = x_train.mean(0), x_train.std(0) + 1e-6
-    accuracy = logistic_regression_accuracy((x_train - mean) / std, y_train, (x_dev - mean) / std,
-                                            y_dev, task.num_classes, seed=cfg.seed)
-    return {f"probe_{task.name}_accuracy": accuracy}
-
-
-def logistic_regression_accuracy(x_train, y_train, x_test, y_test, num_classes: int,
-                                 l2: float = 1e-3, steps: int = 300, seed: int = 0) -> float:
-  """Full-batch multinomial logistic regression (Adam, L2), then test accuracy."""
-  tf.random.set_seed(seed)
-  w = tf.Variable(tf.zeros([x_train.shape[1], num_classes]))
-  b = tf.Variable(tf.zeros([num_classes]))
-  optimizer = tf_keras.optimizers.Adam(0.05)
-  x, y = tf.constant(x_train, tf.float32), tf.constant(y_train)
-
-  @tf.function
-  def step():
-    with tf.GradientTape() as tape:
-      loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels=y, logits=x @ w + b)) + l2 * tf.reduce_sum(w * w)
-    optimizer.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]))
-
-  for _ in range(steps):
-    step()
-  predictions = np.argmax(x_test @ w.numpy() + b.numpy(), axis=1)
-  return float(np.mean(predictions == y_test))
-
-
-def append_result(model_dir: str, row: dict) -> None:
-  """Appends one JSON row to `<model_dir>/eval_results.jsonl` (flushed and fsynced)."""
-  os.makedirs(model_dir, exist_ok=True)
-  with open(os.path.join(model_dir, RESULTS_NAME), "a", encoding="utf-8") as f:
-    f.write(json.dumps(row, sort_keys=True) + "\n")
-    f.flush()
-    os.fsync(f.fileno())
-
-
-def read_results(model_dir: str) -> List[dict]:
-  path = os.path.join(model_dir, RESULTS_NAME)
-  if not os.path.isfile(path):
-    raise FileNotFoundError(f"{model_dir} has no {RESULTS_NAME} (run with --mode=eval or "
-                            "--mode=train_and_eval first)")
-  with open(path, encoding="utf-8") as f:
-    return [json.loads(line) for line in f if line.strip()]

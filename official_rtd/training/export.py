@@ -5,8 +5,8 @@ import shutil
 
 import tensorflow as tf
 
-from official_rtd.data import vocab as vocab_lib
 from official_rtd.data import records
+from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 
@@ -60,8 +60,7 @@ def read_export_config(export_dir: str) -> dict:
 
 def build_encoder(config: dict) -> TransformerEncoder:
   encoder = TransformerEncoder(EncoderConfig(**config["encoder"]), name="encoder")
-  dummy = tf.zeros([1, 2], tf.int32)
-  encoder({"input_word_ids": dummy, "input_mask": tf.ones_like(dummy), "input_type_ids": dummy})
+  encoder(records.dummy_inputs(2, 1))
   return encoder
 
 

@@ -3,55 +3,20 @@
 PLL(x) = Σ_t log p(x_t | x∖t) over the word pieces of x, as each method defines it: Electric
 Σ_t −E(x)_t in one pass; ELECTRA-TT log(k·q·D / (n·(1−D))) in one pass; masked LMs (ELECTRA's
 generator) exactly, with one forward pass per position, batched. Re-ranking an n-best list uses
-score = first-pass score + λ·PLL (dissertation §5.4.5).
+score = first-pass score + λ·PLL (dissertation §5.4.5). Runs are rebuilt by
+`training.run_dir.load_model`.
 """
 import collections
-import json
-import os
 from typing import Dict, List, Sequence, Tuple
 
-import gin
 import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import tokenizer as tokenizer_lib
-from official_rtd.data import vocab as vocab_lib
-from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.training import trainer as trainer_lib
 
 
 class ScoringError(ValueError):
   """A run or input that cannot be scored."""
-
-
-def load_run(model_dir: str):
-  """Rebuilds the pre-training model of a `run_pretraining` directory from its operative gin
-  config and restores the latest checkpoint. Returns (model, tokenizer)."""
-  config_path = os.path.join(model_dir, trainer_lib.OPERATIVE_CONFIG)
-  if not os.path.isfile(config_path):
-    raise ScoringError(f"{model_dir} is not a run_pretraining directory: no "
-                       f"{trainer_lib.OPERATIVE_CONFIG}")
-  latest = tf.train.latest_checkpoint(model_dir)
-  if not latest:
-    raise ScoringError(f"no checkpoint in {model_dir}")
-  from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
-  with open(os.path.join(model_dir, trainer_lib.RUN_FLAGS), encoding="utf-8") as f:
-    flags = json.load(f)
-  vocab = vocab_lib.load_vocab(os.path.join(model_dir, "vocab.txt"))
-  gin.clear_config()
-  gin.parse_config_file(config_path)
-  try:  # the run's bindings are used to build the model, then dropped again
-    model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
-    train_config = trainer_lib.TrainConfig()
-  finally:
-    gin.clear_config()
-  dummy = tf.zeros([1, train_config.max_seq_length], tf.int32)
-  prediction = tf.zeros([1, train_config.max_predictions_per_seq], tf.int32)
-  model({"input_word_ids": dummy, "input_mask": tf.ones_like(dummy), "input_type_ids": dummy,
-         "masked_lm_positions": prediction, "masked_lm_ids": prediction,
-         "masked_lm_weights": tf.cast(prediction, tf.float32)}, training=False)
-  tf.train.Checkpoint(model=model).restore(latest).expect_partial()
-  return model, tokenizer_lib.WordPieceTokenizer(vocab, flags.get("do_lower_case", True))
 
 
 def score_sentences(model, tokenizer: tokenizer_lib.WordPieceTokenizer, sentences: Sequence[str],

@@ -8,7 +8,6 @@ be checkpointed), so a killed run restarts with the same step, optimizer state a
 The skip re-reads (but does not decode) those records: seconds per million examples.
 """
 import dataclasses
-import inspect
 import os
 import shutil
 import time
@@ -19,16 +18,20 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd import progress
 from official_rtd.data import pretrain_dataloader
 from official_rtd.data import records
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import base
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import base
 from official_rtd.ops import masking
 from official_rtd.ops import sampling
 from official_rtd.training import export
 from official_rtd.training import optimization
 from official_rtd.training import precision
+from official_rtd.training import run_dir
+from official_rtd.training import train_step
 
 
 @gin.configurable
@@ -62,18 +65,11 @@ def dynamic_masking(max_predictions_per_seq: int, mask_prob: float = 0.15,
 
 @gin.configurable
 def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=None,
-                      model_fn=gin.REQUIRED) -> base.PretrainingModel:
-  """The method, chosen by the task gin file (e.g. `model_fn = @build_electra_pretrainer`).
-  Builders that take a `vocab` argument (e.g. to exclude special tokens) receive the run's, and
-  those that take `token_counts` (a unigram generator) the training records' token counts
-  (a callable, so only they pay for the counting pass)."""
-  parameters = inspect.signature(model_fn).parameters
-  kwargs = {"encoder_config": encoder_config}
-  if vocab is not None and "vocab" in parameters:
-    kwargs["vocab"] = vocab
-  if token_counts is not None and "token_counts" in parameters:
-    kwargs["token_counts"] = token_counts()
-  return model_fn(**kwargs)
+                      method: str = gin.REQUIRED) -> base.PretrainingModel:
+  """The method the task gin file names (`pretraining_model.method = "electra"`), built with the
+  run's resources it declares (`methods.registry`): the vocab, and the training records' token
+  counts (a callable, so only methods that need them pay for the counting pass)."""
+  return registry.build(method, encoder_config, vocab=vocab, token_counts=token_counts)
 
 
 class TrainingSetupError(ValueError):
@@ -124,11 +120,14 @@ class Trainer:
         self.model = (model_fn or pretraining_model)(
             encoder_config=self.encoder_config,
             **({} if model_fn else {"vocab": self.vocab, "token_counts": self.token_counts}))
-        self.model(self._dummy_batch(), training=False)  # creates the variables
+        self.model(records.dummy_inputs(self.train_config.max_seq_length,
+                                        self.train_config.max_predictions_per_seq),
+                   training=False)  # creates the variables
       self._apply_flops_budget()
       self.optimizer = precision.wrap_optimizer(
           optimization.build_optimizer(self.optimizer_config, self.train_config.num_train_steps),
           self.train_config.mixed_precision)
+      self.model.bind_step(lambda: self.optimizer.iterations)  # for step-dependent schedules
       # Create the Adam/LAMB slots now, so a restore fills them at once and can be verified.
       self.optimizer._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
       self.metrics = self.model.build_metrics()
@@ -137,9 +136,9 @@ class Trainer:
         model_dir, f".tmp_worker_{strategy.cluster_resolver.task_id}")
     self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir,
                                               max_to_keep=self.train_config.keep_checkpoint_max)
+    self.step_fn = train_step.TrainStep(self.model, self.optimizer, self.optimizer_config.clip_norm,
+                                        self.metrics, self.train_config.jit_compile)
     self._train_fn = None
-    self._forward_backward = (tf.function(self.forward_backward, jit_compile=True)
-                              if self.train_config.jit_compile else self.forward_backward)
 
   # --- set-up checks -----------------------------------------------------------------------------
   def _check_inputs(self, input_path, vocab_file, encoder_config):
@@ -206,50 +205,12 @@ class Trainer:
     self.log(f"counted {counts.sum()} tokens of the training records")
     return counts
 
-  def _dummy_batch(self):
-    cfg = self.train_config
-    seq = tf.zeros([1, cfg.max_seq_length], tf.int32)
-    pred = tf.zeros([1, cfg.max_predictions_per_seq], tf.int32)
-    return {"input_word_ids": seq, "input_mask": tf.ones_like(seq), "input_type_ids": seq,
-            "masked_lm_positions": pred, "masked_lm_ids": pred,
-            "masked_lm_weights": tf.zeros([1, cfg.max_predictions_per_seq])}
-
-  # --- the step ----------------------------------------------------------------------------------
-  def replica_gradients(self, batch):
-    """Forward and backward on this replica's batch; returns (losses, gradients summed over
-    replicas, i.e. of the global-batch loss)."""
-    outputs, losses, grads = self._forward_backward(batch)
-    grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    self.model.update_metrics(self.metrics, batch, outputs, losses)
-    return losses, grads
-
-  def forward_backward(self, batch):
-    """(outputs, losses, this replica's gradients of its share of the global-batch loss)."""
-    variables = self.model.trainable_variables
-    with tf.GradientTape() as tape:
-      outputs = self.model(batch, training=True)
-      losses = self.model.compute_losses(batch, outputs)
-      loss = precision.scaled(self.optimizer, losses["total_loss"])
-    grads = precision.unscaled(self.optimizer, tape.gradient(loss, variables))
-    grads = [tf.convert_to_tensor(g) if g is not None else tf.zeros_like(v)
-             for g, v in zip(grads, variables)]
-    return outputs, losses, grads
-
-  def replica_step(self, batch):
-    """One training step on this replica: gradients, global-norm clip, update."""
-    losses, grads = self.replica_gradients(batch)
-    if self.optimizer_config.clip_norm > 0:
-      grads, _ = tf.clip_by_global_norm(grads, self.optimizer_config.clip_norm)
-    self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables),
-                                   experimental_aggregate_gradients=False)
-    return losses
-
   def _train_steps(self):
     if self._train_fn is None:
       @tf.function
       def train_steps(iterator, num_steps):
         for _ in tf.range(num_steps):
-          self.strategy.run(self.replica_step, args=(next(iterator),))
+          self.strategy.run(self.step_fn, args=(next(iterator),))
       self._train_fn = train_steps
     return self._train_fn
 
@@ -319,11 +280,10 @@ class Trainer:
 
   def evaluate(self, evaluator, step: int) -> dict:
     """Runs `evaluator` on the current weights; logs, writes `eval/` summaries and a JSON row."""
-    from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
     start = time.time()
     figures = evaluator.evaluate()
     row = dict(figures, step=step, train_flops=self.train_flops(step))
-    evaluation.append_result(self.model_dir, row)
+    run_dir.append_result(self.model_dir, row)
     writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
     with writer.as_default(step=step):
       for name, value in figures.items():
@@ -372,25 +332,5 @@ class Trainer:
     shown = " ".join(f"{k}={v:.4f}" for k, v in values.items())
     self.log(f"step {step}/{cfg.num_train_steps} {shown} lr={learning_rate:.3g} "
              f"examples/s={examples_per_s:.1f} tokens/s={examples_per_s * cfg.max_seq_length:.0f} "
-             f"train_flops={self.train_flops(step):.3g} ETA {_format_eta(eta)}")
+             f"train_flops={self.train_flops(step):.3g} ETA {progress.format_duration(eta)}")
     return dict(values, learning_rate=learning_rate, step=step, train_flops=self.train_flops(step))
-
-
-def _format_eta(seconds: float) -> str:
-  seconds = int(seconds)
-  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-OPERATIVE_CONFIG = "operative_config.gin"
-RUN_FLAGS = "run_flags.json"
-
-
-def write_run_config(model_dir: str, gin_config: str, extra: dict, trainer: "Trainer"):
-  """Records the gin config, the flags, the vocab and its casing next to the checkpoints, so the
-  run can be rebuilt from `model_dir` alone (e.g. by `score_pll`)."""
-  os.makedirs(model_dir, exist_ok=True)
-  with open(os.path.join(model_dir, OPERATIVE_CONFIG), "w", encoding="utf-8") as f:
-    f.write(gin_config)
-  shutil.copyfile(trainer.vocab.path, os.path.join(model_dir, "vocab.txt"))
-  records.write_json_atomic(os.path.join(model_dir, RUN_FLAGS), dict(
-      extra, do_lower_case=trainer.do_lower_case, vocab_sha256=trainer.vocab.sha256))

@@ -7,7 +7,7 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd.finetune import glue
-from official_rtd.modeling.models import electra
+from official_rtd.methods import electra
 from official_rtd.training import export
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.finetune import span_head
+from official_rtd.finetune import trials
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from tests.training.test_trainer import TINY
 
@@ -72,6 +73,21 @@ class SpanHeadTest(tf.test.TestCase):
       bce = np.log1p(np.exp(-z)) if impossible[b] else np.log1p(np.exp(z))
       total += (start_ce + end_ce) / 2 + 0.5 * bce
     self.assertAllClose(got, total / 2, rtol=1e-5)
+
+  def test_xla_prediction_equals_the_plain_forward(self):
+    """run_squad predicts through `trials.predict` (XLA, padded batches): the same beams."""
+    features = inputs(batch=5, seq=16)
+    plain = self.model(features, training=False)
+    logs = []
+    fast = trials.predict(lambda batch: self.model(batch, training=False), features, 2,
+                          logs.append, "windows", log_every_seconds=0.0)
+    for name in ("start_top_index", "end_top_index"):
+      self.assertAllEqual(fast[name], plain[name], msg=name)
+    for name in ("start_top_log_probs", "end_top_log_probs", "answerable_logit"):
+      self.assertAllClose(fast[name], plain[name], atol=1e-4, msg=name)
+    self.assertEqual(fast["end_top_index"].shape, (5, 3, 3))  # the padded rows are dropped
+    self.assertRegex(logs[0], r"^windows: 4/5 \(\d+/s\), ETA \d+:\d\d:\d\d$")
+    self.assertRegex(logs[-1], r"^windows: 5 in [\d.]+s")
 
   def test_independent_head_and_v11(self):
     model = span_head.SpanQuestionAnswerer(TransformerEncoder(ENCODER), joint=False,

@@ -11,8 +11,8 @@ from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import huggingface
 from official_rtd.interop import saved_model
-from official_rtd.modeling.models import electra
-from official_rtd.modeling.models import electric
+from official_rtd.methods import electra
+from official_rtd.methods import electric
 from tests import testutil
 from tests.training.test_trainer import TINY
 

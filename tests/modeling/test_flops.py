@@ -1,10 +1,10 @@
 """The section 5.2.2 FLOPs counter against the matrix products TensorFlow actually traces."""
 import tensorflow as tf
 
+from official_rtd.methods import electra
+from official_rtd.methods import mlm
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
-from official_rtd.modeling.models import mlm
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 
 SEQ = 32
@@ -105,7 +105,7 @@ class TrainingGraphTensorSizeTest(tf.test.TestCase):
 
     def step(inputs):
       with tf.GradientTape() as tape:
-        loss = model.compute_losses(inputs, model(inputs, training=True))["total_loss"]
+        loss = model.compute_losses(inputs, model(inputs, training=True))["total_loss"].value
       return tape.gradient(loss, model.trainable_variables)
 
     return tf.function(step).get_concrete_function(spec).graph

@@ -9,13 +9,13 @@ import tf_keras
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import huggingface
+from official_rtd.methods import amos
+from official_rtd.methods import teams
 from official_rtd.modeling.layers.transformer_block import TransformerBlock
-from official_rtd.modeling.models import amos
-from official_rtd.modeling.models import teams
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.training import layerwise_decay
 from tests import testutil
-from tests.modeling.test_electra import CONFIG, toy_batch
+from tests.methods.test_electra import CONFIG, toy_batch
 
 RELATIVE = dataclasses.replace(CONFIG, position_embedding="t5_relative",
                                relative_attention_num_buckets=8,
@@ -67,7 +67,7 @@ class RelativePositionTest(tf.test.TestCase):
     model = amos.build_amos_pretrainer(RELATIVE, mlm_layers=(1, 2))
     batch = toy_batch()
     losses = model.compute_losses(batch, model(batch, training=True))
-    self.assertTrue(np.isfinite(float(losses["total_loss"])))
+    self.assertTrue(np.isfinite(float(losses["total_loss"].value)))
     vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
     with self.assertRaisesRegex(huggingface.ExportFormatError, "t5_relative positions"):
       huggingface.export_huggingface(model, vocab, os.path.join(tempfile.mkdtemp(), "hf"))

@@ -1,4 +1,5 @@
-"""compare_runs --plot: one curve per run of a held-out figure against train FLOPs."""
+"""compare_runs: the equal-FLOPs table, and --plot (one curve per run of a held-out figure
+against train FLOPs)."""
 import os
 import subprocess
 import tempfile
@@ -8,7 +9,7 @@ import tensorflow as tf
 from matplotlib import image as mpimg
 
 from official_rtd.tools import compare_runs
-from official_rtd.training import evaluation
+from official_rtd.training import run_dir
 
 # matplotlib's first two default line colours (C0, C1), as RGB in [0, 1].
 C0, C1 = np.array([0x1f, 0x77, 0xb4]) / 255, np.array([0xff, 0x7f, 0x0e]) / 255
@@ -19,13 +20,31 @@ def write_runs(tmp):
           "mlm": [(2e9, 0.55), (2e10, 0.58)]}
   for name, rows in runs.items():
     for step, (train_flops, auc) in enumerate(rows):
-      evaluation.append_result(os.path.join(tmp, name), {
+      run_dir.append_result(os.path.join(tmp, name), {
           "step": step, "train_flops": train_flops, "fixed_noise_auc": auc, "mlm_loss": 4.0})
   return [os.path.join(tmp, name) for name in runs]
 
 
 def pixels_near(png, colour, tolerance=0.05):
   return int(np.sum(np.all(np.abs(png[..., :3] - colour) < tolerance, axis=-1)))
+
+
+class CompareTest(tf.test.TestCase):
+
+  def test_rows_at_equal_flops(self):
+    tmp = tempfile.mkdtemp()
+    runs = {"a": [(10, 1e9, 5.0), (20, 2e9, 4.0), (30, 3e9, 3.5)],
+            "b": [(10, 1.5e9, 4.8), (20, 2.5e9, 4.1)]}
+    for name, rows in runs.items():
+      for step, train_flops, loss in rows:
+        run_dir.append_result(os.path.join(tmp, name),
+                                 {"step": step, "train_flops": train_flops, "mlm_loss": loss})
+    table = compare_runs.compare([os.path.join(tmp, "a"), os.path.join(tmp, "b")])
+    self.assertIn("equal budget: 2.5e+09", table)
+    self.assertRegex(table, r"a \| 20 \| 2e\+09 \| 4.0000")
+    self.assertRegex(table, r"b \| 20 \| 2.5e\+09 \| 4.1000")
+    with self.assertRaisesRegex(FileNotFoundError, "has no eval_results.jsonl"):
+      compare_runs.compare([tmp])
 
 
 class PlotTest(tf.test.TestCase):

@@ -14,7 +14,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from official_rtd.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
 from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
-from official_rtd.modeling.models import electra  # pylint: disable=g-import-not-at-top
+from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
 from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
 
 
@@ -45,8 +45,8 @@ def main(records, model_dir):
 
     @tf.function
     def run(inputs, strategy=strategy, trainer=trainer):
-      losses, grads = strategy.run(trainer.replica_gradients, args=(inputs,))
-      total = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+      losses, grads = strategy.run(trainer.step_fn.replica_gradients, args=(inputs,))
+      total = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v.value, axis=None)
                for k, v in losses.items()}
       return total, [strategy.experimental_local_results(g)[0] for g in grads]
 

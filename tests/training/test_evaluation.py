@@ -1,4 +1,5 @@
 """Held-out evaluation: figures vs direct computations, determinism, modes, run comparison."""
+import dataclasses
 import functools
 import os
 import tempfile
@@ -6,10 +7,13 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.modeling.models import electra
-from official_rtd.tools import compare_runs
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import probe
+from official_rtd.methods import electra
+from official_rtd.methods import teams
 from official_rtd.training import evaluation
 from official_rtd.training import optimization
+from official_rtd.training import run_dir
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 from tests.training.test_trainer import TINY, RecordsTestCase, make_records
@@ -68,9 +72,12 @@ class EvaluatorTest(RecordsTestCase):
   def test_train_and_eval_rows_and_determinism(self):
     model_dir = os.path.join(self.tmp, "run")
     trainer = self._trainer(model_dir)
-    evaluator = evaluation.Evaluator(trainer, self.heldout, self._eval_config())
+    config = self._eval_config()
+    evaluator = evaluation.Evaluator(
+        trainer, self.heldout, config,
+        probe=probe.from_eval_config(config, trainer.vocab, trainer.do_lower_case))
     trainer.train(evaluator, eval_every_steps=10)
-    rows = evaluation.read_results(model_dir)
+    rows = run_dir.read_results(model_dir)
     self.assertEqual([r["step"] for r in rows], [10, 20])
     per_example = trainer.model.train_flops_per_example(64, 10)
     self.assertAllClose([r["train_flops"] for r in rows], [80 * per_example, 160 * per_example])
@@ -91,6 +98,31 @@ class EvaluatorTest(RecordsTestCase):
     self.assertEqual([r["step"] for r in eval_rows], [10, 20])
     self.assertAllClose(eval_rows[1]["mlm_loss"], rows[1]["mlm_loss"])
     self.assertTrue(tf.io.gfile.glob(os.path.join(model_dir, "eval", "events.out.*")))
+
+  def test_each_loss_is_averaged_over_its_own_count(self):
+    """Every loss of the held-out set is the mean over what it counts (TEAMS' mws_loss: masked
+    positions), whatever the batching: batches of 16 give the figures of one batch holding the
+    whole set. (Weighting by loss names gave mws_loss per row.)"""
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    trainer = trainer_lib.Trainer(
+        os.path.join(self.tmp, "teams"), self.records, tf.distribute.get_strategy(),
+        train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=1,
+                                             max_seq_length=64, max_predictions_per_seq=10),
+        encoder_config=TINY, log=lambda _: None,
+        model_fn=functools.partial(teams.build_teams_pretrainer, vocab=vocab,
+                                   candidate_mode="hardest", temperature=0.0))  # deterministic
+    config = self._eval_config(probe_data_dir="", pll_sentences=0)
+    figures = evaluation.Evaluator(trainer, self.heldout, config)._method_figures()
+    whole = evaluation.Evaluator(
+        trainer, self.heldout, dataclasses.replace(config, eval_batch_size=10_000))
+    batches = list(whole._batches())
+    self.assertLen(batches, 1)
+    model = trainer.model
+    losses = model.compute_losses(batches[0], model(batches[0], training=False))
+    for name in ("mws_loss", "mlm_loss", "rtd_loss"):
+      self.assertAllClose(figures[name], losses[name].value, rtol=1e-5, msg=name)
+    weights = batches[0]["masked_lm_weights"].numpy()
+    self.assertEqual(float(losses["mws_loss"].weight), weights.sum())
 
   def test_eval_without_checkpoint_fails(self):
     trainer = self._trainer(os.path.join(self.tmp, "empty_run"))
@@ -116,24 +148,6 @@ class EvaluatorTest(RecordsTestCase):
       logits = model.masked_lm(sequence, tf.constant([[t]]))
       expected += float(tf.nn.log_softmax(logits[0, 0])[ids[0, t]])
     self.assertAllClose(pll[0], expected, rtol=1e-5)
-
-
-class CompareRunsTest(tf.test.TestCase):
-
-  def test_rows_at_equal_flops(self):
-    tmp = tempfile.mkdtemp()
-    runs = {"a": [(10, 1e9, 5.0), (20, 2e9, 4.0), (30, 3e9, 3.5)],
-            "b": [(10, 1.5e9, 4.8), (20, 2.5e9, 4.1)]}
-    for name, rows in runs.items():
-      for step, train_flops, loss in rows:
-        evaluation.append_result(os.path.join(tmp, name),
-                                 {"step": step, "train_flops": train_flops, "mlm_loss": loss})
-    table = compare_runs.compare([os.path.join(tmp, "a"), os.path.join(tmp, "b")])
-    self.assertIn("equal budget: 2.5e+09", table)
-    self.assertRegex(table, r"a \| 20 \| 2e\+09 \| 4.0000")
-    self.assertRegex(table, r"b \| 20 \| 2.5e\+09 \| 4.1000")
-    with self.assertRaisesRegex(FileNotFoundError, "has no eval_results.jsonl"):
-      compare_runs.compare([tmp])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.modeling.models import electra
+from official_rtd.methods import electra
 from official_rtd.training import precision
 from official_rtd.training import trainer as trainer_lib
 from tests.training.test_trainer import TINY, RecordsTestCase, text_trainer

@@ -7,8 +7,8 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd.data import pretraining_data
+from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
 from official_rtd.training import export
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
@@ -94,6 +94,8 @@ class TrainerTest(RecordsTestCase):
     self.assertLess(last["mlm_loss"], first["mlm_loss"] - 1.0, logged)
     self.assertLess(last["rtd_loss"], first["rtd_loss"] - 0.05, logged)
     self.assertEqual(last["step"], 120)
+    # Step-dependent schedules read the optimizer's step.
+    self.assertEqual(int(trainer.model.training_step()), 120)
     # TensorBoard summaries and the export were written.
     self.assertNotEmpty(tf.io.gfile.glob(os.path.join(model_dir, "train", "events.out.*")))
     encoder = export.load_encoder(os.path.join(model_dir, export.EXPORT_DIR))

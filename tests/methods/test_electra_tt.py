@@ -1,10 +1,11 @@
 """ELECTRA-TT: two-tower generator inside ELECTRA; loss and one-pass PLL by direct computation."""
 import math
 
+import numpy as np
 import tensorflow as tf
 
-from official_rtd.modeling.models import electra_tt
-from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
+from official_rtd.methods import electra_tt
+from tests.methods.test_electra import CONFIG, forcing_noise, toy_batch
 
 
 class ElectraTTTest(tf.test.TestCase):
@@ -17,8 +18,19 @@ class ElectraTTTest(tf.test.TestCase):
     losses = model.compute_losses(batch, out)
     mask = batch["input_mask"].numpy()
     cloze = (-out["log_q_data"].numpy() * mask).sum() / mask.sum()
-    self.assertAllClose(losses["cloze_loss"], cloze, rtol=1e-5)
-    self.assertAllClose(losses["total_loss"], cloze + 50 * losses["rtd_loss"], rtol=1e-5)
+    self.assertAllClose(losses["cloze_loss"].value, cloze, rtol=1e-5)
+    # L_Disc from the discriminator's logits on the hand-built corrupted input and hand labels.
+    corrupted = batch["input_word_ids"].numpy().copy()
+    corrupted[0, 2], corrupted[0, 5], corrupted[1, 3] = 11, 30, 40
+    labels = np.zeros([2, 8])
+    labels[0, 5] = labels[1, 3] = 1.0  # position (0, 2) sampled its original: not replaced
+    z = model.rtd_head(model.discriminator(dict(batch, input_word_ids=tf.constant(corrupted)),
+                                           training=False)["sequence_output"]).numpy()
+    z = z.astype(np.float64)
+    bce = np.logaddexp(0.0, z) - labels * z  # sigmoid cross-entropy
+    rtd = (bce * mask).sum() / mask.sum()
+    self.assertAllClose(losses["rtd_loss"].value, rtd, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"].value, cloze + 50 * rtd, rtol=1e-5)
     # ELECTRA's labels: the sample equal to the original (row 0, position 2) is not "replaced".
     self.assertEqual(out["rtd_labels"].numpy()[0, 2], 0.0)
     self.assertEqual(out["rtd_labels"].numpy()[0, 5], 1.0)

@@ -6,12 +6,12 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.modeling.models import electra
-from official_rtd.modeling.models import electra_adversarial
-from official_rtd.modeling.models import mlm
-from official_rtd.tools import run_pretraining
+from official_rtd import gin_config
+from official_rtd.methods import electra
+from official_rtd.methods import electra_adversarial
+from official_rtd.methods import mlm
 from official_rtd.training import trainer as trainer_lib
-from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
+from tests.methods.test_electra import CONFIG, forcing_noise, toy_batch
 from tests.training.test_trainer import TINY, make_records, text_trainer
 
 
@@ -43,11 +43,34 @@ class AdversarialTest(tf.test.TestCase):
     policy = (-log_q * (reward - baseline) * weights).sum() / n
     target = np.exp(-reward)
     baseline_loss = ((softplus(z) - target * z) * weights).sum() / n  # sigmoid cross-entropy
-    self.assertAllClose(losses["policy_loss"], policy, rtol=1e-5)
-    self.assertAllClose(losses["baseline_loss"], baseline_loss, rtol=1e-5)
-    self.assertAllClose(losses["mean_reward"], (reward * weights).sum() / n, rtol=1e-5)
-    self.assertAllClose(losses["total_loss"], policy + 0.25 * losses["mlm_loss"] + baseline_loss
-                        + 50 * losses["rtd_loss"], rtol=1e-5)
+    self.assertAllClose(losses["policy_loss"].value, policy, rtol=1e-5)
+    self.assertAllClose(losses["baseline_loss"].value, baseline_loss, rtol=1e-5)
+    self.assertAllClose(losses["mean_reward"].value, (reward * weights).sum() / n, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"].value, policy + 0.25 * losses["mlm_loss"].value + baseline_loss
+                        + 50 * losses["rtd_loss"].value, rtol=1e-5)
+
+  def test_policy_and_baseline_losses_send_no_gradient_into_the_discriminator(self):
+    for tie in (False, True):
+      model = electra_adversarial.build_adversarial_electra_pretrainer(
+          CONFIG, generator_size=0.5, tie_embeddings=tie)
+      batch = dict(toy_batch(), gumbel_noise=forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]])))
+      with tf.GradientTape(persistent=True) as tape:
+        losses = model.compute_losses(batch, model(batch, training=False))
+      shared = {id(v) for v in model.generator.trainable_variables}  # tied embeddings
+      discriminator = [v for v in model.discriminator.trainable_variables
+                       + model.rtd_head.trainable_variables if id(v) not in shared]
+      self.assertNotEmpty(discriminator)
+      for name, trained in (("policy_loss", model.generator.transformer_layers[0]),
+                            ("baseline_loss", model.baseline_head)):
+        grads = tape.gradient(losses[name].value, discriminator)
+        self.assertTrue(all(g is None or not np.any(tf.convert_to_tensor(g).numpy())
+                            for g in grads), f"{name} reaches the discriminator (tie={tie})")
+        own = tape.gradient(losses[name].value, trained.trainable_variables)
+        self.assertTrue(any(g is not None and np.any(tf.convert_to_tensor(g).numpy())
+                            for g in own), f"{name} trains nothing (tie={tie})")
+      # The discriminator does learn from its own loss.
+      self.assertTrue(any(g is not None for g in tape.gradient(losses["rtd_loss"].value,
+                                                               discriminator)))
 
   def test_policy_gradient_direction(self):
     """The generator's logits move toward samples with reward above the baseline: the policy
@@ -60,7 +83,7 @@ class AdversarialTest(tf.test.TestCase):
     logits = tf.Variable(out["mlm_logits"])
     with tf.GradientTape() as tape:
       losses = model.compute_losses(batch, dict(out, mlm_logits=logits))
-    grad = tape.gradient(losses["policy_loss"], logits).numpy()
+    grad = tape.gradient(losses["policy_loss"].value, logits).numpy()
     rtd = np.take_along_axis(out["rtd_logits"].numpy(), batch["masked_lm_positions"].numpy(), 1)
     kept = np.array([[True, False, True], [False, True, True]])
     reward = np.where(kept, softplus(rtd), softplus(-rtd))
@@ -96,7 +119,7 @@ class TwoStageTest(tf.test.TestCase):
                                  encoder_config=TINY, model_fn=mlm.build_mlm_pretrainer,
                                  log=lambda _: None)
     stage1.train()
-    run_pretraining.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra_two_stage.gin"],
+    gin_config.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra_two_stage.gin"],
                               [f"STAGE1_MODEL_DIR = '{os.path.join(tmp, 'stage1')}'"])
     stage2 = trainer_lib.Trainer(os.path.join(tmp, "stage2"), records,
                                  tf.distribute.get_strategy(), train_config=config,

@@ -13,14 +13,15 @@ import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers
 
+from official_rtd.methods import base
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import base
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.ops import losses as losses_lib
 
 
-class ReplaceMlmPretrainer(electra.ElectraPretrainer):
+class ReplaceMlmPretrainer(objectives.GeneratorDiscriminator):
   """ELECTRA's generator outputs plus `replace_mlm_logits` (`[batch, P, vocab]`), or with
   `all_tokens` `all_tokens_log_probs` (`[batch, seq_len]` log p of the original tokens) and
   `copy_logits` (`[batch, seq_len]`)."""
@@ -51,13 +52,14 @@ class ReplaceMlmPretrainer(electra.ElectraPretrainer):
     return {"all_tokens_log_probs": log_p, "copy_logits": copy_logits}
 
   def compute_losses(self, inputs, outputs):
-    generator = electra.mlm_loss(inputs, outputs["mlm_logits"])
+    generator = objectives.mlm_loss(inputs, outputs["mlm_logits"])
     if self.all_tokens:
-      model = losses_lib.global_weighted_mean(-outputs["all_tokens_log_probs"],
-                                              inputs["input_mask"])
+      model = losses_lib.weighted_mean_loss(-outputs["all_tokens_log_probs"],
+                                            inputs["input_mask"])
     else:
-      model = electra.mlm_loss(inputs, outputs["replace_mlm_logits"])
-    return {"total_loss": generator + model, "mlm_loss": generator, "model_loss": model}
+      model = objectives.mlm_loss(inputs, outputs["replace_mlm_logits"])
+    return {"total_loss": losses_lib.combined_loss(generator.value + model.value, inputs),
+            "mlm_loss": generator, "model_loss": model}
 
   def build_metrics(self):
     m = tf_keras.metrics
@@ -73,6 +75,9 @@ class ReplaceMlmPretrainer(electra.ElectraPretrainer):
   def replaced_token_logits(self, inputs):
     return None
 
+  def exported_heads(self):
+    return super().exported_heads()._replace(rtd_head=None)  # no replaced-token detector
+
   def train_flops_per_example(self, seq_len, num_predictions):
     disc = self.discriminator.config
     predicted = seq_len if self.all_tokens else num_predictions
@@ -81,11 +86,12 @@ class ReplaceMlmPretrainer(electra.ElectraPretrainer):
             + 2.0 * predicted * head)
 
 
+@registry.register("replace_mlm")
 @gin.configurable
 def build_replace_mlm_pretrainer(encoder_config: EncoderConfig, all_tokens: bool = False,
                                  generator_size: float = 0.25, tie_embeddings: bool = True,
                                  temperature: float = 1.0) -> ReplaceMlmPretrainer:
-  generator, discriminator = electra.build_encoders(encoder_config, generator_size,
+  generator, discriminator = objectives.build_encoders(encoder_config, generator_size,
                                                     tie_embeddings=tie_embeddings)
   return ReplaceMlmPretrainer(generator, discriminator, all_tokens=all_tokens,
                               temperature=temperature,

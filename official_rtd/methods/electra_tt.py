@@ -17,16 +17,17 @@ import gin
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.methods import base
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import base
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
 from official_rtd.ops import losses as losses_lib
 
 
-class ElectraTTPretrainer(electra.ElectraPretrainer):
+class ElectraTTPretrainer(objectives.GeneratorDiscriminator):
   """ELECTRA's outputs plus `log_q_data` (`[batch, seq_len]` log q of the original tokens)."""
 
   def __init__(self, generator: TwoTowerClozeModel, discriminator: TransformerEncoder,
@@ -41,14 +42,17 @@ class ElectraTTPretrainer(electra.ElectraPretrainer):
             "log_q_data": tf.gather(log_q, original_ids, batch_dims=2)}
 
   def compute_losses(self, inputs, outputs):
-    cloze = losses_lib.global_weighted_mean(-outputs["log_q_data"], inputs["input_mask"])
-    rtd = electra.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
+    cloze = losses_lib.weighted_mean_loss(-outputs["log_q_data"], inputs["input_mask"])
+    rtd = objectives.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
     # `mlm_loss` is the generator's loss at the masked positions, comparable with ELECTRA's.
-    return {"total_loss": cloze + self.rtd_weight * rtd, "cloze_loss": cloze, "rtd_loss": rtd,
-            "mlm_loss": electra.mlm_loss(inputs, outputs["mlm_logits"])}
+    return {"total_loss": losses_lib.combined_loss(cloze.value + self.rtd_weight * rtd.value,
+                                                   inputs),
+            "cloze_loss": cloze, "rtd_loss": rtd,
+            "mlm_loss": objectives.mlm_loss(inputs, outputs["mlm_logits"])}
 
   def build_metrics(self):
-    return dict(electra.electra_metrics(), cloze_loss=tf_keras.metrics.Mean("cloze_loss"))
+    return dict(objectives.mlm_and_rtd_metrics(),
+                cloze_loss=tf_keras.metrics.Mean("cloze_loss"))
 
   def train_flops_per_example(self, seq_len, num_predictions):
     gen, disc = self.generator.config, self.discriminator.config
@@ -73,6 +77,7 @@ class ElectraTTPretrainer(electra.ElectraPretrainer):
     return base.sum_inner_positions(per_token, input_mask)
 
 
+@registry.register("electra_tt")
 @gin.configurable
 def build_electra_tt_pretrainer(encoder_config: EncoderConfig, generator_size: float = 0.25,
                                 generator_layers: float = 1.0, tie_embeddings: bool = True,

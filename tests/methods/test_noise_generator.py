@@ -7,12 +7,12 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import noise_generator
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import noise_generator
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 from tests.data.test_pretraining_data import read_records, unmask
-from tests.modeling.test_electra import toy_batch
+from tests.methods.test_electra import toy_batch
 from tests.training.test_trainer import make_records
 
 VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
@@ -48,7 +48,7 @@ class NoiseGeneratorTest(tf.test.TestCase):
     batch = toy_batch()
     out = model(batch, training=False)
     losses = model.compute_losses(batch, out)
-    self.assertAllClose(losses["total_loss"], 50.0 * losses["rtd_loss"])
+    self.assertAllClose(losses["total_loss"].value, 50.0 * losses["rtd_loss"].value)
     self.assertNotIn("mlm_loss", losses)
     self.assertEqual(model.trainable_variables, model.discriminator.trainable_variables
                      + model.rtd_head.trainable_variables)
@@ -56,8 +56,7 @@ class NoiseGeneratorTest(tf.test.TestCase):
   def test_trainer_counts_the_records_tokens(self):
     tmp = tempfile.mkdtemp()
     records = make_records(os.path.join(tmp, "records"), paragraphs=40)
-    gin.bind_parameter("pretraining_model.model_fn",
-                       noise_generator.build_noise_generator_electra)
+    gin.bind_parameter("pretraining_model.method", "electra_noise_generator")
     trainer = trainer_lib.Trainer(
         os.path.join(tmp, "run"), records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=2,

@@ -6,12 +6,12 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import teams
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import teams
 from official_rtd.ops import sampling
 from official_rtd.training import export
 from tests import testutil
-from tests.modeling.test_electra import forcing_noise, toy_batch
+from tests.methods.test_electra import forcing_noise, toy_batch
 from tests.training.test_trainer import make_records, text_trainer
 
 VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
@@ -112,8 +112,8 @@ class TeamsModelTest(tf.test.TestCase):
     log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     weights = batch["masked_lm_weights"].numpy()
     mws = -(log_p[..., 0] * weights).sum() / weights.sum()
-    self.assertAllClose(losses["mws_loss"], mws, rtol=1e-5)
-    self.assertAllClose(losses["total_loss"], losses["mlm_loss"] + 5 * losses["rtd_loss"] + 2 * mws,
+    self.assertAllClose(losses["mws_loss"].value, mws, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"].value, losses["mlm_loss"].value + 5 * losses["rtd_loss"].value + 2 * mws,
                         rtol=1e-5)
     # The MWS logit is e(c)ᵀ f(h) + b_c: recompute for one candidate by hand.
     sequence = model.discriminator(dict(batch, input_word_ids=out["corrupted_ids"]),

@@ -5,10 +5,10 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.modeling.models import script
+from official_rtd.methods import script
 from official_rtd.ops import sampling
-from tests.modeling.test_electra import CONFIG, assert_samples_follow_mlm, forcing_noise
-from tests.modeling.test_electra import goodness_of_fit, toy_batch
+from tests.methods.test_electra import CONFIG, assert_samples_follow_mlm, forcing_noise
+from tests.methods.test_electra import goodness_of_fit, toy_batch
 from tests.training.test_trainer import make_records, text_trainer
 
 
@@ -64,8 +64,8 @@ class ScriptModelTest(tf.test.TestCase):
     mask = batch["input_mask"].numpy()
     per = np.where(negative == 1, -out["log_p_negative"].numpy(), -out["log_p_positive"].numpy())
     critic = (per * mask).sum() / mask.sum()
-    self.assertAllClose(losses["critic_loss"], critic, rtol=1e-5)
-    self.assertAllClose(losses["total_loss"], losses["mlm_loss"] + 50 * critic, rtol=1e-5)
+    self.assertAllClose(losses["critic_loss"].value, critic, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"].value, losses["mlm_loss"].value + 50 * critic, rtol=1e-5)
 
   def test_no_gradient_through_the_sampled_tokens(self):
     """L_Disc reaches the weights only through the critic pass: its gradient with respect to the
@@ -75,8 +75,8 @@ class ScriptModelTest(tf.test.TestCase):
     with tf.GradientTape(persistent=True) as tape:
       out = model(batch, training=False)
       losses = model.compute_losses(batch, out)
-    self.assertIsNone(tape.gradient(losses["critic_loss"], out["mlm_logits"]))
-    grads = tape.gradient(losses["critic_loss"], model.encoder.trainable_variables)
+    self.assertIsNone(tape.gradient(losses["critic_loss"].value, out["mlm_logits"]))
+    grads = tape.gradient(losses["critic_loss"].value, model.encoder.trainable_variables)
     self.assertTrue(any(g is not None for g in grads))  # the critic pass trains the encoder
 
   def test_one_pass_pll(self):

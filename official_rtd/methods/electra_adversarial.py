@@ -24,13 +24,14 @@ import gin
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.ops import losses as losses_lib
 
 
-class AdversarialElectraPretrainer(electra.ElectraPretrainer):
+class AdversarialElectraPretrainer(objectives.GeneratorDiscriminator):
   """ELECTRA's outputs plus `baseline_logits` (`[batch, P]`, wᵀh_q at the masked positions)."""
 
   def __init__(self, generator, discriminator, adversarial_weight: float = 1.0,
@@ -51,7 +52,7 @@ class AdversarialElectraPretrainer(electra.ElectraPretrainer):
             "baseline_logits": tf.cast(tf.squeeze(self.baseline_head(h_q), -1), tf.float32)}
 
   def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
-    losses = electra.electra_losses(inputs, outputs, self.rtd_weight)
+    losses = objectives.mlm_and_rtd_losses(inputs, outputs, self.rtd_weight)
     weights = inputs["masked_lm_weights"]
     positions = inputs["masked_lm_positions"]
     rtd_logits = tf.gather(outputs["rtd_logits"], positions, batch_dims=1)   # [batch, P]
@@ -63,32 +64,32 @@ class AdversarialElectraPretrainer(electra.ElectraPretrainer):
     baseline = tf.nn.softplus(-z)                                             # −log sigmoid(z)
     log_q = tf.gather(tf.nn.log_softmax(outputs["mlm_logits"] / self.temperature),
                       outputs["sampled_ids"], batch_dims=2)                   # log q(x̂_t)
-    policy = losses_lib.global_weighted_mean(
-        -log_q * tf.stop_gradient(reward - baseline), weights)
-    baseline_loss = losses_lib.global_weighted_mean(
+    policy = losses_lib.weighted_mean_loss(-log_q * tf.stop_gradient(reward - baseline), weights)
+    baseline_loss = losses_lib.weighted_mean_loss(
         tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.exp(-reward), logits=z), weights)
-    losses.update(
-        total_loss=(self.adversarial_weight * policy + self.mle_weight * losses["mlm_loss"]
-                    + baseline_loss + self.rtd_weight * losses["rtd_loss"]),
-        policy_loss=policy, baseline_loss=baseline_loss,
-        mean_reward=tf.stop_gradient(losses_lib.global_weighted_mean(reward, weights)))
+    total = (self.adversarial_weight * policy.value + self.mle_weight * losses["mlm_loss"].value
+             + baseline_loss.value + self.rtd_weight * losses["rtd_loss"].value)
+    losses.update(total_loss=losses_lib.combined_loss(total, inputs), policy_loss=policy,
+                  baseline_loss=baseline_loss,
+                  mean_reward=losses_lib.weighted_mean_loss(reward, weights))
     return losses
 
   def build_metrics(self):
-    metrics = electra.electra_metrics()
+    metrics = objectives.mlm_and_rtd_metrics()
     for name in ("policy_loss", "baseline_loss", "mean_reward"):
       metrics[name] = tf_keras.metrics.Mean(name)
     return metrics
 
 
+@registry.register("electra_adversarial")
 @gin.configurable
 def build_adversarial_electra_pretrainer(
     encoder_config: EncoderConfig, generator_size: float = 0.25, generator_layers: float = 1.0,
     tie_embeddings: bool = True, temperature: float = 1.0, rtd_weight: float = 50.0,
     adversarial_weight: float = 1.0, mle_weight: float = 0.0) -> AdversarialElectraPretrainer:
-  """ELECTRA's encoders (see `electra.build_electra_pretrainer`) with a REINFORCE-trained
+  """ELECTRA's encoders (see `objectives.build_encoders`) with a REINFORCE-trained
   generator; `mle_weight` mixes in its maximum-likelihood loss."""
-  generator, discriminator = electra.build_encoders(encoder_config, generator_size,
+  generator, discriminator = objectives.build_encoders(encoder_config, generator_size,
                                                     generator_layers, tie_embeddings)
   return AdversarialElectraPretrainer(
       generator, discriminator, adversarial_weight=adversarial_weight, mle_weight=mle_weight,

@@ -9,11 +9,11 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.modeling.models import amos
+from official_rtd.methods import amos
 from official_rtd.ops import gradient_reversal
 from official_rtd.ops import sampling
 from tests import testutil
-from tests.modeling.test_electra import CONFIG, VOCAB, toy_batch
+from tests.methods.test_electra import CONFIG, VOCAB, toy_batch
 from tests.training.test_trainer import make_records, text_trainer
 
 
@@ -31,6 +31,16 @@ def build(config=CONFIG, **kwargs):
   model = amos.build_amos_pretrainer(config, **values)
   model(toy_batch(), training=False)
   return model
+
+
+def mean_nll(logits, batch):
+  """−log softmax(logits) of the masked-LM targets, averaged over the real masked positions."""
+  logits = np.asarray(logits, np.float64)
+  log_p = logits - logits.max(-1, keepdims=True)
+  log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+  nll = -np.take_along_axis(log_p, batch["masked_lm_ids"].numpy()[..., None], -1)[..., 0]
+  weights = batch["masked_lm_weights"].numpy()
+  return (nll * weights).sum() / weights.sum()
 
 
 def variables_named(model, part):
@@ -78,6 +88,22 @@ class AmosGradientTest(tf.test.TestCase):
     # The mixture's logits are Σ_d γ_d · logits_d.
     self.assertAllClose(out["mlm_logits"], tf.einsum("bpk,kbpv->bpv", out["mixture_weights"],
                                                      out["depth_mlm_logits"]), atol=1e-5)
+    # Independently: f^(d) is generator layer d's output at the masked positions, γ =
+    # softmax_d(vᵀ f^(d)) (eq. 3), and each head's MLM loss is its own cross-entropy (eq. 2).
+    batch = fixed_noise_batch()
+    layers = model.generator(batch, training=False)["encoder_outputs"]
+    positions = batch["masked_lm_positions"].numpy()
+    v = model.mixture_scorer.kernel.numpy()[:, 0]
+    scores = np.stack([np.take_along_axis(layers[d - 1].numpy(), positions[..., None], 1) @ v
+                       for d in (1, 2, 3)], -1)                              # [batch, P, K]
+    gamma = np.exp(scores - scores.max(-1, keepdims=True))
+    gamma /= gamma.sum(-1, keepdims=True)
+    self.assertAllClose(out["mixture_weights"], gamma, atol=1e-5)
+    losses = model.compute_losses(batch, out)
+    for d in (1, 2, 3):
+      logits = model.masked_lm(layers[d - 1], batch["masked_lm_positions"])
+      self.assertAllClose(losses[f"mlm_loss_layer_{d}"].value, mean_nll(logits, batch),
+                          rtol=1e-5)
 
   def test_v_ascends_the_discriminator_loss(self):
     """With the soft relaxation (differentiable forward), the gradient of the total loss reaching v
@@ -90,7 +116,7 @@ class AmosGradientTest(tf.test.TestCase):
     original = v.numpy()
     with tf.GradientTape() as tape:
       losses = self._losses(model, batch)
-    grad = tape.gradient(losses["total_loss"], v).numpy()
+    grad = tape.gradient(losses["total_loss"].value, v).numpy()
     self.assertGreater(np.abs(grad).max(), 1e-6)
     numeric = np.zeros_like(original)
     eps = 1e-2
@@ -100,7 +126,7 @@ class AmosGradientTest(tf.test.TestCase):
         shifted = original.copy()
         shifted[index] += sign * eps
         v.assign(shifted)
-        values.append(float(self._losses(model, batch)["rtd_loss"]))
+        values.append(float(self._losses(model, batch)["rtd_loss"].value))
       numeric[index] = (values[0] - values[1]) / (2 * eps)
     v.assign(original)
     self.assertAllClose(grad, -50.0 * numeric, rtol=0.05, atol=1e-4)
@@ -113,18 +139,18 @@ class AmosGradientTest(tf.test.TestCase):
       losses = self._losses(model, batch)
     head = variables_named(model, "generator_masked_lm")
     self.assertNotEmpty(head)
-    grads = tape.gradient(losses["rtd_loss"], head)
+    grads = tape.gradient(losses["rtd_loss"].value, head)
     self.assertTrue(all(g is None or not np.any(g.numpy()) for g in grads))
     # ... while the hard (straight-through) path does reach v, reversed.
     with tf.GradientTape() as tape:
       losses = self._losses(model, batch)
     (v,) = variables_named(model, "mixture_v")
-    self.assertGreater(np.abs(tape.gradient(losses["rtd_loss"], v).numpy()).max(), 0.0)
+    self.assertGreater(np.abs(tape.gradient(losses["rtd_loss"].value, v).numpy()).max(), 0.0)
     # With "+ adv. MLM" the heads do get a (reversed, scaled) share.
     model = build(adversarial_mlm_scale=0.1)
     with tf.GradientTape() as tape:
       losses = self._losses(model, batch)
-    grads = tape.gradient(losses["rtd_loss"], variables_named(model, "generator_masked_lm"))
+    grads = tape.gradient(losses["rtd_loss"].value, variables_named(model, "generator_masked_lm"))
     self.assertTrue(any(g is not None and np.any(g.numpy()) for g in grads))
 
   def test_stop_gradient_between_blocks(self):
@@ -136,14 +162,14 @@ class AmosGradientTest(tf.test.TestCase):
         losses = self._losses(model, batch)
       layer_0 = variables_named(model, "generator/transformer/layer_0/")
       self.assertNotEmpty(layer_0)
-      grads = tape.gradient(losses["mlm_loss_layer_3"], layer_0)
+      grads = tape.gradient(losses["mlm_loss_layer_3"].value, layer_0)
       has_gradient = any(g is not None and np.any(g.numpy()) for g in grads)
       self.assertEqual(has_gradient, expect_gradient, stop)
       # The first head's own loss does train block 1.
       if stop:
         with tf.GradientTape() as tape:
           losses = self._losses(model, batch)
-        grads = tape.gradient(losses["mlm_loss_layer_1"], layer_0)
+        grads = tape.gradient(losses["mlm_loss_layer_1"].value, layer_0)
         self.assertTrue(all(g is not None for g in grads))
 
   def test_losses_and_discriminator_input(self):
@@ -151,8 +177,14 @@ class AmosGradientTest(tf.test.TestCase):
     batch = fixed_noise_batch()
     out = model(batch, training=False)
     losses = model.compute_losses(batch, out)
-    self.assertAllClose(losses["mlm_loss"], sum(losses[f"mlm_loss_layer_{d}"] for d in (1, 2, 3)))
-    self.assertAllClose(losses["total_loss"], losses["mlm_loss"] + 50 * losses["rtd_loss"])
+    # mlm_loss (and so mlm_perplexity) is the mixture's cross-entropy, not the sum over heads.
+    self.assertAllClose(losses["mlm_loss"].value, mean_nll(out["mlm_logits"], batch), rtol=1e-5)
+    self.assertEqual(float(losses["mlm_loss"].weight), batch["masked_lm_weights"].numpy().sum())
+    # eq. 2: the generator's loss is the sum over its heads; what is minimised with λ·L_Disc.
+    self.assertAllClose(losses["generator_loss"].value,
+                        sum(losses[f"mlm_loss_layer_{d}"].value for d in (1, 2, 3)))
+    self.assertAllClose(losses["total_loss"].value,
+                        losses["generator_loss"].value + 50 * losses["rtd_loss"].value)
     # The samples are Gumbel-max draws from the mixture and land at the masked positions.
     expected = np.argmax(tf.nn.log_softmax(out["mlm_logits"]).numpy()
                          + batch["gumbel_noise"].numpy(), -1)
@@ -182,8 +214,14 @@ class AmosGradientTest(tf.test.TestCase):
     self.assertAllClose(tf.reduce_sum(random, -1), np.ones([2, 3]))
     self.assertAllEqual(tf.reduce_max(random, -1), np.ones([2, 3]))
     model = build(mixture="layer_switch", layer_switch_steps=(2, 4))
-    chosen = [int(tf.argmax(model(batch, training=True)["mixture_weights"][0, 0]))
-              for _ in range(6)]
+    step = tf.Variable(0, dtype=tf.int64)  # the optimizer's step, as the trainer binds it
+    model.bind_step(lambda: step)
+    chosen = []
+    for s in range(6):
+      step.assign(s)
+      for _ in range(3):  # several forward passes in one optimizer step do not move the switch
+        weights = model(batch, training=True)["mixture_weights"]
+      chosen.append(int(tf.argmax(weights[0, 0])))
     self.assertEqual(chosen, [0, 0, 1, 1, 2, 2])
     with self.assertRaisesRegex(ValueError, "needs 2 layer_switch_steps"):
       build(mixture="layer_switch")

@@ -7,10 +7,9 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.finetune import glue
+from official_rtd import gin_config
+from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
-from official_rtd.tools import run_pretraining
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
@@ -67,7 +66,7 @@ class AleModelTest(tf.test.TestCase):
   def test_gin_files(self):
     gin.clear_config()
     try:
-      run_pretraining.parse_gin(["gin/models/ale_small.gin", "gin/tasks/ale.gin"], [])
+      gin_config.parse_gin(["gin/models/ale_small.gin", "gin/tasks/ale.gin"], [])
       self.assertTrue(EncoderConfig().share_layers)
       self.assertEqual(EncoderConfig().embedding_size, 128)
       optimizer = optimization.OptimizerConfig()
@@ -93,16 +92,7 @@ class AleTrainingTest(tf.test.TestCase):
     trainer.train()
     self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.3, logged)
     self.assertLess(logged[-1]["rtd_loss"], logged[0]["rtd_loss"], logged)
-    glue_dir = os.path.join(testutil.SHARED_DATA, "glue", "RTE")
-    reason = testutil.missing_data_reason(glue_dir)
-    if reason:
-      self.skipTest(reason)
-    summary = glue.GlueRunner(glue.GlueConfig(
-        task="rte", init_checkpoint=os.path.join(tmp, "ale", "export"),
-        model_dir=os.path.join(tmp, "rte"), data_dir=glue_dir, max_seq_length=64,
-        max_train_examples=64, num_train_epochs=1, train_batch_size=16), log=lambda _: None).run()
-    self.assertBetween(summary["median"]["dev"]["accuracy"], 0.0, 1.0)
-    self.assertEqual(summary["trials"][0]["train_steps"], 4)
+    testutil.fine_tune_rte(self, os.path.join(tmp, "ale", "export"), os.path.join(tmp, "rte"))
 
 
 if __name__ == "__main__":

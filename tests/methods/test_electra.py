@@ -10,8 +10,8 @@ from official.nlp.modeling.models import electra_pretrainer as mg_electra_pretra
 from official.nlp.tasks import electra_task as mg_electra_task
 
 from official_rtd.interop import model_garden
+from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks import transformer_encoder
 
 VOCAB = 50
@@ -109,16 +109,16 @@ class ElectraLossTest(tf.test.TestCase):
     per_position = -(y * np.log(1 / (1 + np.exp(-z))) + (1 - y) * np.log(1 - 1 / (1 + np.exp(-z))))
     mask = batch["input_mask"].numpy()
     rtd = (per_position * mask).sum() / mask.sum()
-    self.assertAllClose(losses["mlm_loss"], mlm, rtol=1e-5)
-    self.assertAllClose(losses["rtd_loss"], rtd, rtol=1e-5)
-    self.assertAllClose(losses["total_loss"], mlm + 50.0 * rtd, rtol=1e-5)
+    self.assertAllClose(losses["mlm_loss"].value, mlm, rtol=1e-5)
+    self.assertAllClose(losses["rtd_loss"].value, rtd, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"].value, mlm + 50.0 * rtd, rtol=1e-5)
 
   def test_no_discriminator_gradient_reaches_the_generator(self):
     model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, tie_embeddings=False)
     batch = toy_batch()
     with tf.GradientTape() as tape:
       outputs = model(batch, training=True)
-      rtd = model.compute_losses(batch, outputs)["rtd_loss"]
+      rtd = model.compute_losses(batch, outputs)["rtd_loss"].value
     grads = tape.gradient(rtd, model.generator.trainable_variables)
     self.assertTrue(all(g is None for g in grads))
 
@@ -172,7 +172,8 @@ class ElectraTyingTest(tf.test.TestCase):
       electra.build_electra_pretrainer(CONFIG, generator_size=0.5, tie_all=True)
 
 
-def _copy_encoder(mg_encoder, ours: transformer_encoder.TransformerEncoder, embeddings=True):
+def copy_encoder_to_model_garden(mg_encoder, ours: transformer_encoder.TransformerEncoder,
+                                 embeddings=True):
   """Gives Model Garden's BertEncoder our encoder's weights."""
   if embeddings:
     for mg_layer, layer in [(mg_encoder._embedding_layer, ours.embeddings.word_embeddings),
@@ -212,9 +213,9 @@ class ModelGardenParityTest(tf.test.TestCase):
         num_token_predictions=3, mlm_activation=transformer_encoder.gelu,
         mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
     mg_model(batch)  # build
-    _copy_encoder(mg_disc, ours.discriminator)
+    copy_encoder_to_model_garden(mg_disc, ours.discriminator)
     # Model Garden can tie only the token embeddings: give its generator copies of the shared rest.
-    _copy_encoder(mg_gen, ours.generator, embeddings=False)
+    copy_encoder_to_model_garden(mg_gen, ours.generator, embeddings=False)
     for name in ("_position_embedding_layer", "_type_embedding_layer", "_embedding_norm_layer"):
       getattr(mg_gen, name).set_weights(getattr(mg_disc, name).get_weights())
     mg_model.masked_lm.set_weights(ours.masked_lm.get_weights())
@@ -238,9 +239,9 @@ class ModelGardenParityTest(tf.test.TestCase):
     metrics = task.build_metrics()
     mg_total = task.build_losses(batch, mg_out, metrics)
     by_name = {m.name: m.result() for m in metrics}
-    self.assertAllClose(by_name["lm_example_loss"], ours_losses["mlm_loss"], rtol=1e-5)
-    self.assertAllClose(by_name["discriminator_loss"], ours_losses["rtd_loss"], rtol=1e-5)
-    self.assertAllClose(mg_total, ours_losses["total_loss"], rtol=1e-5)
+    self.assertAllClose(by_name["lm_example_loss"], ours_losses["mlm_loss"].value, rtol=1e-5)
+    self.assertAllClose(by_name["discriminator_loss"], ours_losses["rtd_loss"].value, rtol=1e-5)
+    self.assertAllClose(mg_total, ours_losses["total_loss"].value, rtol=1e-5)
 
 
 if __name__ == "__main__":

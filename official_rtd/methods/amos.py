@@ -17,8 +17,14 @@ and the generator body under f^(d) ascend L_DISC while the h^(d) (and the MLM he
 get none of it (`adversarial_mlm_scale` > 0 lets a reversed, scaled share reach them: Table 4's
 "+ adv. MLM"). The generator runs without dropout; the discriminator is ELECTRA's (RTD, λ = 50).
 
+Losses: `generator_loss` is eq. 2's Σ_d (what is minimised, with `mlm_loss_layer_<d>` each term);
+`mlm_loss` is the cross-entropy of the mixture p_MLM(x_t | h̄) the replacements are drawn from (the
+figure comparable with ELECTRA's generator loss, and what `mlm_perplexity` and `mlm_accuracy`
+describe); it is reported, not trained.
+
 Table 4 ablations: `mixture="random_layer"` (one head per position, uniformly), `"layer_switch"`
-(d_1 → d_2 → … at `layer_switch_steps`), `"average"` (γ uniform, no adversarial training);
+(d_1 → d_2 → … at `layer_switch_steps` optimizer steps, read from the trainer's optimizer),
+`"average"` (γ uniform, no adversarial training);
 `stop_gradient_between_blocks=False`; a single head (`mlm_layers=(4,)`) is the single-generator
 baseline. Table 4's "separate MLM generators" variant is not implemented. The paper's T5 relative
 positions are an encoder option (`EncoderConfig.position_embedding = "t5_relative"`, on in
@@ -31,18 +37,21 @@ import gin
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.ops import gradient_reversal
+from official_rtd.ops import losses as losses_lib
 from official_rtd.ops import sampling
+from official_rtd.ops.losses import Loss
 
 MIXTURES = ("adversarial", "average", "random_layer", "layer_switch")
 LAYER_SALT = 1  # random_layer's choice is independent of the Gumbel noise
 
 
-class AmosPretrainer(electra.ElectraPretrainer):
+class AmosPretrainer(objectives.GeneratorDiscriminator):
   """`call` returns ELECTRA's outputs (`mlm_logits` are the mixture's, `[batch, P, vocab]`) plus
   `depth_mlm_logits` (`[K, batch, P, vocab]`, one per head) and `mixture_weights` γ
   (`[batch, P, K]`)."""
@@ -75,11 +84,8 @@ class AmosPretrainer(electra.ElectraPretrainer):
     # e.g. for gradient checks); True is the paper's hard sample.
     self.straight_through = straight_through
     self.mixture_scorer = tf_keras.layers.Dense(1, use_bias=False, name="mixture_v")  # v
-    self.train_step_counter = tf.Variable(
-        0, trainable=False, dtype=tf.int64, name="amos_step",
-        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
-  def mixture_weights(self, f, training=None, seed=None):
+  def mixture_weights(self, f, seed=None):
     """γ: `[batch, P, K]` from the heads' inputs f (`[K, batch, P, hidden]`), rows sum to 1."""
     k = len(self.mlm_layers)
     scores = tf.transpose(tf.cast(tf.squeeze(self.mixture_scorer(f), -1), tf.float32), [1, 2, 0])
@@ -93,10 +99,8 @@ class AmosPretrainer(electra.ElectraPretrainer):
                                             dtype=tf.int32)
                 if seed is not None else tf.random.uniform(shape, maxval=k, dtype=tf.int32))
     else:  # layer_switch: head j once training has passed j switch steps
-      if training:
-        self.train_step_counter.assign_add(1)
       passed = tf.reduce_sum(tf.cast(
-          self.train_step_counter > tf.constant(self.layer_switch_steps, tf.int64), tf.int32))
+          self.training_step() >= tf.constant(self.layer_switch_steps, tf.int64), tf.int32))
       choice = tf.fill(tf.shape(scores)[:2], passed)
     return tf.one_hot(choice, k, dtype=tf.float32)
 
@@ -111,7 +115,7 @@ class AmosPretrainer(electra.ElectraPretrainer):
     depth_logits = tf.stack([tf.cast(self.masked_lm(layer_outputs[d - 1], positions), tf.float32)
                              for d in self.mlm_layers])                       # [K, batch, P, V]
     seed = inputs.get("sampling_seed")
-    gamma = self.mixture_weights(f, training, seed)                           # [batch, P, K]
+    gamma = self.mixture_weights(f, seed)                                     # [batch, P, K]
     # eq. 3 over logits; γ carries the reversed discriminator gradient, the heads none (or a
     # reversed, scaled share with adversarial_mlm_scale).
     mixed_logits = tf.einsum(
@@ -145,19 +149,23 @@ class AmosPretrainer(electra.ElectraPretrainer):
     outputs.update(self.discriminator_heads(discriminator_output, inputs, outputs, training))
     return outputs
 
-  def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
-    depth_losses = [electra.mlm_loss(inputs, logits) for logits in
+  def compute_losses(self, inputs, outputs) -> Dict[str, Loss]:
+    depth_losses = [objectives.mlm_loss(inputs, logits) for logits in
                     tf.unstack(outputs["depth_mlm_logits"], num=len(self.mlm_layers))]
-    generator = tf.add_n(depth_losses)                                        # eq. 2
-    rtd = electra.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
-    losses = {"total_loss": generator + self.rtd_weight * rtd, "mlm_loss": generator,
-              "rtd_loss": rtd}
+    generator = Loss(tf.add_n([loss.value for loss in depth_losses]),        # eq. 2
+                     depth_losses[0].weight)
+    rtd = objectives.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
+    losses = {"total_loss": losses_lib.combined_loss(generator.value + self.rtd_weight * rtd.value,
+                                                     inputs),
+              "generator_loss": generator, "rtd_loss": rtd,
+              "mlm_loss": objectives.mlm_loss(inputs, outputs["mlm_logits"])}
     for d, loss in zip(self.mlm_layers, depth_losses):
       losses[f"mlm_loss_layer_{d}"] = loss
     return losses
 
   def build_metrics(self):
-    metrics = electra.electra_metrics()
+    metrics = dict(objectives.mlm_and_rtd_metrics(),
+                   generator_loss=tf_keras.metrics.Mean("generator_loss"))
     for d in self.mlm_layers:
       metrics[f"mlm_loss_layer_{d}"] = tf_keras.metrics.Mean(f"mlm_loss_layer_{d}")
       metrics[f"mixture_weight_layer_{d}"] = tf_keras.metrics.Mean(f"mixture_weight_layer_{d}")
@@ -179,6 +187,7 @@ class AmosPretrainer(electra.ElectraPretrainer):
     return 2.0 * forward
 
 
+@registry.register("amos")
 @gin.configurable
 def build_amos_pretrainer(encoder_config: EncoderConfig, mlm_layers: Sequence[int] = (4, 6, 8),
                           generator_size: float = 1.0, mixture: str = "adversarial",

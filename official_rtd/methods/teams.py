@@ -25,9 +25,10 @@ import gin
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.mws_head import MultiWordSelectionHead
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.ops import losses as losses_lib
@@ -37,7 +38,7 @@ TASK_HEADS = ("attention", "attention_last", "ffn")
 CANDIDATE_SALT = 1  # the candidates' noise is independent of the replacement sample's
 
 
-class TeamsPretrainer(electra.ElectraPretrainer):
+class TeamsPretrainer(objectives.GeneratorDiscriminator):
   """ELECTRA's outputs plus `candidates` (`[batch, P, K+1]`, original first) and `mws_logits`
   (`[batch, P, K+1]`)."""
 
@@ -55,6 +56,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     self.candidate_mode = candidate_mode
     self.task_heads = task_heads
     self.mws_weight = mws_weight
+    self.export_branch = export_branch
     task_layer = lambda name: transformer_encoder.transformer_block(
         config, name, position_bias=discriminator.position_bias)
     self.mws_layer = None if task_heads == "ffn" else task_layer("mws_task_layer")
@@ -101,27 +103,35 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     return heads
 
   def compute_losses(self, inputs, outputs):
-    losses = electra.electra_losses(inputs, outputs, self.rtd_weight)
+    losses = objectives.mlm_and_rtd_losses(inputs, outputs, self.rtd_weight)
     # eq. 8: the original is candidate 0.
     per_position = -tf.nn.log_softmax(outputs["mws_logits"], axis=-1)[..., 0]
-    mws = losses_lib.global_weighted_mean(per_position, inputs["masked_lm_weights"])
+    mws = losses_lib.weighted_mean_loss(per_position, inputs["masked_lm_weights"])
     losses["mws_loss"] = mws
-    losses["total_loss"] += self.mws_weight * mws
+    losses["total_loss"] = losses_lib.combined_loss(  # eq. 9
+        losses["total_loss"].value + self.mws_weight * mws.value, inputs)
     return losses
 
   def build_metrics(self):
     m = tf_keras.metrics
-    return dict(electra.electra_metrics(), mws_loss=m.Mean("mws_loss"),
+    return dict(objectives.mlm_and_rtd_metrics(), mws_loss=m.Mean("mws_loss"),
                 mws_accuracy=m.Mean("mws_accuracy"))
 
   def update_metrics(self, metrics, inputs, outputs, losses):
-    electra.update_electra_metrics(metrics, inputs, outputs, losses)
+    objectives.update_mlm_and_rtd_metrics(metrics, inputs, outputs, losses)
     correct = tf.cast(tf.equal(tf.argmax(outputs["mws_logits"], -1), 0), tf.float32)
     metrics["mws_accuracy"].update_state(correct, sample_weight=inputs["masked_lm_weights"])
 
   @property
   def exported_encoder(self):
     return self._export
+
+  def exported_heads(self):
+    heads = super().exported_heads()
+    # The RTD head belongs to an export whose output is its input: the RTD branch, or (FFN task
+    # heads) the plain discriminator.
+    reads_export = self.export_branch == "rtd" or self.mws_layer is None
+    return heads if reads_export else heads._replace(rtd_head=None)
 
   def replaced_token_logits(self, inputs):
     layers = self.discriminator(inputs, training=False)["encoder_outputs"]
@@ -138,6 +148,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     return super().train_flops_per_example(seq_len, num_predictions) + 2.0 * (extra + mws)
 
 
+@registry.register("teams", needs=("vocab",))
 @gin.configurable
 def build_teams_pretrainer(encoder_config: EncoderConfig, vocab=None,
                            generator_layers: float = 0.5, num_shared_generator_layers=None,

@@ -10,10 +10,11 @@ import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers
 
+from official_rtd.methods import base
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import base
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 
@@ -34,7 +35,7 @@ class MlmPretrainer(base.PretrainingModel):
                                   tf.float32)}
 
   def compute_losses(self, inputs, outputs):
-    loss = electra.mlm_loss(inputs, outputs["mlm_logits"])
+    loss = objectives.mlm_loss(inputs, outputs["mlm_logits"])
     return {"total_loss": loss, "mlm_loss": loss}
 
   def build_metrics(self):
@@ -57,10 +58,11 @@ class MlmPretrainer(base.PretrainingModel):
         c.hidden_size, c.embedding_size, c.vocab_size, num_predictions))
 
   def pseudo_log_likelihood(self, input_word_ids, input_mask, input_type_ids, mask_id):
-    return electra.masked_lm_pll(self.encoder, self.masked_lm, input_word_ids, input_mask,
+    return objectives.masked_lm_pll(self.encoder, self.masked_lm, input_word_ids, input_mask,
                                  input_type_ids, mask_id)
 
 
+@registry.register("mlm")
 @gin.configurable
 def build_mlm_pretrainer(encoder_config: EncoderConfig) -> MlmPretrainer:
   return MlmPretrainer(TransformerEncoder(encoder_config, name="encoder"), name="mlm")

@@ -25,14 +25,16 @@ import gin
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.methods import base
+from official_rtd.methods import registry
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import base
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
 from official_rtd.ops import losses as losses_lib
 from official_rtd.ops import sampling
+from official_rtd.ops.losses import Loss
 
 
 class ElectricPretrainer(base.PretrainingModel):
@@ -80,7 +82,7 @@ class ElectricPretrainer(base.PretrainingModel):
             "is_noise": is_noise, "energy": energy, "log_q_noised": log_q_noised,
             "nce_logits": nce_logits, "original_ids": original}
 
-  def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
+  def compute_losses(self, inputs, outputs) -> Dict[str, Loss]:
     return electric_losses(inputs, outputs, self.nce_weight)
 
   def build_metrics(self):
@@ -126,15 +128,17 @@ class ElectricPretrainer(base.PretrainingModel):
     return base.sum_inner_positions(-energy, input_mask)
 
 
-def electric_losses(inputs, outputs, nce_weight: float) -> Dict[str, tf.Tensor]:
+def electric_losses(inputs, outputs, nce_weight: float) -> Dict[str, Loss]:
   mask = inputs["input_mask"]
-  cloze = losses_lib.global_weighted_mean(-outputs["log_q_data"], mask)
+  cloze = losses_lib.weighted_mean_loss(-outputs["log_q_data"], mask)
   per_position = tf.nn.sigmoid_cross_entropy_with_logits(
       labels=1.0 - outputs["is_noise"], logits=outputs["nce_logits"])
-  nce = losses_lib.global_weighted_mean(per_position, mask)
-  return {"total_loss": cloze + nce_weight * nce, "cloze_loss": cloze, "nce_loss": nce}
+  nce = losses_lib.weighted_mean_loss(per_position, mask)
+  return {"total_loss": losses_lib.combined_loss(cloze.value + nce_weight * nce.value, inputs),
+          "cloze_loss": cloze, "nce_loss": nce}
 
 
+@registry.register("electric")
 @gin.configurable
 def build_electric_pretrainer(encoder_config: EncoderConfig, generator_size: float = 0.25,
                               generator_layers: float = 1.0, tie_embeddings: bool = True,

@@ -6,10 +6,12 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.methods import electric
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electric
 from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
-from tests.modeling.test_electra import CONFIG, forcing_noise, toy_batch
+from official_rtd.training import export
+from tests import testutil
+from tests.methods.test_electra import CONFIG, forcing_noise, toy_batch
 from tests.training.test_trainer import make_records, text_trainer
 
 
@@ -68,9 +70,9 @@ class ElectricLossTest(tf.test.TestCase):
     per_position = np.where(is_noise == 1, -np.log(1 - d), -np.log(d))
     nce = (per_position * mask).sum() / mask.sum()
     cloze = (-log_q_data * mask).sum() / mask.sum()
-    self.assertAllClose(losses["nce_loss"], nce, rtol=1e-5)
-    self.assertAllClose(losses["cloze_loss"], cloze, rtol=1e-5)
-    self.assertAllClose(losses["total_loss"], cloze + 50 * nce, rtol=1e-5)
+    self.assertAllClose(losses["nce_loss"].value, nce, rtol=1e-5)
+    self.assertAllClose(losses["cloze_loss"].value, cloze, rtol=1e-5)
+    self.assertAllClose(losses["total_loss"].value, cloze + 50 * nce, rtol=1e-5)
     self.assertAllEqual(out["noised_ids"], noised)
     self.assertAllClose(out["log_q_noised"], log_q_noised, atol=1e-5)
 
@@ -121,6 +123,12 @@ class ElectricTrainingTest(tf.test.TestCase):
     real, shuffled_scores = np.concatenate(real), np.concatenate(shuffled_scores)
     self.assertGreater(np.mean(real - shuffled_scores), 0.0)
     self.assertGreater(np.mean(real > shuffled_scores), 0.8, (real, shuffled_scores))
+    # §5.4.4: the discriminator fine-tunes like ELECTRA's; its export goes through run_glue.
+    testutil.fine_tune_rte(self, os.path.join(tmp, "electric", "export"), os.path.join(tmp, "rte"))
+    encoder = export.load_encoder(os.path.join(tmp, "electric", "export"))
+    for a, b in zip(encoder.weights, trainer.model.discriminator.weights):
+      self.assertAllEqual(a, b)  # the export is Electric's discriminator
+
 
 if __name__ == "__main__":
   tf.test.main()

@@ -37,14 +37,16 @@ import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers
 
+from official_rtd.methods import base
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import base
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.ops import losses as losses_lib
 from official_rtd.ops import sampling
+from official_rtd.ops.losses import Loss
 
 
 def critic_log_probabilities(logits: tf.Tensor):
@@ -93,12 +95,14 @@ class ScriptPretrainer(base.PretrainingModel):
             "critic_ids": critic_ids, "negative": negative, "log_p_positive": log_p_positive,
             "log_p_negative": log_p_negative}
 
-  def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
-    mlm = electra.mlm_loss(inputs, outputs["mlm_logits"])
+  def compute_losses(self, inputs, outputs) -> Dict[str, Loss]:
+    mlm = objectives.mlm_loss(inputs, outputs["mlm_logits"])
     per_position = -(outputs["negative"] * outputs["log_p_negative"]
                      + (1.0 - outputs["negative"]) * outputs["log_p_positive"])
-    critic = losses_lib.global_weighted_mean(per_position, inputs["input_mask"])
-    return {"total_loss": mlm + self.disc_weight * critic, "mlm_loss": mlm, "critic_loss": critic}
+    critic = losses_lib.weighted_mean_loss(per_position, inputs["input_mask"])   # eq. 6
+    return {"total_loss": losses_lib.combined_loss(mlm.value + self.disc_weight * critic.value,
+                                                   inputs),
+            "mlm_loss": mlm, "critic_loss": critic}
 
   def build_metrics(self):
     m = tf_keras.metrics
@@ -143,6 +147,7 @@ class ScriptPretrainer(base.PretrainingModel):
     return base.sum_inner_positions(log_p_positive, input_mask)
 
 
+@registry.register("script")
 @gin.configurable
 def build_script_pretrainer(encoder_config: EncoderConfig, disc_weight: float = 50.0,
                             temperature: float = 1.0) -> ScriptPretrainer:

@@ -1,37 +1,35 @@
-"""ELECTRA: replaced token detection (Clark, dissertation ch. 5; Clark et al., 2020).
-
-A small masked-LM generator G fills masked positions with samples from p_G; the discriminator D
-predicts for every (non-pad) position whether its token was replaced:
+"""What the generator/discriminator methods share (dissertation ch. 5): the pair of encoders, the
+generator's masked LM, sampling replacements into the discriminator's input, the MLM and RTD losses
+and metrics, and the masked-LM pseudo-log-likelihood. Every method module builds on this one;
+none imports another method.
 
   L_MLM  = E[ Σ_{t∈m} −log p_G(x_t | x^masked) ] / |m|                        (masked LM)
   L_Disc = E[ Σ_t −1(x^corrupt_t = x_t) log D(x^corrupt, t)
                   −1(x^corrupt_t ≠ x_t) log(1 − D(x^corrupt, t)) ] / n        (RTD)
-  min L_MLM + λ L_Disc,  λ = 50
 
 A position counts as "replaced" only if the sampled token differs from the original. Sampling (from
 p_G in float32, `sampling.sample`) is under stop-gradient: no discriminator gradient reaches G.
 Sign convention: `rtd_logits` > 0 means "replaced"; D(x, t) above is the probability of
 "original", 1 − σ(logit).
 """
-import os
-from typing import Dict
+from typing import Dict, Optional
 
-import gin
 import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers
 
+from official_rtd.methods import base
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.rtd_head import ReplacedTokenDetectionHead
-from official_rtd.modeling.models import base
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.ops import losses as losses_lib
 from official_rtd.ops import sampling
+from official_rtd.ops.losses import Loss
 
 
-class ElectraPretrainer(base.PretrainingModel):
+class GeneratorDiscriminator(base.PretrainingModel):
   """Generator (MLM) + discriminator (RTD). `call` returns:
 
   * `mlm_logits`: `[batch, num_predictions, vocab]` generator logits at masked positions;
@@ -41,18 +39,15 @@ class ElectraPretrainer(base.PretrainingModel):
   * `rtd_labels`: `[batch, seq_len]` 1.0 where `corrupted_ids != original_ids`;
   * `rtd_logits`: `[batch, seq_len]` discriminator logits (> 0: replaced).
 
-  If `inputs` holds `gumbel_noise` (`[batch, num_predictions, vocab]`), it is used for sampling
-  instead of fresh noise (reproducible samples, e.g. to compare strategies); `sampling_seed`
-  (`[2]` ints) draws the noise statelessly (reproducible evaluation).
+  Methods change the generator's logits (`generator_logits`) or the discriminator's heads
+  (`discriminator_heads`). If `inputs` holds `gumbel_noise` (`[batch, num_predictions, vocab]`), it
+  is used for sampling instead of fresh noise (reproducible samples, e.g. to compare strategies);
+  `sampling_seed` (`[2]` ints) draws the noise statelessly (reproducible evaluation).
   """
 
-  def __init__(self, generator: TransformerEncoder, discriminator: TransformerEncoder,
-               rtd_weight: float = 50.0, temperature: float = 1.0,
-               disallow_correct: bool = False, rtd_positions: str = "all", **kwargs):
+  def __init__(self, generator, discriminator: TransformerEncoder, rtd_weight: float = 50.0,
+               temperature: float = 1.0, disallow_correct: bool = False, **kwargs):
     super().__init__(**kwargs)
-    if rtd_positions not in ("all", "masked"):
-      raise ValueError(f"rtd_positions must be 'all' or 'masked', got {rtd_positions!r}")
-    self.rtd_positions = rtd_positions
     self.generator = generator
     self.discriminator = discriminator
     self.rtd_weight = rtd_weight
@@ -97,26 +92,28 @@ class ElectraPretrainer(base.PretrainingModel):
 
   def discriminator_heads(self, discriminator_output, inputs, outputs, training=None
                           ) -> Dict[str, tf.Tensor]:
-    """The discriminator's task outputs (ELECTRA: `rtd_logits` from the last layer)."""
+    """The discriminator's task outputs (here: `rtd_logits` from the last layer)."""
     del inputs, outputs, training
     return {"rtd_logits": self.rtd_head(discriminator_output["sequence_output"])}
 
-  def compute_losses(self, inputs, outputs) -> Dict[str, tf.Tensor]:
-    if self.rtd_positions == "masked":  # ELECTRA 15%: the loss only over the masked positions
-      inputs = dict(inputs, input_mask=sampling.scatter_positions(
-          tf.zeros_like(inputs["input_mask"]), inputs["masked_lm_positions"],
-          tf.ones_like(inputs["masked_lm_positions"]), inputs["masked_lm_weights"]))
-    return electra_losses(inputs, outputs, self.rtd_weight)
+  def compute_losses(self, inputs, outputs) -> Dict[str, Loss]:
+    return mlm_and_rtd_losses(inputs, outputs, self.rtd_weight)
 
   def build_metrics(self):
-    return electra_metrics()
+    return mlm_and_rtd_metrics()
 
   def update_metrics(self, metrics, inputs, outputs, losses):
-    update_electra_metrics(metrics, inputs, outputs, losses)
+    update_mlm_and_rtd_metrics(metrics, inputs, outputs, losses)
 
   @property
   def exported_encoder(self):
     return self.discriminator
+
+  def exported_heads(self) -> base.ExportedHeads:
+    masked_lm_generator = self.masked_lm is not None and self.generator is not self.discriminator
+    return base.ExportedHeads(rtd_head=self.rtd_head,
+                              generator=self.generator if masked_lm_generator else None,
+                              masked_lm=self.masked_lm if masked_lm_generator else None)
 
   def train_flops_per_example(self, seq_len, num_predictions):
     gen, disc = self.generator.config, self.discriminator.config
@@ -159,26 +156,28 @@ def masked_lm_pll(encoder, masked_lm, input_word_ids, input_mask, input_type_ids
   return base.sum_inner_positions(token_log_prob, input_mask)
 
 
-def mlm_loss(inputs, mlm_logits) -> tf.Tensor:
+def mlm_loss(inputs, mlm_logits) -> Loss:
   """L_MLM: −log p_G(x_t | x^masked) averaged over the real masked positions of the batch."""
   per_position = tf_keras.losses.sparse_categorical_crossentropy(
       inputs["masked_lm_ids"], mlm_logits, from_logits=True)
-  return losses_lib.global_weighted_mean(per_position, inputs["masked_lm_weights"])
+  return losses_lib.weighted_mean_loss(per_position, inputs["masked_lm_weights"])
 
 
-def rtd_loss(inputs, rtd_logits, rtd_labels) -> tf.Tensor:
+def rtd_loss(inputs, rtd_logits, rtd_labels) -> Loss:
   """L_Disc: sigmoid cross-entropy of "replaced", averaged over the non-pad positions."""
   per_position = tf.nn.sigmoid_cross_entropy_with_logits(labels=rtd_labels, logits=rtd_logits)
-  return losses_lib.global_weighted_mean(per_position, inputs["input_mask"])
+  return losses_lib.weighted_mean_loss(per_position, inputs["input_mask"])
 
 
-def electra_losses(inputs, outputs, rtd_weight: float) -> Dict[str, tf.Tensor]:
+def mlm_and_rtd_losses(inputs, outputs, rtd_weight: float) -> Dict[str, Loss]:
+  """ELECTRA's objective: min L_MLM + λ L_Disc."""
   mlm = mlm_loss(inputs, outputs["mlm_logits"])
   rtd = rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
-  return {"total_loss": mlm + rtd_weight * rtd, "mlm_loss": mlm, "rtd_loss": rtd}
+  return {"total_loss": losses_lib.combined_loss(mlm.value + rtd_weight * rtd.value, inputs),
+          "mlm_loss": mlm, "rtd_loss": rtd}
 
 
-def electra_metrics():
+def mlm_and_rtd_metrics():
   m = tf_keras.metrics
   return {"total_loss": m.Mean("total_loss"), "mlm_loss": m.Mean("mlm_loss"),
           "mlm_accuracy": m.SparseCategoricalAccuracy("mlm_accuracy"),
@@ -188,7 +187,7 @@ def electra_metrics():
           "replaced_fraction": m.Mean("replaced_fraction")}
 
 
-def update_electra_metrics(metrics, inputs, outputs, losses):
+def update_mlm_and_rtd_metrics(metrics, inputs, outputs, losses):
   """Generator MLM accuracy; discriminator accuracy/precision/recall/AUC on "replaced" over
   non-pad positions; the fraction of masked positions whose sample differs from the original."""
   base.update_loss_metrics(metrics, losses)
@@ -205,89 +204,28 @@ def update_electra_metrics(metrics, inputs, outputs, losses):
 
 def build_encoders(encoder_config: EncoderConfig, generator_size: float = 0.25,
                    generator_layers: float = 1.0, tie_embeddings: bool = True,
-                   tie_all: bool = False):
-  """ELECTRA's (generator, discriminator) encoders; see `build_electra_pretrainer`."""
+                   tie_all: bool = False, generator_config: Optional[EncoderConfig] = None):
+  """(generator, discriminator) encoders: the generator is `generator_size` × the
+  discriminator's width (hidden, FFN, heads) and `generator_layers` × its depth.
+
+  Args:
+    tie_embeddings: share token/position/segment embeddings and their LayerNorm with the
+      discriminator (the generator's input and output token embeddings are always tied).
+    tie_all: share every encoder weight (needs a same-size generator).
+    generator_config: the generator's own sizes instead of the scaled discriminator's (e.g. an
+      imported checkpoint's).
+  A `generator_size` of 0 builds no generator (None): a discriminator alone, e.g. imported from a
+  checkpoint without one; it exports and detects replaced tokens but cannot be trained.
+  """
   discriminator = TransformerEncoder(encoder_config, name="discriminator")
+  if generator_size == 0:
+    return None, discriminator
   if tie_all:
     if generator_size != 1.0 or generator_layers != 1.0:
       raise ValueError("tie_all needs a same-size generator: set generator_size = 1.0 and "
                        "generator_layers = 1.0")
     return discriminator, discriminator
   generator = TransformerEncoder(
-      encoder_config.scaled(generator_size, generator_layers),
+      generator_config or encoder_config.scaled(generator_size, generator_layers),
       embeddings=discriminator.embeddings if tie_embeddings else None, name="generator")
   return generator, discriminator
-
-
-def init_from_generator_checkpoint(model: ElectraPretrainer, checkpoint: str):
-  """Two-stage training (dissertation §5.3.3), step 2: the generator (encoder + MLM head) *and*
-  the same-size discriminator start from a stage-1 masked-LM run (`gin/tasks/mlm.gin`).
-
-  Args:
-    model: a built-from-config ELECTRA whose generator has the discriminator's size.
-    checkpoint: the stage-1 `model_dir` (its latest checkpoint) or a checkpoint prefix.
-  Raises:
-    ValueError: naming the checkpoint when it is missing or does not fit the encoders.
-  """
-  path = tf.train.latest_checkpoint(checkpoint) if os.path.isdir(checkpoint) else checkpoint
-  if not path or not tf.io.gfile.glob(path + ".index"):
-    raise ValueError(f"generator_init_checkpoint={checkpoint!r}: no checkpoint there (give the "
-                     "stage-1 MLM run's model_dir or a checkpoint prefix)")
-  ids = tf.zeros([1, 2], tf.int32)
-  model({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids,
-         "masked_lm_positions": tf.zeros([1, 1], tf.int32),
-         "masked_lm_ids": tf.zeros([1, 1], tf.int32), "masked_lm_weights": tf.ones([1, 1])},
-        training=False)  # creates the variables, so the restores below are checked at once
-  targets = ({"encoder": model.generator, "masked_lm": model.masked_lm},
-             {"encoder": model.discriminator})
-  for target in targets:
-    try:
-      tf.train.Checkpoint(model=tf.train.Checkpoint(**target)).read(
-          path).assert_existing_objects_matched().expect_partial()
-    except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
-      raise ValueError(f"generator_init_checkpoint {path} does not fit this model's "
-                       f"{'generator' if 'masked_lm' in target else 'discriminator'} (it must "
-                       f"be a masked-LM run of the discriminator's config): {e}") from None
-
-
-@gin.configurable
-def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: float = 0.25,
-                             generator_layers: float = 1.0, tie_embeddings: bool = True,
-                             tie_all: bool = False, temperature: float = 1.0,
-                             disallow_correct: bool = False, rtd_weight: float = 50.0,
-                             rtd_positions: str = "all", generator_init_checkpoint: str = "",
-                             freeze_generator: bool = False) -> ElectraPretrainer:
-  """Builds ELECTRA.
-
-  Args:
-    encoder_config: the discriminator.
-    generator_size: multiplier on hidden size, FFN size and attention heads.
-    generator_layers: multiplier on the number of layers.
-    tie_embeddings: share token/position/segment embeddings and their LayerNorm with the
-      discriminator (the generator's input and output token embeddings are always tied).
-    tie_all: share every encoder weight (needs a same-size generator).
-    temperature, disallow_correct: sampling options.
-    rtd_weight: λ.
-    rtd_positions: "all" (ELECTRA) or "masked" (ELECTRA 15%, dissertation §5.4.3: the
-      discriminator loss only over the masked-out, i.e. a random 15%, of the positions).
-    generator_init_checkpoint: two-stage training (§5.3.3): start the generator and the
-      discriminator from this stage-1 masked-LM run (see `init_from_generator_checkpoint`).
-    freeze_generator: keep the generator (encoder and MLM head) fixed; needs untied embeddings.
-  """
-  if freeze_generator and (tie_embeddings or tie_all):
-    raise ValueError("freeze_generator needs tie_embeddings = False and tie_all = False (tied "
-                     "embeddings would freeze the discriminator's too)")
-  if generator_init_checkpoint and (generator_size != 1.0 or generator_layers != 1.0):
-    raise ValueError("generator_init_checkpoint (two-stage training) needs a generator of the "
-                     "discriminator's size: generator_size = 1.0, generator_layers = 1.0")
-  generator, discriminator = build_encoders(encoder_config, generator_size, generator_layers,
-                                            tie_embeddings, tie_all)
-  model = ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
-                            temperature=temperature, disallow_correct=disallow_correct,
-                            rtd_positions=rtd_positions, name="electra")
-  if generator_init_checkpoint:
-    init_from_generator_checkpoint(model, generator_init_checkpoint)
-  if freeze_generator:
-    model.generator.trainable = False
-    model.masked_lm.trainable = False
-  return model

@@ -1,17 +1,32 @@
-"""The interface every pre-training method implements, so one trainer runs them all."""
-from typing import Dict, Optional
+"""The interface every pre-training method implements, so one trainer, one evaluator and one
+exporter serve them all."""
+from typing import Callable, Dict, NamedTuple, Optional
 
 import tensorflow as tf
 import tf_keras
 
 from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.ops.losses import Loss
+
+
+class ExportedHeads(NamedTuple):
+  """What `interop/` exports next to `exported_encoder` (None: the method has no such part).
+
+  rtd_head: a replaced-token-detection head on `exported_encoder`'s sequence output.
+  generator: a masked-LM generator encoder (a `TransformerEncoder`), with `masked_lm` its head.
+  """
+  rtd_head: Optional[tf_keras.layers.Layer] = None
+  generator: Optional[tf_keras.layers.Layer] = None
+  masked_lm: Optional[tf_keras.layers.Layer] = None
 
 
 class PretrainingModel(tf_keras.Model):
   """A Keras model whose `call(inputs, training)` returns a dict of named outputs.
 
-  Subclasses implement the method's loss (`compute_losses`, returning at least `total_loss`),
-  its metrics, and name the encoder that is exported for fine-tuning.
+  Subclasses implement the method's losses (`compute_losses`: each a `Loss` with the count it
+  averages over, at least `total_loss`), its metrics, the encoder exported for fine-tuning and the
+  heads exported with it. Schedules that depend on training progress read `training_step()`, the
+  optimizer's step, which the trainer binds (`bind_step`); it is 0 when unbound.
 
   Under a mixed-precision policy the encoders compute in half precision, but the model's own
   inputs are never cast (`autocast=False`): masks, weights and Gumbel noise stay float32.
@@ -20,10 +35,22 @@ class PretrainingModel(tf_keras.Model):
   def __init__(self, *args, **kwargs):
     kwargs.setdefault("autocast", False)
     super().__init__(*args, **kwargs)
+    self._step_fn: Callable[[], tf.Tensor] = lambda: tf.constant(0, tf.int64)
 
   def compute_losses(self, inputs: Dict[str, tf.Tensor],
-                     outputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+                     outputs: Dict[str, tf.Tensor]) -> Dict[str, Loss]:
     raise NotImplementedError
+
+  def bind_step(self, step_fn: Callable[[], tf.Tensor]) -> None:
+    """Gives the model the optimizer's step (a callable, so Keras does not track it as a weight)."""
+    self._step_fn = step_fn
+
+  def training_step(self) -> tf.Tensor:
+    """The number of optimizer steps taken so far (int64)."""
+    return tf.cast(self._step_fn(), tf.int64)
+
+  def exported_heads(self) -> ExportedHeads:
+    return ExportedHeads()
 
   def build_metrics(self) -> Dict[str, tf_keras.metrics.Metric]:
     raise NotImplementedError
@@ -55,17 +82,18 @@ class PretrainingModel(tf_keras.Model):
     return self.exported_encoder.config
 
 
-def update_loss_metrics(metrics, losses):
+def update_loss_metrics(metrics, losses: Dict[str, Loss]):
   """Feeds loss values into `tf_keras.metrics.Mean`s of the same name.
 
   Losses from `ops.losses.global_weighted_mean` are each replica's share of the global value;
-  Mean metrics average over replicas, so the share is scaled back by the replica count.
+  Mean metrics average over replicas, so the share is scaled back by the replica count. Each
+  step's value is weighted by its global count, so a log interval's figure is per position.
   """
   context = tf.distribute.get_replica_context()
   replicas = context.num_replicas_in_sync if context is not None else 1
-  for name, value in losses.items():
+  for name, loss in losses.items():
     if name in metrics:
-      metrics[name].update_state(value * replicas)
+      metrics[name].update_state(loss.value * replicas, sample_weight=loss.weight)
 
 
 def inner_positions(input_mask: tf.Tensor) -> tf.Tensor:

@@ -9,15 +9,17 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.modeling.models import electra
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.ops import losses as losses_lib
 
 DISTRIBUTIONS = ("unigram", "uniform")
 
 
-class NoiseGeneratorElectra(electra.ElectraPretrainer):
+class NoiseGeneratorElectra(objectives.GeneratorDiscriminator):
   """`mlm_logits` are the fixed noise log-probabilities, broadcast to `[batch, P, vocab]`."""
 
   def __init__(self, discriminator: TransformerEncoder, log_probs: np.ndarray, **kwargs):
@@ -31,8 +33,9 @@ class NoiseGeneratorElectra(electra.ElectraPretrainer):
     return {"mlm_logits": tf.broadcast_to(self.noise_log_probs, shape)}
 
   def compute_losses(self, inputs, outputs):
-    rtd = electra.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
-    return {"total_loss": self.rtd_weight * rtd, "rtd_loss": rtd}
+    rtd = objectives.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
+    return {"total_loss": losses_lib.combined_loss(self.rtd_weight * rtd.value, inputs),
+            "rtd_loss": rtd}
 
   def train_flops_per_example(self, seq_len, num_predictions):
     disc = self.discriminator.config
@@ -57,6 +60,7 @@ def noise_log_probs(distribution: str, vocab, token_counts=None) -> np.ndarray:
     return np.log(weights / weights.sum()).astype(np.float32).clip(min=-1e4)
 
 
+@registry.register("electra_noise_generator", needs=("vocab", "token_counts"))
 @gin.configurable
 def build_noise_generator_electra(encoder_config: EncoderConfig, vocab=None, token_counts=None,
                                   distribution: str = "unigram",

@@ -1,0 +1,58 @@
+"""Fine-tuning configurations. Field names are the tools' flag names; `None` means "the paper's
+default" (resolved per model size). `FinetuneConfig` holds what every task family shares (the
+export, trials, the optimizer and its layer-wise decay, precision); each family adds its data and
+head options."""
+import dataclasses
+from typing import Optional
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FinetuneConfig:
+  init_checkpoint: str
+  model_dir: str
+  random_init: bool = False
+  model_size: str = "auto"
+  max_seq_length: int = 128
+  train_batch_size: int = 32
+  eval_batch_size: int = 128
+  num_train_epochs: Optional[float] = None
+  learning_rate: Optional[float] = None
+  layerwise_lr_decay: Optional[float] = None
+  lr_decay_convention: str = "electra"
+  warmup_proportion: float = 0.1
+  weight_decay_rate: float = 0.0
+  num_trials: int = 1
+  seed: int = 0
+  max_train_examples: int = 0
+  log_every_steps: int = 100
+  mixed_precision: str = "float32"
+  jit_compile: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GlueConfig(FinetuneConfig):
+  """`run_glue`: `num_train_epochs` None is 3 (10 for RTE and STS-B)."""
+  task: str
+  data_dir: str = ""
+  tfds_data_dir: str = ""
+  double_unordered: bool = False
+  do_predict: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadConfig(FinetuneConfig):
+  """`run_squad`."""
+  train_file: str
+  predict_file: str
+  version_2_with_negative: bool = False
+  max_seq_length: int = 512
+  doc_stride: int = 128
+  max_query_length: int = 64
+  max_answer_length: int = 30
+  joint_prediction: bool = True
+  beam_size: int = 20
+  n_best_size: int = 20
+  answerable_weight: float = 0.5
+  na_threshold: float = -2.75
+  eval_batch_size: int = 32
+  num_train_epochs: Optional[float] = 2.0

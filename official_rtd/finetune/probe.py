@@ -1,0 +1,81 @@
+"""A linear probe of a frozen encoder: logistic regression on mean-pooled features of a small GLUE
+classification task (a train.tsv subset → dev.tsv accuracy). Held-out pre-training evaluation
+(`training.evaluation.Evaluator`) runs it at every evaluation when `EvalConfig.probe_data_dir` is
+set."""
+from typing import Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.finetune import glue
+from official_rtd.finetune import glue_data
+
+
+class LinearProbe:
+  """`probe(encoder) -> {"probe_<task>_accuracy": dev accuracy}`; the data is read once."""
+
+  def __init__(self, task_name: str, data_dir: str, vocab, do_lower_case: bool,
+               max_train_examples: int = 2000, max_seq_length: int = 64, seed: int = 0):
+    self.task = glue_data.get_task(task_name)
+    if self.task.is_regression:
+      raise ValueError(f"the linear probe needs a classification task, not {self.task.name}")
+    train = glue_data.load_split(data_dir, self.task, "train")[0][1]
+    keep = sorted(np.random.default_rng(seed).permutation(len(train))[:max_train_examples])
+    self.train = [train[i] for i in keep]
+    self.dev = glue_data.load_split(data_dir, self.task, "dev")[0][1]
+    self.tokenizer = tokenizer_lib.WordPieceTokenizer(vocab, do_lower_case)
+    self.max_seq_length = max_seq_length
+    self.seed = seed
+
+  def features(self, encoder, examples) -> np.ndarray:
+    """`[examples, hidden]` mean of the encoder's sequence output over the real tokens."""
+    encoded = glue.encode(examples, self.tokenizer, self.max_seq_length)
+    out = []
+    for start in range(0, len(examples), 128):
+      batch = {k: v[start:start + 128] for k, v in encoded.items()}
+      sequence = encoder(batch, training=False)["sequence_output"]
+      mask = tf.cast(batch["input_mask"], sequence.dtype)[..., tf.newaxis]
+      out.append(tf.cast(tf.reduce_sum(sequence * mask, 1) / tf.reduce_sum(mask, 1),
+                         tf.float32).numpy())
+    return np.concatenate(out)
+
+  def __call__(self, encoder) -> Dict[str, float]:
+    x_train, x_dev = self.features(encoder, self.train), self.features(encoder, self.dev)
+    y_train = np.array(glue_data.labels_of(self.train), np.int32)
+    y_dev = np.array(glue_data.labels_of(self.dev), np.int32)
+    mean, std = x_train.mean(0), x_train.std(0) + 1e-6
+    accuracy = logistic_regression_accuracy((x_train - mean) / std, y_train, (x_dev - mean) / std,
+                                            y_dev, self.task.num_classes, seed=self.seed)
+    return {f"probe_{self.task.name}_accuracy": accuracy}
+
+
+def from_eval_config(config, vocab, do_lower_case: bool) -> Optional[LinearProbe]:
+  """The probe an `EvalConfig` asks for (its `probe_*` fields), or None without a data dir."""
+  if not config.probe_data_dir:
+    return None
+  return LinearProbe(config.probe_task, config.probe_data_dir, vocab, do_lower_case,
+                     config.probe_max_train_examples, config.probe_max_seq_length, config.seed)
+
+
+def logistic_regression_accuracy(x_train, y_train, x_test, y_test, num_classes: int,
+                                 l2: float = 1e-3, steps: int = 300, seed: int = 0) -> float:
+  """Full-batch multinomial logistic regression (Adam, L2), then test accuracy."""
+  tf.random.set_seed(seed)
+  w = tf.Variable(tf.zeros([x_train.shape[1], num_classes]))
+  b = tf.Variable(tf.zeros([num_classes]))
+  optimizer = tf_keras.optimizers.Adam(0.05)
+  x, y = tf.constant(x_train, tf.float32), tf.constant(y_train)
+
+  @tf.function
+  def step():
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+          labels=y, logits=x @ w + b)) + l2 * tf.reduce_sum(w * w)
+    optimizer.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]))
+
+  for _ in range(steps):
+    step()
+  predictions = np.argmax(x_test @ w.numpy() + b.numpy(), axis=1)
+  return float(np.mean(predictions == y_test))

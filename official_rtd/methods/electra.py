@@ -1,0 +1,116 @@
+"""ELECTRA: replaced token detection (Clark, dissertation ch. 5; Clark et al., 2020).
+
+A small masked-LM generator G fills masked positions with samples from p_G; the discriminator D
+predicts for every (non-pad) position whether its token was replaced:
+
+  L_MLM  = E[ Σ_{t∈m} −log p_G(x_t | x^masked) ] / |m|                        (masked LM)
+  L_Disc = E[ Σ_t −1(x^corrupt_t = x_t) log D(x^corrupt, t)
+                  −1(x^corrupt_t ≠ x_t) log(1 − D(x^corrupt, t)) ] / n        (RTD)
+  min L_MLM + λ L_Disc,  λ = 50
+
+The pair, sampling, losses and metrics are `objectives.GeneratorDiscriminator` (shared with the
+other generator/discriminator methods); this module adds ELECTRA's options: ELECTRA 15%
+(`rtd_positions="masked"`), weight tying, and two-stage training (§5.3.3).
+"""
+import os
+from typing import Optional
+
+import gin
+import tensorflow as tf
+
+from official_rtd.data import records
+from official_rtd.methods import objectives
+from official_rtd.methods import registry
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.ops import sampling
+
+
+class ElectraPretrainer(objectives.GeneratorDiscriminator):
+  """`objectives.GeneratorDiscriminator` (see its outputs) with ELECTRA 15%: `rtd_positions`
+  "all" (ELECTRA) or "masked" (the discriminator loss only over the masked positions)."""
+
+  def __init__(self, generator, discriminator, rtd_positions: str = "all", **kwargs):
+    super().__init__(generator, discriminator, **kwargs)
+    if rtd_positions not in ("all", "masked"):
+      raise ValueError(f"rtd_positions must be 'all' or 'masked', got {rtd_positions!r}")
+    self.rtd_positions = rtd_positions
+
+  def compute_losses(self, inputs, outputs):
+    if self.rtd_positions == "masked":  # ELECTRA 15%: the loss only over the masked positions
+      inputs = dict(inputs, input_mask=sampling.scatter_positions(
+          tf.zeros_like(inputs["input_mask"]), inputs["masked_lm_positions"],
+          tf.ones_like(inputs["masked_lm_positions"]), inputs["masked_lm_weights"]))
+    return super().compute_losses(inputs, outputs)
+
+
+def init_from_generator_checkpoint(model: ElectraPretrainer, checkpoint: str):
+  """Two-stage training (dissertation §5.3.3), step 2: the generator (encoder + MLM head) *and*
+  the same-size discriminator start from a stage-1 masked-LM run (`gin/tasks/mlm.gin`).
+
+  Args:
+    model: a built-from-config ELECTRA whose generator has the discriminator's size.
+    checkpoint: the stage-1 `model_dir` (its latest checkpoint) or a checkpoint prefix.
+  Raises:
+    ValueError: naming the checkpoint when it is missing or does not fit the encoders.
+  """
+  path = tf.train.latest_checkpoint(checkpoint) if os.path.isdir(checkpoint) else checkpoint
+  if not path or not tf.io.gfile.glob(path + ".index"):
+    raise ValueError(f"generator_init_checkpoint={checkpoint!r}: no checkpoint there (give the "
+                     "stage-1 MLM run's model_dir or a checkpoint prefix)")
+  dummy = records.dummy_inputs(2, 1)
+  model(dict(dummy, masked_lm_weights=tf.ones([1, 1])),
+        training=False)  # creates the variables, so the restores below are checked at once
+  targets = ({"encoder": model.generator, "masked_lm": model.masked_lm},
+             {"encoder": model.discriminator})
+  for target in targets:
+    try:
+      tf.train.Checkpoint(model=tf.train.Checkpoint(**target)).read(
+          path).assert_existing_objects_matched().expect_partial()
+    except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
+      raise ValueError(f"generator_init_checkpoint {path} does not fit this model's "
+                       f"{'generator' if 'masked_lm' in target else 'discriminator'} (it must "
+                       f"be a masked-LM run of the discriminator's config): {e}") from None
+
+
+@registry.register("electra")
+@gin.configurable
+def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: float = 0.25,
+                             generator_layers: float = 1.0, tie_embeddings: bool = True,
+                             tie_all: bool = False, temperature: float = 1.0,
+                             disallow_correct: bool = False, rtd_weight: float = 50.0,
+                             rtd_positions: str = "all", generator_init_checkpoint: str = "",
+                             freeze_generator: bool = False,
+                             generator_config: Optional[EncoderConfig] = None
+                             ) -> ElectraPretrainer:
+  """Builds ELECTRA.
+
+  Args:
+    encoder_config: the discriminator.
+    generator_size, generator_layers, tie_embeddings, tie_all, generator_config: see
+      `objectives.build_encoders`.
+    temperature, disallow_correct: sampling options.
+    rtd_weight: λ.
+    rtd_positions: "all" (ELECTRA) or "masked" (ELECTRA 15%, dissertation §5.4.3: the
+      discriminator loss only over the masked-out, i.e. a random 15%, of the positions).
+    generator_init_checkpoint: two-stage training (§5.3.3): start the generator and the
+      discriminator from this stage-1 masked-LM run (see `init_from_generator_checkpoint`).
+    freeze_generator: keep the generator (encoder and MLM head) fixed; needs untied embeddings.
+  """
+  if freeze_generator and (tie_embeddings or tie_all):
+    raise ValueError("freeze_generator needs tie_embeddings = False and tie_all = False (tied "
+                     "embeddings would freeze the discriminator's too)")
+  if generator_init_checkpoint and (generator_size != 1.0 or generator_layers != 1.0):
+    raise ValueError("generator_init_checkpoint (two-stage training) needs a generator of the "
+                     "discriminator's size: generator_size = 1.0, generator_layers = 1.0")
+  generator, discriminator = objectives.build_encoders(encoder_config, generator_size,
+                                                       generator_layers, tie_embeddings, tie_all,
+                                                       generator_config)
+  model = ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
+                            temperature=temperature, disallow_correct=disallow_correct,
+                            rtd_positions=rtd_positions, name="electra")
+  if generator_init_checkpoint:
+    init_from_generator_checkpoint(model, generator_init_checkpoint)
+  if freeze_generator:
+    model.generator.trainable = False
+    model.masked_lm.trainable = False
+  return model

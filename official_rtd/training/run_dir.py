@@ -1,0 +1,88 @@
+"""A `run_pretraining` model directory: what it records besides checkpoints, and rebuilding its
+model from them.
+
+  operative_config.gin   the gin configuration the run was built with
+  run_flags.json         the command line, the vocab's SHA-256 and casing
+  vocab.txt              a copy of the run's vocab
+  eval_results.jsonl     one JSON row per held-out evaluation (step, train_flops, figures)
+"""
+import json
+import os
+import shutil
+from typing import List
+
+import gin
+import tensorflow as tf
+
+from official_rtd.data import records
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.modeling.encoder_config import EncoderConfig
+
+OPERATIVE_CONFIG = "operative_config.gin"
+RUN_FLAGS = "run_flags.json"
+VOCAB = "vocab.txt"
+RESULTS_NAME = "eval_results.jsonl"
+
+
+class RunDirError(ValueError):
+  """A directory that is not (or not yet) what the caller needs."""
+
+
+def write_run_config(model_dir: str, gin_config: str, flags: dict, vocab, do_lower_case: bool):
+  """Records the gin config, the flags, the vocab and its casing next to the checkpoints, so the
+  run can be rebuilt from `model_dir` alone (e.g. by `score_pll`)."""
+  os.makedirs(model_dir, exist_ok=True)
+  with open(os.path.join(model_dir, OPERATIVE_CONFIG), "w", encoding="utf-8") as f:
+    f.write(gin_config)
+  shutil.copyfile(vocab.path, os.path.join(model_dir, VOCAB))
+  records.write_json_atomic(os.path.join(model_dir, RUN_FLAGS), dict(
+      flags, do_lower_case=do_lower_case, vocab_sha256=vocab.sha256))
+
+
+def load_model(model_dir: str):
+  """Rebuilds the pre-training model of a run directory from its operative gin config and
+  restores the latest checkpoint. Returns (model, tokenizer)."""
+  config_path = os.path.join(model_dir, OPERATIVE_CONFIG)
+  if not os.path.isfile(config_path):
+    raise RunDirError(f"{model_dir} is not a run_pretraining directory: no {OPERATIVE_CONFIG}")
+  latest = tf.train.latest_checkpoint(model_dir)
+  if not latest:
+    raise RunDirError(f"no checkpoint in {model_dir}")
+  from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
+  from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(model_dir, RUN_FLAGS), encoding="utf-8") as f:
+    flags = json.load(f)
+  vocab = vocab_lib.load_vocab(os.path.join(model_dir, VOCAB))
+  gin.clear_config()
+  try:  # the run's bindings are used to build the model, then dropped again
+    gin.parse_config_file(config_path)
+    model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+    train_config = trainer_lib.TrainConfig()
+  except (ValueError, KeyError) as e:
+    raise RunDirError(f"{config_path} does not build a model: {' '.join(str(e).split())}"
+                      ) from None
+  finally:
+    gin.clear_config()
+  model(records.dummy_inputs(train_config.max_seq_length, train_config.max_predictions_per_seq),
+        training=False)
+  tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+  return model, tokenizer_lib.WordPieceTokenizer(vocab, flags.get("do_lower_case", True))
+
+
+def append_result(model_dir: str, row: dict) -> None:
+  """Appends one JSON row to `<model_dir>/eval_results.jsonl` (flushed and fsynced)."""
+  os.makedirs(model_dir, exist_ok=True)
+  with open(os.path.join(model_dir, RESULTS_NAME), "a", encoding="utf-8") as f:
+    f.write(json.dumps(row, sort_keys=True) + "\n")
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def read_results(model_dir: str) -> List[dict]:
+  path = os.path.join(model_dir, RESULTS_NAME)
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"{model_dir} has no {RESULTS_NAME} (run with --mode=eval or "
+                            "--mode=train_and_eval first)")
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f if line.strip()]
