@@ -26,8 +26,8 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  from official_rtd.training import precision as precision_lib  # pylint: disable=g-import-not-at-top
+  print(precision_lib.cpu_summary())  # figures from different CPUs are not comparable
   tmp = tempfile.mkdtemp()
   records = pretraining_data.vocab_and_records(
       tmp, [os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt")], 8000,

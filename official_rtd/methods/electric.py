@@ -26,6 +26,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.methods import base
+from official_rtd.methods import objectives
 from official_rtd.methods import registry
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -94,12 +95,9 @@ class ElectricPretrainer(base.PretrainingModel):
 
   def update_metrics(self, metrics, inputs, outputs, losses):
     base.update_loss_metrics(metrics, losses)
-    mask = tf.cast(inputs["input_mask"], tf.float32)
-    noise_probability = tf.sigmoid(-outputs["nce_logits"])
-    metrics["nce_accuracy"].update_state(outputs["is_noise"], noise_probability, sample_weight=mask)
-    metrics["nce_auc"].update_state(outputs["is_noise"], noise_probability, sample_weight=mask)
-    changed = tf.cast(tf.not_equal(outputs["sampled_ids"], inputs["masked_lm_ids"]), tf.float32)
-    metrics["replaced_fraction"].update_state(changed, sample_weight=inputs["masked_lm_weights"])
+    objectives.update_detection_metrics(metrics, "nce_", outputs["is_noise"],
+                                        tf.sigmoid(-outputs["nce_logits"]), inputs)
+    objectives.update_replaced_fraction(metrics, inputs, outputs["sampled_ids"])
 
   @property
   def exported_encoder(self):

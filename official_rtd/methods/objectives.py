@@ -193,13 +193,24 @@ def update_mlm_and_rtd_metrics(metrics, inputs, outputs, losses):
   base.update_loss_metrics(metrics, losses)
   metrics["mlm_accuracy"].update_state(inputs["masked_lm_ids"], outputs["mlm_logits"],
                                        sample_weight=inputs["masked_lm_weights"])
-  probability = tf.sigmoid(outputs["rtd_logits"])
+  update_detection_metrics(metrics, "rtd_", outputs["rtd_labels"],
+                           tf.sigmoid(outputs["rtd_logits"]), inputs)
+  update_replaced_fraction(metrics, inputs, outputs["sampled_ids"])
+
+
+def update_detection_metrics(metrics, prefix: str, labels, probability, inputs):
+  """`<prefix>accuracy`, `precision`, `recall`, `auc` (those in `metrics`) of the `[batch,
+  seq_len]` probability of "replaced" against `labels`, over the non-pad positions."""
   mask = tf.cast(inputs["input_mask"], tf.float32)
-  for name in ("rtd_accuracy", "rtd_precision", "rtd_recall", "rtd_auc"):
-    metrics[name].update_state(outputs["rtd_labels"], probability, sample_weight=mask)
-  weights = inputs["masked_lm_weights"]
-  replaced = tf.cast(tf.not_equal(outputs["sampled_ids"], inputs["masked_lm_ids"]), tf.float32)
-  metrics["replaced_fraction"].update_state(replaced, sample_weight=weights)
+  for name in ("accuracy", "precision", "recall", "auc"):
+    if prefix + name in metrics:
+      metrics[prefix + name].update_state(labels, probability, sample_weight=mask)
+
+
+def update_replaced_fraction(metrics, inputs, sampled_ids):
+  """`replaced_fraction`: masked positions whose sample differs from the original token."""
+  replaced = tf.cast(tf.not_equal(sampled_ids, inputs["masked_lm_ids"]), tf.float32)
+  metrics["replaced_fraction"].update_state(replaced, sample_weight=inputs["masked_lm_weights"])
 
 
 def build_encoders(encoder_config: EncoderConfig, generator_size: float = 0.25,

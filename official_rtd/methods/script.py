@@ -117,12 +117,9 @@ class ScriptPretrainer(base.PretrainingModel):
     base.update_loss_metrics(metrics, losses)
     metrics["mlm_accuracy"].update_state(inputs["masked_lm_ids"], outputs["mlm_logits"],
                                          sample_weight=inputs["masked_lm_weights"])
-    mask = tf.cast(inputs["input_mask"], tf.float32)
-    p_negative = tf.exp(outputs["log_p_negative"])
-    metrics["critic_accuracy"].update_state(outputs["negative"], p_negative, sample_weight=mask)
-    metrics["critic_auc"].update_state(outputs["negative"], p_negative, sample_weight=mask)
-    changed = tf.cast(tf.not_equal(outputs["sampled_ids"], inputs["masked_lm_ids"]), tf.float32)
-    metrics["replaced_fraction"].update_state(changed, sample_weight=inputs["masked_lm_weights"])
+    objectives.update_detection_metrics(metrics, "critic_", outputs["negative"],
+                                        tf.exp(outputs["log_p_negative"]), inputs)
+    objectives.update_replaced_fraction(metrics, inputs, outputs["sampled_ids"])
 
   @property
   def exported_encoder(self):

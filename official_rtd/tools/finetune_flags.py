@@ -5,7 +5,6 @@ import dataclasses
 
 from absl import flags
 
-from official_rtd.finetune import configs
 
 # Help of every field of `configs.FinetuneConfig` (the flags every fine-tuning tool shares).
 COMMON_HELP = {

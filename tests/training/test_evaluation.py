@@ -2,7 +2,6 @@
 import dataclasses
 import functools
 import os
-import tempfile
 
 import numpy as np
 import tensorflow as tf
