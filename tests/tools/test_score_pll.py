@@ -90,6 +90,11 @@ class ScorePllTest(tf.test.TestCase):
                   f"--tune_lm_weight_on={nbest}", f"--output_file={out}"])
     self.assertEqual(result.returncode, 1)
     self.assertIn("--tune_lm_weight_on and --tune_references go together", result.stderr)
+    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+                  f"--tune_lm_weight_on={nbest}", f"--tune_references={refs}",
+                  "--lm_weight_grid=0.1,heavy", f"--output_file={out}"])
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("score_pll: error: --lm_weight_grid must be numbers", result.stderr)
 
   def test_tune_lm_weight_by_hand(self):
     nbest = {"a": [("x y", 0.0), ("x z", -1.0)], "b": [("p q", 0.0), ("p r", -0.5)]}
