@@ -59,6 +59,10 @@ def time_prediction():
                                  num_attention_heads=2, intermediate_size=512,
                                  embedding_size=128),
            "Small": EncoderConfig(vocab_size=30522)}
+  unknown = set(FLAGS.predict_encoders) - set(sizes)
+  if unknown or not all(b.isdigit() and int(b) > 0 for b in FLAGS.predict_batch_sizes):
+    raise app.UsageError(f"--predict_encoders takes {sorted(sizes)} (got {sorted(unknown)}); "
+                         "--predict_batch_sizes takes positive integers")
   print("| encoder | seq | previous path, batch 32 | " + " | ".join(
       f"XLA, batch {b}" for b in FLAGS.predict_batch_sizes)
         + " | best speed-up | same end beams | max Δ end log-prob |")
