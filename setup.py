@@ -5,7 +5,8 @@ setuptools.setup(
     name="official_rtd",
     version="0.1.0",
     description=("TensorFlow 2 / Model Garden library for replaced-token-detection pre-training "
-                 "(ELECTRA, Electric, TEAMS, SCRIPT, ALE, AMOS) and GLUE/SQuAD fine-tuning."),
+                 "(ELECTRA, Electric, TEAMS, SCRIPT, ALE, AMOS) and fine-tuning on GLUE, SQuAD, "
+                 "tagging and RACE."),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
@@ -33,6 +34,8 @@ setuptools.setup(
             "rtd_quickstart=official_rtd.tools.quickstart:run",
             "run_glue=official_rtd.tools.run_glue:run",
             "run_squad=official_rtd.tools.run_squad:run",
+            "run_tagging=official_rtd.tools.run_tagging:run",
+            "run_multiple_choice=official_rtd.tools.run_multiple_choice:run",
             "export_model=official_rtd.tools.export_model:run",
             "import_checkpoint=official_rtd.tools.import_checkpoint:run",
             "compare_runs=official_rtd.tools.compare_runs:run",

@@ -115,6 +115,14 @@ def _remove_dead_runs(output_dir: str):
         pass  # alive, someone else's
 
 
+def write_lines_atomic(path: str, lines) -> None:
+  """Writes `lines` (each followed by a newline) to a temporary file renamed to `path`."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with open(tmp, "w", encoding="utf-8") as f:
+    f.write("".join(line + "\n" for line in lines))
+  os.replace(tmp, path)
+
+
 def write_json_atomic(path: str, obj) -> None:
   tmp = f"{path}.tmp-{os.getpid()}"
   with open(tmp, "w", encoding="utf-8") as f:

@@ -56,3 +56,30 @@ class SquadConfig(FinetuneConfig):
   na_threshold: float = -2.75
   eval_batch_size: int = 32
   num_train_epochs: Optional[float] = 2.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaggingConfig(FinetuneConfig):
+  """`run_tagging`: `num_train_epochs` None is 3 (Shao's PTB protocol, ELECTRA's default)."""
+  task: str
+  data_dir: str
+  train_file: str = ""
+  dev_file: str = ""
+  carve_dev_sentences: int = 1000
+  label_column: int = -1
+  tag_scheme: str = "bioes"
+  window_stride: int = 0
+  crf: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MultipleChoiceConfig(FinetuneConfig):
+  """`run_multiple_choice`: `num_train_epochs` None is 2 (Shao's RACE protocol)."""
+  task: str = "race"
+  data_dir: str
+  train_splits: str = "train"
+  dev_split: str = "dev"
+  max_seq_length: int = 512
+  max_dev_examples: int = 0
+  train_batch_size: int = 16
+  eval_batch_size: int = 32

@@ -1,6 +1,7 @@
-"""Flags of the fine-tuning tools (`run_glue`, `run_squad`). Their names are the fields of the
-tool's config dataclass (`finetune/configs.py`), and their defaults are that class's: a default
-is written once, in the dataclass."""
+"""Flags of the fine-tuning tools (`run_glue`, `run_squad`, `run_tagging`,
+`run_multiple_choice`). Their names are the fields of the tool's config dataclass
+(`finetune/configs.py`), and their defaults are that class's: a default is written once, in the
+dataclass."""
 import dataclasses
 
 from absl import flags
@@ -15,7 +16,9 @@ COMMON_HELP = {
     "max_seq_length": "Tokens per example (at most the encoder's positions).",
     "train_batch_size": "Batch size.",
     "eval_batch_size": "Evaluation / prediction batch size.",
-    "num_train_epochs": "Epochs over the training set; unset: run_glue 3 (10 for RTE, STS-B).",
+    "num_train_epochs": "Epochs over the training set; unset: the tool's default (run_glue 3, "
+                        "10 for RTE and STS-B; run_squad 2; run_tagging 3; "
+                        "run_multiple_choice 2).",
     "learning_rate": "Default 3e-4 small / 1e-4 base / 5e-5 large.",
     "layerwise_lr_decay": "Default 0.8 (0.9 large).",
     "lr_decay_convention": "electra: the original code's exponents (top layer lr*d^2); "
@@ -32,7 +35,8 @@ COMMON_HELP = {
 }
 ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "lr_decay_convention": ["electra", "corrected"],
-         "mixed_precision": ["float32", "bfloat16", "float16"]}
+         "mixed_precision": ["float32", "bfloat16", "float16"],
+         "tag_scheme": ["iob1", "iob2", "bioes"]}
 
 
 def define_flags(config_class, help_texts):

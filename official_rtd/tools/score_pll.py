@@ -12,8 +12,6 @@ score + lm_weight·PLL; with `--references` (`id<TAB>reference`) it also reports
 before and after re-ranking. `--tune_lm_weight_on` chooses lm_weight instead, as §5.4.5 does: the
 value of `--lm_weight_grid` (0.05, 0.1, ..., 1.0) with the lowest WER on a dev n-best list.
 """
-import os
-
 from official_rtd.tools import cli
 
 from absl import flags  # pylint: disable=g-bad-import-order
@@ -37,13 +35,6 @@ flags.mark_flags_as_required(["model_dir", "output_file"])
 FLAGS = flags.FLAGS
 
 
-def _write(path, lines):
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write("".join(line + "\n" for line in lines))
-  os.replace(tmp, path)
-
-
 def _score_nbest(model, tokenizer, nbest):
   """{(id, index): PLL} of every hypothesis."""
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
@@ -54,6 +45,7 @@ def _score_nbest(model, tokenizer, nbest):
 
 
 def main(_):
+  from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   if bool(FLAGS.input_file) == bool(FLAGS.nbest_file):
@@ -66,8 +58,8 @@ def main(_):
       raise ValueError(f"{FLAGS.input_file} holds no sentences")
     plls, lengths = scoring.score_sentences(model, tokenizer, sentences, FLAGS.max_seq_length,
                                             FLAGS.batch_size)
-    _write(FLAGS.output_file, [f"{i + 1}\t{p:.4f}\t{n}\t{s}" for i, (p, n, s) in
-                               enumerate(zip(plls, lengths, sentences))])
+    records.write_lines_atomic(FLAGS.output_file, [
+        f"{i + 1}\t{p:.4f}\t{n}\t{s}" for i, (p, n, s) in enumerate(zip(plls, lengths, sentences))])
     logging.info("scored %d sentences -> %s", len(sentences), FLAGS.output_file)
     return
   if bool(FLAGS.tune_lm_weight_on) != bool(FLAGS.tune_references):
@@ -89,8 +81,10 @@ def main(_):
           f"{min(wers.values()):.2f}–{max(wers.values()):.2f}%)")
   by_key = _score_nbest(model, tokenizer, nbest)
   best = scoring.rerank(nbest, by_key, lm_weight)
-  _write(FLAGS.output_file, [f"{key}\t{nbest[key][i][0]}\t{nbest[key][i][1]}\t{by_key[(key, i)]:.4f}"
-                             for key, i in best.items()])
+  records.write_lines_atomic(
+      FLAGS.output_file,
+      [f"{key}\t{nbest[key][i][0]}\t{nbest[key][i][1]}\t{by_key[(key, i)]:.4f}"
+       for key, i in best.items()])
   logging.info("re-ranked %d n-best lists -> %s", len(best), FLAGS.output_file)
   if FLAGS.references:
     references = scoring.read_references(FLAGS.references, nbest)

@@ -7,11 +7,9 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd.finetune import glue
-from official_rtd.methods import electra
 from official_rtd.training import export
-from official_rtd.training import trainer as trainer_lib
 from tests import testutil
-from tests.training.test_trainer import TINY, make_records
+from tests.training.test_trainer import tiny_export
 
 GLUE = os.path.join(testutil.REPO, "..", "shared", "data", "glue")
 
@@ -31,15 +29,7 @@ class RunGlueTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.tmp = tempfile.mkdtemp()
-    records = make_records(os.path.join(cls.tmp, "records"), paragraphs=100)
-    trainer = trainer_lib.Trainer(
-        os.path.join(cls.tmp, "pretrain"), records, tf.distribute.get_strategy(),
-        train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=4,
-                                             max_seq_length=64, max_predictions_per_seq=10,
-                                             log_every_steps=4, save_checkpoints_steps=4),
-        encoder_config=TINY, model_fn=electra.build_electra_pretrainer, log=lambda _: None)
-    trainer.train()
-    cls.export_dir = os.path.join(cls.tmp, "pretrain", "export")
+    cls.export_dir = tiny_export(cls.tmp)
     cls.data = {}
     for task, folder in (("rte", "RTE"), ("sts-b", "STS-B")):
       data_dir = os.path.join(cls.tmp, folder)

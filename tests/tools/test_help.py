@@ -19,6 +19,10 @@ KEY_FLAGS = {
     "run_glue": ["task", "data_dir", "init_checkpoint", "model_dir", "num_trials",
                  "layerwise_lr_decay", "mixed_precision"],
     "run_squad": ["train_file", "predict_file", "init_checkpoint", "doc_stride", "num_trials"],
+    "run_tagging": ["task", "data_dir", "label_column", "tag_scheme", "crf", "window_stride",
+                    "num_trials", "layerwise_lr_decay"],
+    "run_multiple_choice": ["task", "data_dir", "train_splits", "dev_split", "max_seq_length",
+                            "num_trials"],
     "compare_runs": ["model_dirs", "figures"],
     "score_pll": ["model_dir", "input_file", "output_file"],
     "export_model": ["model_dir", "format", "output_dir"],
@@ -51,6 +55,8 @@ class HelpTest(tf.test.TestCase):
   def test_script_entry_points_and_short_option(self):
     for script, tool in (("finetune/run_glue.py", "run_glue"),
                          ("finetune/run_squad.py", "run_squad"),
+                         ("finetune/run_tagging.py", "run_tagging"),
+                         ("finetune/run_multiple_choice.py", "run_multiple_choice"),
                          ("data_prep/create_pretraining_data.py", "create_pretraining_data"),
                          ("data_prep/build_vocab.py", "build_vocab")):
       out = self.assert_lists_flags([sys.executable, script, "-h"], KEY_FLAGS[tool], tool)

@@ -1,0 +1,128 @@
+"""Multiple-choice reading comprehension (RACE) with the ELECTRA fine-tuning protocol.
+
+Per trial: the exported encoder scores each `[CLS] article [SEP] question+option [SEP]` with a
+linear layer on `[CLS]` (all options of a batch in one `[batch × options, seq_len]` pass); softmax
+over the options, cross-entropy; AdamW with layer-wise LR decay, 10% warmup, 2 epochs (Shao's RACE
+protocol). Dev accuracy overall and for the middle / high levels. Finished trials are kept in
+`<model_dir>/trial_<k>/` (results.json, predictions.jsonl), so a killed run resumes with the next
+unfinished trial; `<model_dir>/predictions.jsonl` is the best trial's.
+"""
+import json
+import os
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.data import records
+from official_rtd.finetune import configs
+from official_rtd.finetune import metrics as metrics_lib
+from official_rtd.finetune import race_data
+from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune import trials as trials_lib
+from official_rtd.modeling.networks import transformer_encoder
+
+PREDICTIONS_NAME = "predictions.jsonl"
+TASKS = ("race",)
+MultipleChoiceConfig = configs.MultipleChoiceConfig
+
+
+class MultipleChoiceModel(tf_keras.Model):
+  """`call` on `[batch, options, seq_len]` inputs returns `{"logits": [batch, options]}`."""
+
+  def __init__(self, encoder, dropout_rate: float = 0.1, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder
+    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.scorer = tf_keras.layers.Dense(
+        1, kernel_initializer=transformer_encoder.initializer(encoder.config), name="scorer")
+
+  def call(self, inputs, training=None):
+    shape = tf.shape(inputs["input_word_ids"])  # [batch, options, seq_len]
+    flat = {k: tf.reshape(v, [-1, shape[2]]) for k, v in inputs.items()}
+    cls = self.encoder(flat, training=training)["sequence_output"][:, 0]
+    scores = tf.cast(self.scorer(self.dropout(cls, training=training)), tf.float32)
+    return {"logits": tf.reshape(scores, shape[:2])}
+
+
+def loss(outputs, labels) -> tf.Tensor:
+  """Mean cross-entropy of the softmax over the options."""
+  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.cast(labels, tf.int32), logits=outputs["logits"]))
+
+
+class MultipleChoiceRunner(runner_lib.FinetuneRunner):
+  """Reads and encodes the data and loads the export once, then runs trials."""
+
+  def __init__(self, config: MultipleChoiceConfig, log: Callable[[str], None] = print):
+    super().__init__(config, log)
+    if config.task not in TASKS:
+      raise ValueError(f"--task must be one of {TASKS}, got {config.task!r}")
+    positions = self.encoder_config["max_position_embeddings"]
+    self.max_seq_length = min(config.max_seq_length, positions)
+    if self.max_seq_length < config.max_seq_length:
+      log(f"--max_seq_length={config.max_seq_length} capped at the encoder's "
+          f"max_position_embeddings {positions}")
+    self.epochs = config.num_train_epochs or 2
+    train = [q for split in config.train_splits.split(",") if split.strip()
+             for q in race_data.read_split(config.data_dir, split.strip())]
+    self.train_questions = self.subset(train)
+    dev = race_data.read_split(config.data_dir, config.dev_split)
+    if config.max_dev_examples:
+      keep = np.random.default_rng(0).permutation(len(dev))[:config.max_dev_examples]
+      dev = [dev[i] for i in sorted(keep)]
+    self.dev_questions = dev
+    self.train_inputs = race_data.encode(self.train_questions, self.tokenizer,
+                                         self.max_seq_length)
+    self.dev_inputs = race_data.encode(self.dev_questions, self.tokenizer, self.max_seq_length)
+    log(f"run_multiple_choice: {len(self.train_questions)} train questions, "
+        f"{len(self.dev_questions)} dev questions, {self.train_inputs['input_word_ids'].shape[1]}"
+        f" options of {self.max_seq_length} tokens; {self.defaults_line(self.epochs)}")
+
+  # --- one trial ---------------------------------------------------------------------------------
+  def make_model(self, encoder):
+    model = MultipleChoiceModel(encoder, name="multiple_choice")
+    model({k: v[:1] for k, v in self.train_inputs.items()})
+    return model
+
+  def run_trial(self, trial: int) -> dict:
+    labels = np.array([q.answer for q in self.train_questions], np.int32)
+    model, result = self.fit(trial, self.train_inputs, labels, self.epochs, self.make_model,
+                             lambda m, batch: loss(m(batch[0], training=True), batch[1]))
+    probabilities = trials_lib.predict(
+        lambda batch: {"p": tf.nn.softmax(model(batch, training=False)["logits"])},
+        self.dev_inputs, self.config.eval_batch_size, self.log,
+        f"scoring {len(self.dev_questions)} questions")["p"]
+    result["dev"] = self.evaluate(probabilities.argmax(-1))
+    os.makedirs(trials_lib.trial_dir(self.config.model_dir, trial), exist_ok=True)
+    self.write_predictions(trials_lib.trial_dir(self.config.model_dir, trial, PREDICTIONS_NAME),
+                           probabilities)
+    return result
+
+  def evaluate(self, predicted) -> dict:
+    """Accuracy overall and `accuracy_<level>` for each level present."""
+    answers = np.array([q.answer for q in self.dev_questions])
+    levels = np.array([q.level for q in self.dev_questions])
+    out = {"accuracy": metrics_lib.accuracy(answers, predicted)}
+    for level in race_data.LEVELS:
+      if np.any(levels == level):
+        out[f"accuracy_{level}"] = metrics_lib.accuracy(answers[levels == level],
+                                                        np.asarray(predicted)[levels == level])
+    return out
+
+  def write_predictions(self, path: str, probabilities: np.ndarray):
+    """One JSON line per question: id, level, predicted and gold letters, option probabilities."""
+    records.write_lines_atomic(path, [json.dumps({"id": q.id, "level": q.level, "prediction": chr(65 + int(p.argmax())),
+                         "answer": chr(65 + q.answer),
+                         "probabilities": [round(float(x), 6) for x in p]})
+             for q, p in zip(self.dev_questions, probabilities)])
+
+  # --- all trials --------------------------------------------------------------------------------
+  def run(self) -> dict:
+    trials = self.run_trials(lambda r: json.dumps(r["dev"]))
+    best = max(trials, key=lambda t: t["dev"]["accuracy"])
+    self.publish_best(best["trial"], [PREDICTIONS_NAME])
+    return self.write_summary(self.summary(
+        trials, {"num_train_epochs": self.epochs, "max_seq_length": self.max_seq_length},
+        task=self.config.task, primary_metric="accuracy", best_trial=best["trial"]))

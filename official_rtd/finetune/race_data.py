@@ -1,0 +1,125 @@
+"""RACE (Lai et al., 2017) multiple-choice reading comprehension: readers and input building.
+
+A split is read from `<data_dir>/<split>*.jsonl` (one passage per line) or, in the original
+layout, `<data_dir>/<split>/{middle,high}/*.txt` (one passage per file). A passage is
+`{"id", "article", "questions": [...], "options": [[...], ...], "answers": ["A".."D", ...]}`.
+
+Each option becomes `[CLS] article [SEP] question+option [SEP]`: a question holding a `_` blank
+gets the option written into the blank, otherwise the second segment is `question option`; the
+article is truncated first.
+"""
+import dataclasses
+import glob
+import json
+import os
+import re
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+LEVELS = ("middle", "high")
+
+
+@dataclasses.dataclass(frozen=True)
+class Question:
+  id: str  # `<passage id>-<question index>`, e.g. `high1022.txt-0`
+  level: str  # middle, high, or "" when neither the id nor the directory says
+  article: str
+  question: str
+  options: Tuple[str, ...]
+  answer: int  # index into options
+
+
+def level_of(passage_id: str, directory: str = "") -> str:
+  for text in (directory, passage_id):
+    match = re.match(r"(middle|high)", os.path.basename(text))
+    if match:
+      return match.group(1)
+  return ""
+
+
+def questions_of(passage: dict, source: str, level: str = "") -> List[Question]:
+  """The questions of one passage; `source` (`file:line`) names it in errors."""
+  missing = [k for k in ("id", "article", "questions", "options", "answers") if k not in passage]
+  if missing:
+    raise ValueError(f"{source}: passage lacks {missing}")
+  questions, options, answers = passage["questions"], passage["options"], passage["answers"]
+  if not len(questions) == len(options) == len(answers):
+    raise ValueError(f"{source}: {len(questions)} questions, {len(options)} option lists and "
+                     f"{len(answers)} answers")
+  out = []
+  for k, (question, choices, answer) in enumerate(zip(questions, options, answers)):
+    if not isinstance(answer, str) or len(answer) != 1 or not 0 <= ord(answer) - 65 < len(choices):
+      raise ValueError(f"{source}: question {k}: answer {answer!r} is not a letter among "
+                       f"{len(choices)} options")
+    out.append(Question(f"{passage['id']}-{k}", level or level_of(passage["id"]),
+                        passage["article"], question, tuple(choices), ord(answer) - 65))
+  return out
+
+
+def read_jsonl(path: str) -> List[Question]:
+  out = []
+  with open(path, encoding="utf-8") as f:
+    for number, line in enumerate(f, start=1):
+      if not line.strip():
+        continue
+      try:
+        passage = json.loads(line)
+      except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{number}: not JSON ({e.msg})") from None
+      out.extend(questions_of(passage, f"{path}:{number}"))
+  return out
+
+
+def read_original(path: str) -> List[Question]:
+  """One passage per file; the level is its directory's name."""
+  with open(path, encoding="utf-8") as f:
+    try:
+      passage = json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f"{path}: not JSON ({e.msg})") from None
+  return questions_of(passage, path, level_of(passage.get("id", ""),
+                                               os.path.dirname(path)))
+
+
+def read_split(data_dir: str, split: str) -> List[Question]:
+  """`<split>*.jsonl` files or the original `<split>/*/*.txt` layout (not both)."""
+  jsonl = sorted(glob.glob(os.path.join(data_dir, f"{split}*.jsonl")))
+  original = sorted(glob.glob(os.path.join(data_dir, split, "*", "*.txt")))
+  if bool(jsonl) == bool(original):
+    raise ValueError(f"{data_dir}: expected either {split}*.jsonl or {split}/{{middle,high}}/*.txt"
+                     f" ({'found both' if jsonl else 'found neither'})")
+  questions = [q for path in jsonl for q in read_jsonl(path)]
+  questions += [q for path in original for q in read_original(path)]
+  return questions
+
+
+def second_segment(question: str, option: str) -> str:
+  """The option written into a `_` blank, or appended to the question."""
+  return question.replace("_", option) if "_" in question else f"{question} {option}"
+
+
+def encode(questions: Sequence[Question], tokenizer, max_seq_length: int
+           ) -> Dict[str, np.ndarray]:
+  """`input_word_ids`, `input_mask`, `input_type_ids` `[questions, options, seq_len]` int32."""
+  counts = {len(q.options) for q in questions}
+  if len(counts) != 1:
+    raise ValueError(f"every question needs the same number of options; found {sorted(counts)}")
+  num_options = counts.pop()
+  vocab = tokenizer.vocab
+  articles = sorted({q.article for q in questions})
+  article_ids = dict(zip(articles, tokenizer.tokenize_to_lists(articles)))
+  seconds = tokenizer.tokenize_to_lists(
+      [second_segment(q.question, o) for q in questions for o in q.options])
+  ids = np.full([len(questions), num_options, max_seq_length], vocab.pad_id, np.int32)
+  types = np.zeros_like(ids)
+  budget = max_seq_length - 3
+  for row, question in enumerate(questions):
+    for k in range(num_options):
+      b = seconds[row * num_options + k][:budget]
+      a = article_ids[question.article][:budget - len(b)]
+      tokens = [vocab.cls_id, *a, vocab.sep_id, *b, vocab.sep_id]
+      ids[row, k, :len(tokens)] = tokens
+      types[row, k, len(a) + 2:len(tokens)] = 1
+  return {"input_word_ids": ids, "input_mask": (ids != vocab.pad_id).astype(np.int32),
+          "input_type_ids": types}

@@ -1,0 +1,126 @@
+"""Token tagging (POS, chunking, NER) with the ELECTRA fine-tuning protocol of `run_glue`.
+
+Per trial: the exported encoder + a tagging head (`tagger.py`; `--crf` adds a linear-chain CRF,
+decoded with Viterbi), AdamW with layer-wise LR decay, 10% warmup, 3 epochs; dev evaluation at the
+end: token accuracy (POS) or conlleval span precision/recall/F1, overall and per type (chunk,
+NER). Span tasks train on `--tag_scheme` tags (BIOES by default, as google-research/electra);
+predictions are written back as IOB2, which conlleval reads next to the gold file's IOB1 or IOB2.
+Finished trials are kept in `<model_dir>/trial_<k>/` (results.json, predictions.txt), so a killed
+run resumes with the next unfinished trial; `<model_dir>/predictions.txt` is the best trial's.
+"""
+import os
+from typing import Callable, List
+
+from official_rtd.data import records
+from official_rtd.finetune import configs
+from official_rtd.finetune import metrics as metrics_lib
+from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune import tag_schemes
+from official_rtd.finetune import tagger
+from official_rtd.finetune import tagging_data
+from official_rtd.finetune import trials as trials_lib
+from official_rtd.ops import crf as crf_lib
+
+PREDICTIONS_NAME = "predictions.txt"
+TaggingConfig = configs.TaggingConfig
+
+
+class TaggingRunner(runner_lib.FinetuneRunner):
+  """Reads and encodes the data and loads the export once, then runs trials."""
+
+  def __init__(self, config: TaggingConfig, log: Callable[[str], None] = print):
+    super().__init__(config, log)
+    self.task = tagging_data.get_task(config.task)
+    if config.tag_scheme not in tag_schemes.SCHEMES:
+      raise ValueError(f"--tag_scheme must be one of {tag_schemes.SCHEMES}")
+    self.check_max_seq_length()
+    if config.max_seq_length < 3:
+      raise ValueError(f"--max_seq_length={config.max_seq_length} leaves no room for a word")
+    self.epochs = config.num_train_epochs or 3
+    train, self.dev_sentences = tagging_data.load_task(
+        self.task, config.data_dir, config.label_column, config.train_file, config.dev_file,
+        config.carve_dev_sentences)
+    train = self.subset(train)
+    if self.task.spans:
+      train = tagging_data.with_scheme(train, config.tag_scheme)
+    self.labels = sorted({tag for sentence in train for tag in sentence.tags})
+    label_ids = {tag: i for i, tag in enumerate(self.labels)}
+    self.train_windows = tagging_data.encode(train, self.tokenizer, config.max_seq_length,
+                                             label_ids, config.window_stride)
+    self.dev_windows = tagging_data.encode(self.dev_sentences, self.tokenizer,
+                                           config.max_seq_length, label_ids, config.window_stride)
+    words = sum(len(s.words) for s in train)
+    log(f"run_tagging: {self.task.name}, {len(train)} train sentences ({words} words) -> "
+        f"{len(self.train_windows)} windows, {len(self.dev_sentences)} dev sentences -> "
+        f"{len(self.dev_windows)} windows, {len(self.labels)} tags"
+        f"{' (' + config.tag_scheme + ')' if self.task.spans else ''}"
+        f"{', CRF' if config.crf else ''}; {self.defaults_line(self.epochs)}")
+
+  @property
+  def primary_metric(self) -> str:
+    return "f1" if self.task.spans else "accuracy"
+
+  # --- one trial ---------------------------------------------------------------------------------
+  def make_model(self, encoder):
+    model = tagger.TokenTagger(encoder, len(self.labels), crf=self.config.crf, name="tagging")
+    model({k: v[:1] for k, v in self.train_windows.inputs.items()})
+    return model
+
+  def run_trial(self, trial: int) -> dict:
+    model, result = self.fit(
+        trial, self.train_windows.inputs, self.train_windows.word_labels, self.epochs,
+        self.make_model,
+        lambda m, batch: tagger.loss(m, m(batch[0], training=True), batch[1],
+                                     batch[0]["word_lengths"]))
+    predicted = self.predict(model)
+    result["dev"] = self.evaluate(predicted)
+    os.makedirs(trials_lib.trial_dir(self.config.model_dir, trial), exist_ok=True)
+    write_predictions(trials_lib.trial_dir(self.config.model_dir, trial, PREDICTIONS_NAME),
+                      self.dev_sentences, predicted)
+    return result
+
+  def predict(self, model) -> List[List[str]]:
+    """Each dev sentence's predicted tags (IOB2 for span tasks)."""
+    logits = trials_lib.predict(lambda batch: model(batch, training=False),
+                                self.dev_windows.inputs, self.config.eval_batch_size, self.log,
+                                f"tagging {len(self.dev_windows)} windows")["word_logits"]
+    lengths = self.dev_windows.inputs["word_lengths"]
+    if model.crf:
+      transitions = model.transitions.numpy()
+      ids = [crf_lib.viterbi_decode(row[:n], transitions) for row, n in zip(logits, lengths)]
+    else:
+      ids = [row[:n].argmax(-1) for row, n in zip(logits, lengths)]
+    by_sentence = tagging_data.words_by_sentence(self.dev_windows, ids, self.dev_sentences)
+    tags = [[self.labels[i] for i in row] for row in by_sentence]
+    return [tag_schemes.convert(row, "iob2") for row in tags] if self.task.spans else tags
+
+  def evaluate(self, predicted: List[List[str]]) -> dict:
+    """Token accuracy (POS), or overall span precision/recall/F1 and `f1_<type>` per type."""
+    gold = [s.tags for s in self.dev_sentences]
+    if not self.task.spans:
+      return {"accuracy": metrics_lib.accuracy([t for s in gold for t in s],
+                                               [t for s in predicted for t in s])}
+    spans = metrics_lib.span_metrics(gold, predicted)
+    out = {k: spans["overall"][k] for k in ("precision", "recall", "f1")}
+    out.update({f"f1_{kind}": values["f1"] for kind, values in spans["per_type"].items()})
+    return out
+
+  # --- all trials --------------------------------------------------------------------------------
+  def run(self) -> dict:
+    primary = self.primary_metric
+    trials = self.run_trials(lambda r: f"{primary}={r['dev'][primary]:.4f}")
+    best = max(trials, key=lambda t: t["dev"][primary])
+    self.publish_best(best["trial"], [PREDICTIONS_NAME])
+    return self.write_summary(self.summary(
+        trials, {"num_train_epochs": self.epochs}, task=self.task.name, primary_metric=primary,
+        labels=self.labels, best_trial=best["trial"]))
+
+
+def write_predictions(path: str, sentences, predicted: List[List[str]]):
+  """`word gold predicted` lines, a blank line after each sentence: the input of `conlleval`."""
+  lines = []
+  for sentence, tags in zip(sentences, predicted):
+    lines.extend(f"{w} {g} {p}" for w, g, p in zip(sentence.words, sentence.tags, tags))
+    lines.append("")
+  records.write_lines_atomic(path, lines)
+

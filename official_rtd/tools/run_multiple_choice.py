@@ -1,0 +1,46 @@
+r"""Fine-tunes an exported encoder on multiple-choice reading comprehension (RACE).
+
+  run_multiple_choice --task=race --data_dir=../shared/data/race \
+      --init_checkpoint=/runs/electra_small/export --model_dir=/runs/race --num_trials=3
+
+--data_dir holds `<split>*.jsonl` (one passage per line: id, article, questions, options,
+answers) or RACE's original `<split>/{middle,high}/*.txt` layout. Writes
+`<model_dir>/eval_results.json` (accuracy overall and for middle / high, per trial and median) and
+`predictions.jsonl` (per question: id, level, predicted and gold letter, option probabilities)
+from the best trial. Re-running resumes with the first unfinished trial.
+"""
+from official_rtd.tools import cli
+
+from absl import flags  # pylint: disable=g-bad-import-order
+from absl import logging
+
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
+from official_rtd.tools import finetune_flags
+
+finetune_flags.define_common_flags(configs.MultipleChoiceConfig)
+finetune_flags.define_flags(configs.MultipleChoiceConfig, {
+    "task": "race.",
+    "data_dir": "Directory with the splits (JSONL or the original layout).",
+    "train_splits": "Comma list of training splits (`train` reads train*.jsonl, e.g. "
+                    "train_middle_sample.jsonl and train_high_sample.jsonl).",
+    "dev_split": "Split evaluated at the end of each trial.",
+    "max_dev_examples": "Evaluate a fixed random subset of N dev questions (0: all).",
+})
+flags.mark_flags_as_required(["data_dir", "init_checkpoint", "model_dir"])
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  from official_rtd.finetune import multiple_choice  # pylint: disable=g-import-not-at-top
+  config = finetune_flags.config_from_flags(configs.MultipleChoiceConfig)
+  summary = multiple_choice.MultipleChoiceRunner(config, log=logging.info).run()
+  logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
+               FLAGS.model_dir)
+
+
+def run():
+  cli.run_main(main, "run_multiple_choice")
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,52 @@
+r"""Fine-tunes an exported encoder on token tagging: part-of-speech, chunking or NER.
+
+  run_tagging --task=ner --data_dir=../shared/data/tagging/ner_conll2003 \
+      --init_checkpoint=/runs/electra_small/export --model_dir=/runs/tagging/ner --num_trials=5
+
+Files under --data_dir by task (override with --train_file/--dev_file): pos `train.tsv`,
+`dev.tsv`; chunk `train.txt` (dev: its last --carve_dev_sentences sentences); ner `eng.train`,
+`eng.testa`. Writes `<model_dir>/eval_results.json` (token accuracy, or span precision/recall/F1
+overall and `f1_<type>`, per trial and median) and `predictions.txt` (`word gold predicted`, the
+input of the CoNLL `conlleval` script) from the best trial. Re-running resumes with the first
+unfinished trial.
+"""
+from official_rtd.tools import cli
+
+from absl import flags  # pylint: disable=g-bad-import-order
+from absl import logging
+
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
+from official_rtd.tools import finetune_flags
+
+finetune_flags.define_common_flags(configs.TaggingConfig)
+finetune_flags.define_flags(configs.TaggingConfig, {
+    "task": "pos (token accuracy), chunk or ner (span F1).",
+    "data_dir": "Directory with the task's column files.",
+    "train_file": "Training file under --data_dir (or an absolute path); unset: the task's.",
+    "dev_file": "Dev file under --data_dir (or an absolute path); unset: the task's.",
+    "carve_dev_sentences": "Without a dev file (chunk): the last N training sentences are dev.",
+    "label_column": "Column of the label (the word is column 0); -1: the last.",
+    "tag_scheme": "Span tasks train on tags in this scheme (predictions are written as IOB2).",
+    "window_stride": "Word pieces between the starts of two windows of a long sentence; "
+                     "0: half a window.",
+    "crf": "Linear-chain CRF over the words' scores, Viterbi decoding.",
+})
+flags.mark_flags_as_required(["task", "data_dir", "init_checkpoint", "model_dir"])
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  from official_rtd.finetune import tagging  # pylint: disable=g-import-not-at-top
+  config = finetune_flags.config_from_flags(configs.TaggingConfig)
+  summary = tagging.TaggingRunner(config, log=logging.info).run()
+  logging.info("median dev %s: %.4f (written to %s/eval_results.json)",
+               summary["primary_metric"], summary["median"][summary["primary_metric"]],
+               FLAGS.model_dir)
+
+
+def run():
+  cli.run_main(main, "run_tagging")
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,105 @@
+"""RACE readers (JSONL and the original layout, bad input) and option inputs."""
+import json
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import race_data
+from tests import testutil
+
+RACE = os.path.join(testutil.SHARED_DATA, "race")
+PASSAGE = {"id": "high7.txt", "article": "The cat sat on the mat. It was warm.",
+           "questions": ["Where did the cat sit?", "The cat was _ ."],
+           "options": [["on a chair", "on the mat", "in a box", "under a tree"],
+                       ["cold", "warm", "wet", "lost"]],
+           "answers": ["B", "B"]}
+
+
+class ReadersTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.tmp = tempfile.mkdtemp()
+
+  def test_jsonl_and_original_layout_agree(self):
+    jsonl_dir, original_dir = os.path.join(self.tmp, "jsonl"), os.path.join(self.tmp, "orig")
+    os.makedirs(jsonl_dir)
+    os.makedirs(os.path.join(original_dir, "dev", "middle"))
+    testutil.write_text(os.path.join(jsonl_dir, "dev.jsonl"), json.dumps(PASSAGE) + "\n")
+    middle = dict(PASSAGE, id="7.txt")  # original files carry the level in their directory
+    testutil.write_text(os.path.join(original_dir, "dev", "middle", "7.txt"), json.dumps(middle))
+    from_jsonl = race_data.read_split(jsonl_dir, "dev")
+    from_files = race_data.read_split(original_dir, "dev")
+    self.assertEqual([(q.id, q.level, q.answer) for q in from_jsonl],
+                     [("high7.txt-0", "high", 1), ("high7.txt-1", "high", 1)])
+    self.assertEqual([(q.id, q.level) for q in from_files], [("7.txt-0", "middle"),
+                                                             ("7.txt-1", "middle")])
+    self.assertEqual(from_jsonl[1].options, from_files[1].options)
+
+  def test_bad_input_names_the_file(self):
+    path = os.path.join(self.tmp, "dev.jsonl")
+    testutil.write_text(path, json.dumps(PASSAGE) + "\n" + json.dumps(
+        dict(PASSAGE, answers=["B", "E"])) + "\n")
+    with self.assertRaisesRegex(ValueError, r"dev\.jsonl:2: question 1: answer 'E' is not a "
+                                            r"letter among 4 options"):
+      race_data.read_split(self.tmp, "dev")
+    testutil.write_text(path, "{not json\n")
+    with self.assertRaisesRegex(ValueError, r"dev\.jsonl:1: not JSON"):
+      race_data.read_split(self.tmp, "dev")
+    testutil.write_text(path, json.dumps({"id": "x", "article": "a"}) + "\n")
+    with self.assertRaisesRegex(ValueError, r"dev\.jsonl:1: passage lacks \['questions'"):
+      race_data.read_split(self.tmp, "dev")
+    testutil.write_text(path, json.dumps(dict(PASSAGE, answers=["B"])) + "\n")
+    with self.assertRaisesRegex(ValueError, "2 questions, 2 option lists and 1 answers"):
+      race_data.read_split(self.tmp, "dev")
+    with self.assertRaisesRegex(ValueError, "found neither"):
+      race_data.read_split(self.tmp, "test")
+
+  def test_blank_filling_and_inputs(self):
+    self.assertEqual(race_data.second_segment("The cat was _ .", "warm"), "The cat was warm .")
+    self.assertEqual(race_data.second_segment("Where?", "here"), "Where? here")
+    tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_lib.load_vocab(testutil.SAMPLE_VOCAB))
+    questions = race_data.questions_of(PASSAGE, "test")
+    inputs = race_data.encode(questions, tokenizer, 16)
+    self.assertEqual(inputs["input_word_ids"].shape, (2, 4, 16))
+    vocab = tokenizer.vocab
+    for row, question in enumerate(questions):
+      for k, option in enumerate(question.options):
+        second = tokenizer.tokenize_to_lists([race_data.second_segment(question.question,
+                                                                      option)])[0]
+        ids = inputs["input_word_ids"][row, k]
+        length = inputs["input_mask"][row, k].sum()
+        # The article is truncated first: the second segment is whole, at the end.
+        self.assertEqual(ids[0], vocab.cls_id)
+        self.assertAllEqual(ids[length - 1 - len(second):length - 1], second)
+        self.assertEqual(ids[length - 2 - len(second)], vocab.sep_id)
+        self.assertAllEqual(inputs["input_type_ids"][row, k, :length],
+                            [0] * (length - 1 - len(second)) + [1] * (len(second) + 1))
+        article = tokenizer.tokenize_to_lists([question.article])[0]
+        self.assertAllEqual(ids[1:length - 2 - len(second)],
+                            article[:length - 3 - len(second)])
+    self.assertEqual(inputs["input_mask"].sum(-1).max(), 16)  # the article was cut to fit
+    with self.assertRaisesRegex(ValueError, "same number of options"):
+      race_data.encode(questions + race_data.questions_of(
+          dict(PASSAGE, options=[["a", "b"], ["c", "d"]]), "x"), tokenizer, 16)
+
+
+@testutil.requires(RACE)
+class ShippedRaceTest(tf.test.TestCase):
+
+  def test_counts(self):
+    dev = race_data.read_split(RACE, "dev")
+    self.assertLen(dev, 4887)
+    levels = np.array([q.level for q in dev])
+    self.assertEqual(((levels == "middle").sum(), (levels == "high").sum()), (1436, 3451))
+    self.assertLen(race_data.read_split(RACE, "train"), 9852 + 6032)
+    self.assertTrue(all(len(q.options) == 4 for q in dev))
+    self.assertGreater(sum("_" in q.question for q in dev), 1000)  # cloze questions are common
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,118 @@
+"""run_tagging end to end on the real shipped sets with a tiny encoder: results, predictions in
+conlleval's format, resume, CRF, and learning beyond the majority tag."""
+import collections
+import json
+import os
+import tempfile
+
+import tensorflow as tf
+
+from official_rtd.finetune import metrics
+from official_rtd.finetune import tagging
+from official_rtd.finetune import tagging_data
+from tests import testutil
+from tests.finetune.test_squad import write_export
+
+TAGGING = os.path.join(testutil.SHARED_DATA, "tagging")
+
+
+def first_sentences(src, dst, count):
+  """The first `count` sentences of a column file (a temporary copy for a quick test)."""
+  with open(src, encoding="utf-8") as f:
+    blocks = [b for b in f.read().split("\n\n") if b.strip() and "-DOCSTART-" not in b]
+  return testutil.write_text(dst, "\n\n".join(blocks[:count]) + "\n")
+
+
+def read_predictions(path):
+  sentences, current = [], []
+  with open(path, encoding="utf-8") as f:
+    for line in f:
+      if line.strip():
+        current.append(line.split())
+      elif current:
+        sentences.append(current)
+        current = []
+  return sentences
+
+
+@testutil.requires(TAGGING)
+class RunTaggingTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp()
+    cls.export_dir = write_export(os.path.join(cls.tmp, "export"))
+    cls.ner_dev = first_sentences(os.path.join(TAGGING, "ner_conll2003", "eng.testa"),
+                                  os.path.join(cls.tmp, "ner_dev.txt"), 60)
+
+  def _config(self, task, model_dir, **kwargs):
+    folders = {"pos": "pos_ptb", "chunk": "chunk_conll2000", "ner": "ner_conll2003"}
+    values = dict(task=task, data_dir=os.path.join(TAGGING, folders[task]),
+                  init_checkpoint=self.export_dir, model_dir=model_dir, max_seq_length=64,
+                  train_batch_size=16, num_train_epochs=1, max_train_examples=64,
+                  log_every_steps=100)
+    values.update(kwargs)
+    return tagging.TaggingConfig(**values)
+
+  def test_pos_learns_writes_predictions_and_resumes(self):
+    model_dir = os.path.join(self.tmp, "pos")
+    config = self._config("pos", model_dir, max_train_examples=640, num_train_epochs=2,
+                          learning_rate=1e-3)
+    runner = tagging.TaggingRunner(config, log=lambda _: None)
+    summary = runner.run()
+    with open(os.path.join(model_dir, "eval_results.json")) as f:
+      self.assertEqual(json.load(f), json.loads(json.dumps(summary)))
+    self.assertEqual(summary["primary_metric"], "accuracy")
+    # Long sentences take two 64-piece windows: steps count windows (/ 16, 2 epochs).
+    self.assertGreater(len(runner.train_windows), 640)
+    self.assertEqual(summary["trials"][0]["train_steps"], len(runner.train_windows) // 16 * 2)
+    _, dev = tagging_data.load_task(tagging_data.TASKS["pos"],
+                                    os.path.join(TAGGING, "pos_ptb"))
+    gold = [t for s in dev for t in s.tags]
+    majority = collections.Counter(gold).most_common(1)[0][1] / len(gold)
+    accuracy = summary["median"]["accuracy"]
+    self.assertGreater(accuracy, majority + 0.2)  # learnt more than the most frequent tag
+    # predictions.txt: `word gold predicted`, one sentence per block, the accuracy it reports.
+    written = read_predictions(os.path.join(model_dir, "predictions.txt"))
+    self.assertEqual([[w for w, _, _ in s] for s in written], [list(s.words) for s in dev])
+    self.assertEqual([[g for _, g, _ in s] for s in written], [list(s.tags) for s in dev])
+    predicted = [p for s in written for _, _, p in s]
+    self.assertAllClose(metrics.accuracy(gold, predicted), accuracy)
+    # A re-run with more trials reuses the finished one.
+    logs = []
+    again = tagging.TaggingRunner(
+        self._config("pos", model_dir, num_trials=2, max_train_examples=32), logs.append).run()
+    self.assertEqual(sum("already done" in line for line in logs), 1)
+    self.assertLen(again["trials"], 2)
+    self.assertEqual(again["spread"]["accuracy"]["n"], 2)
+
+  def test_ner_crf_bioes_and_conlleval_file(self):
+    model_dir = os.path.join(self.tmp, "ner")
+    runner = tagging.TaggingRunner(self._config("ner", model_dir, crf=True,
+                                                dev_file=self.ner_dev), log=lambda _: None)
+    self.assertTrue(any(t.startswith("S-") for t in runner.labels))  # trained on BIOES
+    summary = runner.run()
+    self.assertEqual(summary["primary_metric"], "f1")
+    written = read_predictions(os.path.join(model_dir, "predictions.txt"))
+    self.assertLen(written, 60)
+    predicted_tags = {p for s in written for _, _, p in s}
+    self.assertFalse(any(t[:2] in ("S-", "E-") for t in predicted_tags))  # written as IOB2
+    recomputed = metrics.span_metrics([[g for _, g, _ in s] for s in written],
+                                      [[p for _, _, p in s] for s in written])
+    self.assertAllClose(recomputed["overall"]["f1"], summary["median"]["f1"])
+    self.assertEqual({k for k in summary["median"] if k.startswith("f1_")},
+                     {f"f1_{kind}" for kind in recomputed["per_type"]})
+
+  def test_bad_configuration(self):
+    with self.assertRaisesRegex(ValueError, "--tag_scheme must be one of"):
+      tagging.TaggingRunner(self._config("ner", self.tmp, tag_scheme="bilou"), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "exceeds the encoder's max_position_embeddings"):
+      tagging.TaggingRunner(self._config("pos", self.tmp, max_seq_length=512), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--carve_dev_sentences=9000"):
+      tagging.TaggingRunner(self._config("chunk", self.tmp, carve_dev_sentences=9000),
+                            lambda _: None)
+
+
+if __name__ == "__main__":
+  tf.test.main()
