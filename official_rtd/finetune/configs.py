@@ -13,30 +13,42 @@ class FinetuneConfig:
   random_init: bool = False
   model_size: str = "auto"
   max_seq_length: int = 128
-  train_batch_size: int = 32
+  train_batch_size: Optional[int] = None
   eval_batch_size: int = 128
   num_train_epochs: Optional[float] = None
   learning_rate: Optional[float] = None
   layerwise_lr_decay: Optional[float] = None
-  lr_decay_convention: str = "electra"
+  lr_decay_convention: Optional[str] = None
   warmup_proportion: float = 0.1
   weight_decay_rate: float = 0.0
   num_trials: int = 1
   seed: int = 0
   max_train_examples: int = 0
   log_every_steps: int = 100
+  save_checkpoints_steps: int = 1000
   mixed_precision: str = "float32"
   jit_compile: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GlueConfig(FinetuneConfig):
-  """`run_glue`: `num_train_epochs` None is 3 (10 for RTE and STS-B)."""
-  task: str
+  """`run_glue`: `--task` (single-task, the ELECTRA protocol) or `--tasks` (BAM multi-task
+  fine-tuning and distillation, `multitask.py`). `num_train_epochs` None is 3 (10 for RTE and
+  STS-B), 6 multi-task."""
+  task: str = ""
+  tasks: str = ""
   data_dir: str = ""
   tfds_data_dir: str = ""
   double_unordered: bool = False
   do_predict: bool = False
+  write_train_predictions: bool = False
+  task_sampling_exponent: float = 0.75
+  eval_every_steps: int = 0
+  teacher_dirs: str = ""
+  teachers_from: str = ""
+  teacher_annealing: str = "linear"
+  teacher_lambda: float = 0.0
+  single_task_finetune: str = ""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

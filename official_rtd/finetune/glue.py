@@ -16,6 +16,7 @@ from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.finetune import classifier
 from official_rtd.finetune import configs
+from official_rtd.finetune import distillation
 from official_rtd.finetune import glue_data
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import runner as runner_lib
@@ -50,23 +51,33 @@ def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.WordPiece
           "input_type_ids": types}
 
 
+def load_split(config: GlueConfig, task: glue_data.TaskSpec, split: str):
+  """A task's split from `--tfds_data_dir`, or from `--data_dir`: the task's folder, or a GLUE
+  root holding `<TASK>/` folders (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI)."""
+  if bool(config.data_dir) == bool(config.tfds_data_dir):
+    raise ValueError("give exactly one of --data_dir (GLUE TSV files) and --tfds_data_dir")
+  if config.tfds_data_dir:
+    return glue_data.load_tfds_split(config.tfds_data_dir, task, split)
+  folder = os.path.join(config.data_dir, task.submission_name)
+  return glue_data.load_split(folder if os.path.isdir(folder) else config.data_dir, task, split)
+
+
 class GlueRunner(runner_lib.FinetuneRunner):
   """Loads data and the export once, then runs trials."""
 
   def __init__(self, config: GlueConfig, log: Callable[[str], None] = print):
-    super().__init__(config, log)
+    if not config.task or config.tasks:
+      raise ValueError("GlueRunner is single-task: give --task (--tasks runs multitask.py)")
     self.task = glue_data.get_task(config.task)
-    if bool(config.data_dir) == bool(config.tfds_data_dir):
-      raise ValueError("give exactly one of --data_dir (GLUE TSV files) and --tfds_data_dir")
+    super().__init__(config, log)
     if config.double_unordered and self.task.name not in ("mrpc", "sts-b"):
       raise ValueError("--double_unordered applies to MRPC and STS-B only")
     self.check_max_seq_length()
     self.epochs = config.num_train_epochs or (10 if self.task.name in LONG_TASKS else 3)
-    load = (glue_data.load_tfds_split if config.tfds_data_dir else glue_data.load_split)
-    source = config.tfds_data_dir or config.data_dir
-    self.train_examples = self.subset(load(source, self.task, "train")[0][1])
-    self.dev_splits = load(source, self.task, "dev")
-    self.test_splits = load(source, self.task, "test") if config.do_predict else []
+    self.all_train_examples = load_split(config, self.task, "train")[0][1]
+    self.train_examples = self.subset(self.all_train_examples)
+    self.dev_splits = load_split(config, self.task, "dev")
+    self.test_splits = load_split(config, self.task, "test") if config.do_predict else []
     log(f"run_glue: {self.task.name}, {len(self.train_examples)} train examples, "
         f"{self.defaults_line(self.epochs)}")
 
@@ -97,16 +108,25 @@ class GlueRunner(runner_lib.FinetuneRunner):
           self.task.name, glue_data.labels_of(examples), predictions)
     result["test_predictions"] = {split: np.asarray(self.predict(model, examples)).tolist()
                                   for split, examples in self.test_splits}
+    if self.config.write_train_predictions:  # a teacher for BAM distillation
+      distillation.write_predictions(
+          trials_lib.trial_dir(self.config.model_dir, trial,
+                               distillation.file_name(self.task.name)),
+          self.task.name, self.task.num_classes,
+          self.scores(model, self.all_train_examples, logits=True))
     return result
 
-  def predict(self, model, examples) -> List[float]:
-    """Class indices, or scores for STS-B; with `double_unordered` both orders are averaged."""
+  def scores(self, model, examples, logits: bool = False) -> np.ndarray:
+    """`[examples, classes]` softmax probabilities (or logits), or `[examples]` STS-B scores;
+    with `double_unordered` averaged over both orders."""
     orders = [False, True] if self.config.double_unordered else [False]
     regression = self.task.is_regression
 
     def scores_of(batch):
       out = model(batch, training=False)
-      return {"scores": out["predictions"] if regression else tf.nn.softmax(out["logits"])}
+      if regression:
+        return {"scores": out["predictions"]}
+      return {"scores": out["logits"] if logits else tf.nn.softmax(out["logits"])}
 
     total = None
     for swap in orders:
@@ -114,7 +134,11 @@ class GlueRunner(runner_lib.FinetuneRunner):
       scores = trials_lib.predict(scores_of, features, self.config.eval_batch_size, self.log,
                                   f"predicting {len(examples)} examples")["scores"]
       total = scores if total is None else total + scores
-    scores = total / len(orders)
+    return total / len(orders)
+
+  def predict(self, model, examples) -> List[float]:
+    """Class indices, or scores for STS-B."""
+    scores = self.scores(model, examples)
     return scores.tolist() if self.task.is_regression else scores.argmax(-1).tolist()
 
   # --- all trials --------------------------------------------------------------------------------
@@ -126,13 +150,19 @@ class GlueRunner(runner_lib.FinetuneRunner):
         primary_metric=metrics_lib.PRIMARY[self.task.name]))
     if self.config.do_predict:
       self._write_submission(trials)
+    if self.config.write_train_predictions:
+      self.publish_best(self._best(trials)["trial"], [distillation.file_name(self.task.name)])
     return summary
+
+  def _best(self, trials) -> dict:
+    """The trial with the best primary metric on the first dev split."""
+    primary = metrics_lib.PRIMARY[self.task.name]
+    first_dev = next(iter(trials[0]["dev"]))
+    return max(trials, key=lambda t: t["dev"][first_dev][primary])
 
   def _write_submission(self, trials):
     """`<TASK>.tsv` (`index<TAB>prediction`) from the trial with the best dev primary metric."""
-    primary = metrics_lib.PRIMARY[self.task.name]
-    first_dev = next(iter(trials[0]["dev"]))
-    best = max(trials, key=lambda t: t["dev"][first_dev][primary])
+    best = self._best(trials)
     for split, examples in self.test_splits:
       suffix = {"test_matched": "-m", "test_mismatched": "-mm"}.get(split, "")
       path = os.path.join(self.config.model_dir, f"{self.task.submission_name}{suffix}.tsv")

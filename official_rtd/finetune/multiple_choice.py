@@ -8,7 +8,6 @@ protocol). Dev accuracy overall and for the middle / high levels. Finished trial
 unfinished trial; `<model_dir>/predictions.jsonl` is the best trial's.
 """
 import json
-import os
 from typing import Callable
 
 import numpy as np
@@ -95,7 +94,6 @@ class MultipleChoiceRunner(runner_lib.FinetuneRunner):
         self.dev_inputs, self.config.eval_batch_size, self.log,
         f"scoring {len(self.dev_questions)} questions")["p"]
     result["dev"] = self.evaluate(probabilities.argmax(-1))
-    os.makedirs(trials_lib.trial_dir(self.config.model_dir, trial), exist_ok=True)
     self.write_predictions(trials_lib.trial_dir(self.config.model_dir, trial, PREDICTIONS_NAME),
                            probabilities)
     return result

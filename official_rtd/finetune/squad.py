@@ -89,7 +89,6 @@ class SquadRunner(runner_lib.FinetuneRunner):
              f"{len(self.predict_features)} windows in {time.time() - start:.1f}s")
     metrics = squad_metrics.evaluate(self.predict_examples, predictions, self.version_2,
                                      null_odds if self.version_2 else None, non_null)
-    os.makedirs(trials_lib.trial_dir(cfg.model_dir, trial), exist_ok=True)
     records.write_json_atomic(trials_lib.trial_dir(cfg.model_dir, trial, PREDICTIONS_NAME),
                               predictions)
     if self.version_2:

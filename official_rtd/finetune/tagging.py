@@ -8,7 +8,6 @@ predictions are written back as IOB2, which conlleval reads next to the gold fil
 Finished trials are kept in `<model_dir>/trial_<k>/` (results.json, predictions.txt), so a killed
 run resumes with the next unfinished trial; `<model_dir>/predictions.txt` is the best trial's.
 """
-import os
 from typing import Callable, List
 
 from official_rtd.data import records
@@ -74,7 +73,6 @@ class TaggingRunner(runner_lib.FinetuneRunner):
                                      batch[0]["word_lengths"]))
     predicted = self.predict(model)
     result["dev"] = self.evaluate(predicted)
-    os.makedirs(trials_lib.trial_dir(self.config.model_dir, trial), exist_ok=True)
     write_predictions(trials_lib.trial_dir(self.config.model_dir, trial, PREDICTIONS_NAME),
                       self.dev_sentences, predicted)
     return result

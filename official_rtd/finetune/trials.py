@@ -53,7 +53,7 @@ def build_optimizer(model, encoder, learning_rate: float, layerwise_lr_decay: fl
 
 
 def build_trial_model(config, trial: int, learning_rate: float, layerwise_lr_decay: float,
-                      num_steps: int, make_model):
+                      convention: str, num_steps: int, make_model):
   """Seeds the trial, loads the export (or a random encoder of its shape) under the run's
   precision policy, builds `make_model(encoder)` (which must create its variables) and the
   optimizer; returns (model, optimizer). `config` is a fine-tuning tool's config."""
@@ -62,7 +62,7 @@ def build_trial_model(config, trial: int, learning_rate: float, layerwise_lr_dec
     encoder = export.load_encoder(config.init_checkpoint, restore=not config.random_init)
     model = make_model(encoder)
   optimizer = build_optimizer(model, encoder, learning_rate, layerwise_lr_decay,
-                              config.lr_decay_convention, num_steps, config.warmup_proportion,
+                              convention, num_steps, config.warmup_proportion,
                               config.weight_decay_rate, config.mixed_precision)
   return model, optimizer
 
@@ -83,8 +83,8 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
         trials.append(json.load(f))
       log(f"trial {trial + 1}/{num_trials}: already done, reusing {path}")
       continue
+    os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there
     result = run_trial(trial)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     records.write_json_atomic(path, result)
     log(f"trial {trial + 1}/{num_trials}: {brief(result)}")
     trials.append(result)
@@ -107,10 +107,20 @@ def median_and_spread(values_by_trial: List[Dict[str, float]]):
 
 
 def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str], None],
-          log_every_steps: int, label: str, jit_compile: bool = False) -> float:
+          log_every_steps: int, label: str, jit_compile: bool = False,
+          checkpoint_dir: str = "", save_every_steps: int = 0, callback=None,
+          callback_every_steps: int = 0) -> float:
   """Runs `num_steps` steps of `loss_fn(model, batch)` over `dataset`, logging the running loss
-  and an ETA; returns the mean loss of the last 10 steps. A float16 `LossScaleOptimizer` (see
-  `training.precision`) gets a scaled loss; `jit_compile` XLA-compiles forward and backward."""
+  and an ETA; returns the mean loss of the last 10 steps (of this process). A float16
+  `LossScaleOptimizer` (see `training.precision`) gets a scaled loss; `jit_compile` XLA-compiles
+  forward and backward.
+
+  With `checkpoint_dir` and `save_every_steps`, model and optimizer are saved there every
+  `save_every_steps` steps, and a run that finds a checkpoint resumes from it: the dataset must be
+  deterministic (seeded shuffles), so skipping the steps done replays the same batches.
+  `callback(step)` runs every `callback_every_steps` steps before the last (e.g. a dev
+  evaluation).
+  """
 
   def forward_backward(batch):
     with tf.GradientTape() as tape:
@@ -126,19 +136,31 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 
+  done, manager = 0, None
+  if checkpoint_dir and save_every_steps:
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
+    if manager.latest_checkpoint:
+      checkpoint.restore(manager.latest_checkpoint)
+      done = int(manager.latest_checkpoint.rsplit("-", 1)[1])
+      log(f"{label}: resuming at step {done} from {manager.latest_checkpoint}")
   start, losses, examples = time.time(), [], 0
-  for step, batch in enumerate(dataset.take(num_steps), start=1):
+  for step, batch in enumerate(dataset.skip(done).take(num_steps - done), start=done + 1):
     losses.append(float(train_step(batch)))
-    if step == 1:  # rates exclude the first step's tracing
+    if step == done + 1:  # rates exclude the first step's tracing
       start = time.time()
     else:
       examples += int(tf.nest.flatten(batch)[0].shape[0])
     if step % log_every_steps == 0 or step == num_steps:
       elapsed = max(time.time() - start, 1e-9)
       log(f"{label} step {step}/{num_steps} loss={np.mean(losses[-log_every_steps:]):.4f} "
-          f"examples/s={examples / elapsed:.1f} "
-          f"ETA {progress.format_duration((num_steps - step) * elapsed / max(step - 1, 1))}")
-  return float(np.mean(losses[-10:]))
+          f"examples/s={examples / elapsed:.1f} ETA "
+          f"{progress.format_duration((num_steps - step) * elapsed / max(step - done - 1, 1))}")
+    if callback and callback_every_steps and step % callback_every_steps == 0 and step < num_steps:
+      callback(step)
+    if manager and step % save_every_steps == 0 and step < num_steps:
+      manager.save(checkpoint_number=step)
+  return float(np.mean(losses[-10:])) if losses else float("nan")
 
 
 def predict(model_fn, inputs: Dict[str, np.ndarray], batch_size: int,

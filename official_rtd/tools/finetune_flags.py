@@ -14,7 +14,8 @@ COMMON_HELP = {
     "random_init": "Same encoder shape, randomly initialized (a baseline).",
     "model_size": "Picks the Table 5.2 defaults; auto: by hidden size (<=256 small, <=768 base).",
     "max_seq_length": "Tokens per example (at most the encoder's positions).",
-    "train_batch_size": "Batch size.",
+    "train_batch_size": "Batch size; unset: 32 (run_multiple_choice 16 questions, multi-task "
+                        "run_glue 128).",
     "eval_batch_size": "Evaluation / prediction batch size.",
     "num_train_epochs": "Epochs over the training set; unset: the tool's default (run_glue 3, "
                         "10 for RTE and STS-B; run_squad 2; run_tagging 3; "
@@ -22,13 +23,17 @@ COMMON_HELP = {
     "learning_rate": "Default 3e-4 small / 1e-4 base / 5e-5 large.",
     "layerwise_lr_decay": "Default 0.8 (0.9 large).",
     "lr_decay_convention": "electra: the original code's exponents (top layer lr*d^2); "
-                           "corrected: top layer lr*d. See official_rtd/training/layerwise_decay.py.",
+                           "corrected: top layer lr*d (the BAM chapter's lr*a^d). Unset: electra "
+                           "(corrected for multi-task run_glue). See "
+                           "official_rtd/training/layerwise_decay.py.",
     "warmup_proportion": "Fraction of steps of linear warmup.",
     "weight_decay_rate": "AdamW weight decay (0 in the dissertation).",
     "num_trials": "Fine-tuning runs with seeds seed..seed+N-1 (papers: 10).",
     "seed": "First trial's seed.",
     "max_train_examples": "Use a random subset of the training set (0: all).",
     "log_every_steps": "Progress line interval.",
+    "save_checkpoints_steps": "Checkpoint a trial every N steps; a killed run resumes there "
+                              "(0: only finished trials are kept).",
     "mixed_precision": "Compute precision; variables stay float32, float16 adds dynamic loss "
                        "scaling.",
     "jit_compile": "XLA-compile each step's forward and backward pass.",
@@ -36,7 +41,8 @@ COMMON_HELP = {
 ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "lr_decay_convention": ["electra", "corrected"],
          "mixed_precision": ["float32", "bfloat16", "float16"],
-         "tag_scheme": ["iob1", "iob2", "bioes"]}
+         "tag_scheme": ["iob1", "iob2", "bioes"],
+         "teacher_annealing": ["linear", "fixed"]}
 
 
 def define_flags(config_class, help_texts):

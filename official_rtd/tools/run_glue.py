@@ -1,11 +1,15 @@
-r"""Fine-tunes an exported encoder on a GLUE task with the ELECTRA protocol.
+r"""Fine-tunes an exported encoder on a GLUE task with the ELECTRA protocol, or on several at
+once with BAM (multi-task learning, born-again distillation, teacher annealing).
 
   run_glue --task=rte --data_dir=../shared/data/glue/RTE \
       --init_checkpoint=/runs/electra_small/export --model_dir=/runs/glue/rte --num_trials=10
+  run_glue --tasks=cola,sst-2,mrpc,sts-b,rte --data_dir=../shared/data/glue \
+      --teachers_from=/runs/glue --init_checkpoint=... --model_dir=/runs/bam
 
 Writes `<model_dir>/eval_results.json` (per-trial and median dev metrics, spread, flags) and, with
-`--do_predict`, `<TASK>.tsv` test predictions in the GLUE submission format. Re-running resumes
-with the first unfinished trial.
+`--do_predict`, `<TASK>.tsv` test predictions in the GLUE submission format; with
+`--write_train_predictions`, `train_predictions_<task>.json` (a teacher for --teacher_dirs).
+Re-running resumes with the first unfinished trial (or its last checkpoint).
 """
 from official_rtd.tools import cli
 
@@ -17,21 +21,41 @@ from official_rtd.tools import finetune_flags
 
 finetune_flags.define_common_flags(configs.GlueConfig)
 finetune_flags.define_flags(configs.GlueConfig, {
-    "task": "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte or wnli.",
-    "data_dir": "Directory with the task's GLUE train.tsv/dev.tsv(/test.tsv).",
+    "task": "Single-task: cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte or wnli.",
+    "tasks": "Multi-task (BAM): a comma list of tasks sharing one encoder (one task: with a "
+             "teacher, Single->Single distillation).",
+    "data_dir": "The task's folder with GLUE train.tsv/dev.tsv(/test.tsv), or (--tasks) the GLUE "
+                "root holding CoLA/, SST-2/, ...",
     "tfds_data_dir": "A TFDS data dir already holding glue/<task> (never downloads).",
     "double_unordered": "MRPC/STS-B: train on both sentence orders and average both orders' "
                         "predictions.",
     "do_predict": "Also write test-set predictions (<TASK>.tsv).",
+    "write_train_predictions": "Write the best trial's training-set logits/values "
+                               "(train_predictions_<task>.json): a distillation teacher.",
+    "task_sampling_exponent": "Multi-task: sample task t with probability |D_t|^x (0 uniform, "
+                              "1 proportional).",
+    "eval_every_steps": "Multi-task: dev evaluation every N steps (0: at the end only).",
+    "teacher_dirs": "Distillation: task:dir,... of run_glue runs (single- or multi-task) with "
+                    "--write_train_predictions.",
+    "teachers_from": "Distillation: a root whose <task>/ folders are teacher runs.",
+    "teacher_annealing": "linear: lambda 0 -> 1 over training (teacher annealing); fixed: "
+                         "--lambda throughout.",
+    "teacher_lambda": "The fixed lambda (also --lambda): target = lambda*gold + "
+                      "(1-lambda)*teacher.",
+    "single_task_finetune": "A multi-task run's model_dir: start from its best trial (encoder "
+                            "and heads); learning rate default 1e-5 (Table 3.3).",
 })
-flags.mark_flags_as_required(["task", "init_checkpoint", "model_dir"])
+flags.DEFINE_alias("lambda", "teacher_lambda")
+flags.mark_flags_as_required(["init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS
 
 
 def main(_):
-  from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import multitask  # pylint: disable=g-import-not-at-top
   config = finetune_flags.config_from_flags(configs.GlueConfig)
-  summary = glue.GlueRunner(config, log=logging.info).run()
+  if bool(config.task) == bool(config.tasks):
+    raise ValueError("give exactly one of --task (single-task) and --tasks (multi-task)")
+  summary = multitask.make_runner(config, log=logging.info).run()
   logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
                FLAGS.model_dir)
 

@@ -59,7 +59,8 @@ class RunGlueTest(tf.test.TestCase):
     self.assertBetween(accuracy, 0.0, 1.0)
     self.assertEqual(written["spread"]["dev"]["accuracy"]["n"], 2)
     self.assertEqual(written["resolved"], {"learning_rate": 3e-4, "layerwise_lr_decay": 0.8,
-                                           "num_train_epochs": 1})
+                                           "lr_decay_convention": "electra",
+                                           "train_batch_size": 16, "num_train_epochs": 1})
     self.assertEqual(written["trials"][0]["train_steps"], 4)  # 64 examples / 16, 1 epoch
     # A re-run (e.g. after a kill) reuses finished trials instead of training again.
     logs = []
