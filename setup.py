@@ -36,6 +36,7 @@ setuptools.setup(
             "run_squad=official_rtd.tools.run_squad:run",
             "run_tagging=official_rtd.tools.run_tagging:run",
             "run_multiple_choice=official_rtd.tools.run_multiple_choice:run",
+            "run_cvt=official_rtd.tools.run_cvt:run",
             "export_model=official_rtd.tools.export_model:run",
             "import_checkpoint=official_rtd.tools.import_checkpoint:run",
             "compare_runs=official_rtd.tools.compare_runs:run",

@@ -89,19 +89,10 @@ class TaggingRunner(runner_lib.FinetuneRunner):
     else:
       ids = [row[:n].argmax(-1) for row, n in zip(logits, lengths)]
     by_sentence = tagging_data.words_by_sentence(self.dev_windows, ids, self.dev_sentences)
-    tags = [[self.labels[i] for i in row] for row in by_sentence]
-    return [tag_schemes.convert(row, "iob2") for row in tags] if self.task.spans else tags
+    return output_tags(self.task, [[self.labels[i] for i in row] for row in by_sentence])
 
   def evaluate(self, predicted: List[List[str]]) -> dict:
-    """Token accuracy (POS), or overall span precision/recall/F1 and `f1_<type>` per type."""
-    gold = [s.tags for s in self.dev_sentences]
-    if not self.task.spans:
-      return {"accuracy": metrics_lib.accuracy([t for s in gold for t in s],
-                                               [t for s in predicted for t in s])}
-    spans = metrics_lib.span_metrics(gold, predicted)
-    out = {k: spans["overall"][k] for k in ("precision", "recall", "f1")}
-    out.update({f"f1_{kind}": values["f1"] for kind, values in spans["per_type"].items()})
-    return out
+    return evaluate(self.task, self.dev_sentences, predicted)
 
   # --- all trials --------------------------------------------------------------------------------
   def run(self) -> dict:
@@ -112,6 +103,24 @@ class TaggingRunner(runner_lib.FinetuneRunner):
     return self.write_summary(self.summary(
         trials, {"num_train_epochs": self.epochs}, task=self.task.name, primary_metric=primary,
         labels=self.labels, best_trial=best["trial"]))
+
+
+def output_tags(task: tagging_data.TaggingTask, tags: List[List[str]]) -> List[List[str]]:
+  """Predicted tags as written and scored: IOB2 for span tasks (conlleval reads it next to the
+  gold file's IOB1 or IOB2), unchanged for POS."""
+  return [tag_schemes.convert(row, "iob2") for row in tags] if task.spans else tags
+
+
+def evaluate(task: tagging_data.TaggingTask, sentences, predicted: List[List[str]]) -> dict:
+  """Token accuracy (POS), or overall span precision/recall/F1 and `f1_<type>` per type."""
+  gold = [s.tags for s in sentences]
+  if not task.spans:
+    return {"accuracy": metrics_lib.accuracy([t for s in gold for t in s],
+                                             [t for s in predicted for t in s])}
+  spans = metrics_lib.span_metrics(gold, predicted)
+  out = {k: spans["overall"][k] for k in ("precision", "recall", "f1")}
+  out.update({f"f1_{kind}": values["f1"] for kind, values in spans["per_type"].items()})
+  return out
 
 
 def write_predictions(path: str, sentences, predicted: List[List[str]]):

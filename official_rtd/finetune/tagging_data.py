@@ -26,17 +26,19 @@ class Sentence:
 
 @dataclasses.dataclass(frozen=True)
 class TaggingTask:
-  """A task's files under `--data_dir`; `dev_file` None carves the dev set out of train."""
+  """A task's files under its folder; `dev_file` None carves the dev set out of train.
+  `folder`: its name under a tagging root (`../shared/data/tagging`)."""
   name: str
   train_file: str
   dev_file: Optional[str]
   spans: bool  # span F1 (chunk, NER) rather than token accuracy (POS)
+  folder: str
 
 
 TASKS = {
-    "pos": TaggingTask("pos", "train.tsv", "dev.tsv", spans=False),
-    "chunk": TaggingTask("chunk", "train.txt", None, spans=True),
-    "ner": TaggingTask("ner", "eng.train", "eng.testa", spans=True),
+    "pos": TaggingTask("pos", "train.tsv", "dev.tsv", spans=False, folder="pos_ptb"),
+    "chunk": TaggingTask("chunk", "train.txt", None, spans=True, folder="chunk_conll2000"),
+    "ner": TaggingTask("ner", "eng.train", "eng.testa", spans=True, folder="ner_conll2003"),
 }
 
 

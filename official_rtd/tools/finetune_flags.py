@@ -42,7 +42,8 @@ ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "lr_decay_convention": ["electra", "corrected"],
          "mixed_precision": ["float32", "bfloat16", "float16"],
          "tag_scheme": ["iob1", "iob2", "bioes"],
-         "teacher_annealing": ["linear", "fixed"]}
+         "teacher_annealing": ["linear", "fixed"],
+         "mode": ["cvt", "supervised", "word_dropout"]}
 
 
 def define_flags(config_class, help_texts):

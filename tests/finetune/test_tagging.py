@@ -47,8 +47,7 @@ class RunTaggingTest(tf.test.TestCase):
                                   os.path.join(cls.tmp, "ner_dev.txt"), 60)
 
   def _config(self, task, model_dir, **kwargs):
-    folders = {"pos": "pos_ptb", "chunk": "chunk_conll2000", "ner": "ner_conll2003"}
-    values = dict(task=task, data_dir=os.path.join(TAGGING, folders[task]),
+    values = dict(task=task, data_dir=os.path.join(TAGGING, tagging_data.TASKS[task].folder),
                   init_checkpoint=self.export_dir, model_dir=model_dir, max_seq_length=64,
                   train_batch_size=16, num_train_epochs=1, max_train_examples=64,
                   log_every_steps=100)

@@ -23,6 +23,8 @@ KEY_FLAGS = {
                     "num_trials", "layerwise_lr_decay"],
     "run_multiple_choice": ["task", "data_dir", "train_splits", "dev_split", "max_seq_length",
                             "num_trials"],
+    "run_cvt": ["tasks", "data_dir", "unlabeled_data", "mode", "word_embeddings",
+                "train_steps", "num_trials"],
     "compare_runs": ["model_dirs", "figures"],
     "score_pll": ["model_dir", "input_file", "output_file"],
     "export_model": ["model_dir", "format", "output_dir"],

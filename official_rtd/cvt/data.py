@@ -1,0 +1,161 @@
+"""CVT's inputs: word and character vocabularies, GloVe-format embeddings, padded batches of
+labeled sentences, and a stream of unlabeled sentences split on the fly from a corpus in our format
+(one paragraph per line, blank lines between documents)."""
+import dataclasses
+import re
+from typing import Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from official_rtd.data import corpus
+
+PAD, UNK, REMOVED = "<pad>", "<unk>", "<removed>"  # REMOVED: the word-dropout baseline's token
+MAX_WORD_LENGTH = 20  # characters seen by the char CNN (cvt_text's max_word_length)
+_ABBREVIATIONS = ("Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Rev|Hon|Mt|Gov|Sen|Rep|Co|"
+                  "Inc|Ltd|Corp|vs|etc|No|[A-Z]")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[\"'(\[]*[A-Z0-9])")
+_ABBREVIATION_END = re.compile(rf"\b(?:{_ABBREVIATIONS})\.$")
+_TOKEN = re.compile(rf"\b(?:{_ABBREVIATIONS})\.(?!\w)|\w+(?:[-'.]\w+)*|[^\w\s]")
+
+
+def normalize(word: str) -> str:
+  """The word-embedding key: lowercased, digits as 0 (GloVe 6B is lowercased)."""
+  return re.sub(r"\d", "0", word.lower())
+
+
+@dataclasses.dataclass
+class Vocab:
+  words: Dict[str, int]
+  chars: Dict[str, int]
+
+  @classmethod
+  def build(cls, sentences: Sequence[Sequence[str]], extra_words: Sequence[str] = ()):
+    """Every normalised training word (plus `extra_words`, e.g. GloVe's) and every character."""
+    words = {PAD: 0, UNK: 1, REMOVED: 2}
+    for word in sorted({normalize(w) for s in sentences for w in s} | set(extra_words)):
+      words.setdefault(word, len(words))
+    chars = {PAD: 0, UNK: 1}
+    for char in sorted({c for s in sentences for w in s for c in w}):
+      chars.setdefault(char, len(chars))
+    return cls(words, chars)
+
+  def to_json(self) -> dict:
+    return {"words": self.words, "chars": self.chars}
+
+
+def load_glove(path: str, vocab_words: Optional[Dict[str, int]] = None):
+  """Reads a GloVe text file (`word v1 ... vd` per line).
+
+  Returns `(words, vectors [n, d] float32)` for every line (or only the words in `vocab_words`).
+  Raises:
+    ValueError: `path:line` of a line whose dimension differs from the first line's or whose
+      values are not numbers.
+  """
+  words, vectors, dim = [], [], None
+  with open(path, encoding="utf-8") as f:
+    for number, line in enumerate(f, start=1):
+      fields = line.rstrip("\n").rstrip().split(" ")
+      if len(fields) < 2:
+        continue
+      if dim is None:
+        dim = len(fields) - 1
+      if len(fields) - 1 != dim:
+        raise ValueError(f"{path}:{number}: {len(fields) - 1} values where line 1 has {dim}")
+      if vocab_words is not None and fields[0] not in vocab_words:
+        continue
+      try:
+        vectors.append(np.array(fields[1:], np.float32))
+      except ValueError:
+        raise ValueError(f"{path}:{number}: a value of {fields[0]!r} is not a number") from None
+      words.append(fields[0])
+  if dim is None:
+    raise ValueError(f"{path}: no vectors")
+  return words, np.stack(vectors) if vectors else np.zeros([0, dim], np.float32)
+
+
+def embedding_matrix(vocab: Vocab, dim: int, pretrained: Dict[str, np.ndarray], seed: int
+                     ) -> np.ndarray:
+  """`[words, dim]`: pretrained vectors where known, small random values elsewhere."""
+  rng = np.random.default_rng(seed)
+  matrix = rng.normal(0.0, 0.1, [len(vocab.words), dim]).astype(np.float32)
+  matrix[0] = 0.0
+  for word, index in vocab.words.items():
+    if word in pretrained:
+      matrix[index] = pretrained[word]
+  return matrix
+
+
+@dataclasses.dataclass
+class Batch:
+  """`words` `[batch, time]`, `chars` `[batch, time, MAX_WORD_LENGTH]`, `lengths` `[batch]`,
+  `tags` `[batch, time]` (or None for unlabeled sentences)."""
+  words: np.ndarray
+  chars: np.ndarray
+  lengths: np.ndarray
+  tags: Optional[np.ndarray] = None
+
+  def inputs(self) -> Dict[str, np.ndarray]:
+    return {"words": self.words, "chars": self.chars, "lengths": self.lengths}
+
+
+def make_batch(sentences: Sequence[Sequence[str]], vocab: Vocab,
+               tags: Optional[Sequence[Sequence[int]]] = None) -> Batch:
+  """Pads `sentences` (lists of words) to the longest one."""
+  time = max(len(s) for s in sentences)
+  words = np.zeros([len(sentences), time], np.int32)
+  chars = np.zeros([len(sentences), time, MAX_WORD_LENGTH], np.int32)
+  for row, sentence in enumerate(sentences):
+    for t, word in enumerate(sentence):
+      words[row, t] = vocab.words.get(normalize(word), 1)
+      for k, char in enumerate(word[:MAX_WORD_LENGTH]):
+        chars[row, t, k] = vocab.chars.get(char, 1)
+  tag_array = None
+  if tags is not None:
+    tag_array = np.zeros([len(sentences), time], np.int32)
+    for row, sequence in enumerate(tags):
+      tag_array[row, :len(sequence)] = sequence
+  return Batch(words, chars, np.array([len(s) for s in sentences], np.int32), tag_array)
+
+
+def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:
+  """Sentences (split after . ! ? before a capital or digit, not after a title or an initial
+  such as "Mr." or "J.") as word lists of 2..max_words; words and punctuation are tokens."""
+  pieces, start = [], 0
+  for match in _SENTENCE_END.finditer(paragraph):
+    if _ABBREVIATION_END.search(paragraph[start:match.start() + 1]):
+      continue
+    pieces.append(paragraph[start:match.end()])
+    start = match.end()
+  pieces.append(paragraph[start:])
+  out = []
+  for sentence in pieces:
+    words = _TOKEN.findall(sentence)
+    if 2 <= len(words) <= max_words:
+      out.append(words)
+  return out
+
+
+def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
+                        buffer_size: int = 20000) -> Iterator[List[str]]:
+  """An endless, shuffled (through a `buffer_size` reservoir) stream of corpus sentences,
+  read lazily, file after file, again and again."""
+  files = corpus.expand_input_files(patterns)
+  rng = np.random.default_rng(seed)
+  buffer: List[List[str]] = []
+  while True:
+    produced = False
+    for chunk in corpus.read_chunks(files, 1 << 20):
+      for line in chunk.lines:
+        for sentence in split_sentences(line, max_words):
+          produced = True
+          if len(buffer) < buffer_size:
+            buffer.append(sentence)
+            continue
+          index = int(rng.integers(len(buffer)))
+          yield buffer[index]
+          buffer[index] = sentence
+    if not produced and not buffer:
+      raise ValueError(f"{list(patterns)}: no sentences of 2..{max_words} words")
+    rng.shuffle(buffer)
+    yield from buffer
+    buffer = []

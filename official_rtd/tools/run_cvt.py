@@ -1,0 +1,70 @@
+r"""Cross-View Training (dissertation ch. 4) for semi-supervised sequence tagging with a
+CNN-BiLSTM, and its baselines (supervised only, word dropout).
+
+  run_cvt --tasks=chunk,ner,pos --data_dir=../shared/data/tagging \
+      --unlabeled_data='../shared/data/corpus/*.txt' --model_dir=/runs/cvt
+
+--data_dir holds the tasks' folders (pos_ptb/, chunk_conll2000/, ner_conll2003/, read as
+run_tagging reads them) or, for one task, its files. --unlabeled_data is a corpus in our format
+(a paragraph per line, blank lines between documents; sentences are split on the fly). Writes
+`<model_dir>/eval_results.json` (each task's dev token accuracy or span F1, EMA weights; median over
+trials), `trial_<k>/predictions_<task>.txt` (conlleval input) and `trial_<k>/model` (EMA weights).
+Re-running resumes a trial from its last checkpoint. Dependency parsing and sequence-to-sequence
+CVT (§4.2.3–4.2.4) are not implemented.
+"""
+from official_rtd.tools import cli
+
+from absl import flags  # pylint: disable=g-bad-import-order
+from absl import logging
+
+from official_rtd.cvt import runner  # pylint: disable=g-bad-import-order
+from official_rtd.tools import finetune_flags
+
+finetune_flags.define_flags(runner.CvtRunConfig, {
+    "tasks": "Comma list of pos, chunk, ner (several: multi-task CVT, one shared encoder).",
+    "data_dir": "Tagging root with the tasks' folders (or one task's folder).",
+    "model_dir": "Where checkpoints, results and predictions go.",
+    "unlabeled_data": "Comma list of corpus files/globs (needed unless --mode=supervised).",
+    "mode": "cvt: auxiliary modules learn the primary's predictions on unlabeled data; "
+            "word_dropout: the primary learns its own predictions with 10% of words REMOVED; "
+            "supervised: labeled data only.",
+    "word_embeddings": "GloVe-format text file (word v1 ... vd) to initialise word embeddings; "
+                       "unset: random.",
+    "init_from_encoder": "An encoder export: initialise each word with the mean of its word "
+                         "pieces' embeddings (embedding size must be --word_dim).",
+    "word_dim": "Word embedding size; the char CNN has as many filters over widths 2, 3, 4.",
+    "char_dim": "Character embedding size.",
+    "lstm1_size": "First Bi-LSTM's hidden size (per direction).",
+    "lstm2_size": "Second Bi-LSTM's hidden size (per direction).",
+    "projection_size": "LSTM projection size.",
+    "hidden_size": "Prediction modules' hidden layer.",
+    "train_steps": "Labeled steps (each followed by an unlabeled step unless supervised).",
+    "batch_size": "Sentences per minibatch.",
+    "max_sentence_length": "Longest unlabeled sentence kept, in words.",
+    "max_train_sentences": "Use a random subset of each task's training sentences (0: all).",
+    "learning_rate": "Base SGD learning rate: lr/(1 + 0.005*sqrt(t)).",
+    "warmup_steps": "Linear warm-up of the learning rate (cvt_text used 5000; the paper none).",
+    "ema_decay": "Exponential moving average of the weights used for evaluation and export.",
+    "eval_every_steps": "Dev evaluation interval (0: at the end only).",
+    "save_checkpoints_steps": "Checkpoint interval (a killed run resumes there).",
+    "log_every_steps": "Progress line interval.",
+    "num_trials": "Runs with seeds seed..seed+N-1; medians in eval_results.json.",
+    "seed": "First trial's seed.",
+})
+flags.mark_flags_as_required(["tasks", "data_dir", "model_dir"])
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  config = finetune_flags.config_from_flags(runner.CvtRunConfig)
+  summary = runner.CvtRunner(config, log=logging.info).run()
+  logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
+               FLAGS.model_dir)
+
+
+def run():
+  cli.run_main(main, "run_cvt")
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,70 @@
+"""CVT inputs: GloVe-format embeddings (a file written here), vocabularies, batches and the
+unlabeled sentence stream over the shipped corpus sample."""
+import itertools
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.cvt import data
+from tests import testutil
+
+SAMPLE = os.path.join(testutil.REPO, "data", "corpus_sample", "*.txt")
+
+
+class GloveTest(tf.test.TestCase):
+
+  def test_reads_vectors_and_rejects_bad_lines(self):
+    path = testutil.write_text(os.path.join(tempfile.mkdtemp(), "glove.txt"),
+                               "the 0.1 0.2 0.3\n, -1 0 1\nbank 1e-2 2 3\n")
+    words, vectors = data.load_glove(path)
+    self.assertEqual(words, ["the", ",", "bank"])
+    self.assertAllClose(vectors, [[0.1, 0.2, 0.3], [-1, 0, 1], [0.01, 2, 3]])
+    self.assertEqual(data.load_glove(path, {"bank": 0})[0], ["bank"])
+    bad = testutil.write_text(path + ".bad", "the 0.1 0.2 0.3\nof 0.1 0.2\n")
+    with self.assertRaisesRegex(ValueError, r"glove\.txt\.bad:2: 2 values where line 1 has 3"):
+      data.load_glove(bad)
+    nan = testutil.write_text(path + ".nan", "the 0.1 x 0.3\n")
+    with self.assertRaisesRegex(ValueError, r"\.nan:1: a value of 'the' is not a number"):
+      data.load_glove(nan)
+    vocab = data.Vocab.build([["The", "Bank", "1999"]], extra_words=["the"])
+    matrix = data.embedding_matrix(vocab, 3, dict(zip(words, vectors)), seed=0)
+    self.assertAllClose(matrix[vocab.words["bank"]], [0.01, 2, 3])  # lowercased lookup
+    self.assertIn("0000", vocab.words)  # digits normalised
+    self.assertAllEqual(matrix[0], [0, 0, 0])  # padding
+
+
+class BatchesTest(tf.test.TestCase):
+
+  def test_make_batch(self):
+    vocab = data.Vocab.build([["The", "cat"], ["A", "dog", "ran"]])
+    batch = data.make_batch([["The", "cat"], ["A", "wolf", "ran"]], vocab, [[1, 2], [0, 1, 2]])
+    self.assertAllEqual(batch.lengths, [2, 3])
+    self.assertEqual(batch.words[1, 1], vocab.words[data.UNK])  # unknown word
+    self.assertEqual(batch.words[0, 2], 0)  # padding
+    self.assertEqual(batch.chars[1, 1, 0], vocab.chars["w"] if "w" in vocab.chars else 1)
+    self.assertAllEqual(batch.chars[0, 0, :4], [vocab.chars[c] for c in "The"] + [0])
+    self.assertAllEqual(batch.tags, [[1, 2, 0], [0, 1, 2]])
+
+  def test_sentences_and_stream(self):
+    text = ("Mr. Smith went to Washington. He arrived at 10 a.m. on Monday! Did it rain? "
+            "\"Yes,\" she said.")
+    sentences = data.split_sentences(text, max_words=100)
+    self.assertEqual(sentences[0], ["Mr.", "Smith", "went", "to", "Washington", "."])
+    self.assertEqual(sentences[-1], ["\"", "Yes", ",", "\"", "she", "said", "."])
+    self.assertEqual(data.split_sentences(text, max_words=5)[0], ["Did", "it", "rain", "?"])
+    stream = data.unlabeled_sentences([SAMPLE], 40, seed=0, buffer_size=100)
+    first = list(itertools.islice(stream, 500))
+    self.assertTrue(all(2 <= len(s) <= 40 for s in first))
+    again = list(itertools.islice(data.unlabeled_sentences([SAMPLE], 40, 0, 100), 500))
+    self.assertEqual(first, again)  # seeded
+    other = list(itertools.islice(data.unlabeled_sentences([SAMPLE], 40, 1, 100), 500))
+    self.assertNotEqual(first, other)
+    self.assertGreater(len({tuple(s) for s in first}), 450)
+    with self.assertRaisesRegex(ValueError, "matches no file"):
+      next(data.unlabeled_sentences(["/nonexistent/*.txt"], 40, 0))
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,89 @@
+"""run_cvt end to end on the real tagging sets and the shipped corpus sample with a tiny model:
+results, predictions, resume of a killed run, multi-task, baselines, encoder initialisation."""
+import json
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.cvt import runner
+from official_rtd.training import export
+from tests import testutil
+from tests.cvt.test_data import SAMPLE
+from tests.finetune.test_squad import write_export
+from tests.finetune.test_tagging_data import TAGGING
+
+
+@testutil.requires(TAGGING)
+class RunCvtTest(tf.test.TestCase):
+
+  def config(self, model_dir, **kwargs):
+    values = dict(tasks="chunk", data_dir=TAGGING, model_dir=model_dir, unlabeled_data=SAMPLE,
+                  word_dim=24, char_dim=8, lstm1_size=24, lstm2_size=16, projection_size=16,
+                  hidden_size=16, train_steps=6, batch_size=16, max_train_sentences=64,
+                  eval_every_steps=0, save_checkpoints_steps=2, log_every_steps=1)
+    values.update(kwargs)
+    return runner.CvtRunConfig(**values)
+
+  def test_multitask_cvt_killed_and_resumed(self):
+    model_dir = os.path.join(tempfile.mkdtemp(), "cvt")
+    config = self.config(model_dir, tasks="chunk,pos", eval_every_steps=4)
+
+    def killing_log(line):
+      if "step 3/6" in line:
+        raise KeyboardInterrupt
+
+    with self.assertRaises(KeyboardInterrupt):
+      runner.CvtRunner(config, killing_log).run()
+    logs = []
+    summary = runner.CvtRunner(config, logs.append).run()
+    self.assertTrue(any("resuming at step 2" in line for line in logs), logs)
+    with open(os.path.join(model_dir, "eval_results.json")) as f:
+      self.assertEqual(json.load(f), json.loads(json.dumps(summary)))
+    self.assertEqual(summary["primary_metrics"], {"chunk": "f1", "pos": "accuracy"})
+    dev = summary["trials"][0]["dev"]
+    self.assertBetween(dev["chunk"]["f1"], 0.0, 1.0)
+    self.assertBetween(dev["pos"]["accuracy"], 0.0, 1.0)
+    self.assertEqual([p["step"] for p in summary["trials"][0]["dev_curve"]], [4])
+    self.assertTrue(any("unlabeled loss=" in line for line in logs))
+    # conlleval-style predictions for every dev sentence, IOB2 for chunking.
+    with open(os.path.join(model_dir, "trial_0", "predictions_chunk.txt")) as f:
+      blocks = [b for b in f.read().split("\n\n") if b.strip()]
+    self.assertLen(blocks, 1000)  # chunk's carved dev set
+    self.assertFalse(any(line.split()[2][:2] in ("S-", "E-")
+                         for b in blocks for line in b.splitlines()))
+    self.assertTrue(os.path.exists(os.path.join(model_dir, "trial_0", "model.index")))
+
+  def test_baselines_and_encoder_initialisation(self):
+    tmp = tempfile.mkdtemp()
+    supervised = runner.CvtRunner(self.config(os.path.join(tmp, "s"), mode="supervised",
+                                              unlabeled_data="", train_steps=2),
+                                  lambda _: None).run()
+    self.assertEqual(supervised["mode"], "supervised")
+    logs = []
+    runner.CvtRunner(self.config(os.path.join(tmp, "w"), mode="word_dropout", train_steps=2),
+                     logs.append).run()
+    self.assertTrue(any("unlabeled loss=" in line for line in logs))
+    export_dir = write_export(os.path.join(tmp, "export"))  # token embeddings of size 64
+    initialised = runner.CvtRunner(self.config(os.path.join(tmp, "e"), word_dim=64,
+                                               init_from_encoder=export_dir, train_steps=1),
+                                   lambda _: None)
+    table = export.load_encoder(export_dir).embeddings.embedding_table.numpy()
+    index = initialised.vocab.words["the"]
+    from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
+    from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+    pieces = tokenizer_lib.WordPieceTokenizer(vocab_lib.load_vocab(
+        os.path.join(export_dir, "vocab.txt"))).tokenize_to_lists(["the"])[0]
+    self.assertAllClose(initialised.embeddings[index], table[pieces].mean(0))
+    with self.assertRaisesRegex(ValueError, "token embeddings are 64-d but --word_dim=24"):
+      runner.CvtRunner(self.config(tmp, init_from_encoder=export_dir), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--mode=cvt needs --unlabeled_data"):
+      runner.CvtRunner(self.config(tmp, unlabeled_data=""), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--mode must be one of"):
+      runner.CvtRunner(self.config(tmp, mode="vat"), lambda _: None)
+    self.assertTrue(np.isfinite(supervised["median"]["chunk"]["f1"]))
+
+
+if __name__ == "__main__":
+  tf.test.main()

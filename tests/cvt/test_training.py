@@ -1,0 +1,77 @@
+"""CVT's losses and optimisation pieces against hand computations: KL with a fixed teacher,
+label smoothing, the EMA and the learning-rate schedule."""
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.cvt import data
+from official_rtd.cvt import training
+from tests.cvt.test_model import SENTENCE, build
+
+
+class LossesTest(tf.test.TestCase):
+
+  def test_kl_by_hand(self):
+    teacher = np.log(np.array([[[0.7, 0.2, 0.1], [0.3, 0.3, 0.4]]], np.float32))
+    student = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]], np.float32))
+    mask = np.array([[1.0, 0.0]], np.float32)  # the second token is padding
+    hand = 0.7 * np.log(0.7 / 0.5) + 0.2 * np.log(0.2 / 0.25) + 0.1 * np.log(0.1 / 0.25)
+    self.assertAllClose(training.kl_divergence(teacher, student, mask), hand)
+    self.assertAllClose(hand, 0.23553 - 0.04463 - 0.09163, atol=1e-5)  # 0.0993
+
+  def test_label_smoothing_by_hand(self):
+    logits = np.array([[[2.0, 0.0, 0.0, 0.0]]], np.float32)
+    log_p = logits[0, 0] - np.log(np.exp(logits[0, 0]).sum())
+    targets = np.array([0.925, 0.025, 0.025, 0.025])  # (1 − 0.1)·onehot + 0.1 / 4
+    self.assertAllClose(training.smoothed_cross_entropy(logits, np.array([[0]]),
+                                                        np.ones([1, 1], np.float32), 0.1),
+                        -(targets * log_p).sum())
+
+  def test_unlabeled_step_holds_the_primary_prediction_fixed(self):
+    model, vocab = build()
+    inputs = data.make_batch([SENTENCE], vocab).inputs()
+    model(inputs)
+    steps = training.CvtSteps(model, training.TrainConfig(unlabeled_dropout=0.0),
+                              vocab.words[data.REMOVED])
+    steps.start()
+    mask = tf.ones([1, len(SENTENCE)])
+    with tf.GradientTape() as tape:
+      teacher = model(inputs, 0.0, auxiliary=False)["chunk"]["primary"]
+      student = model(inputs, 0.0)["chunk"]
+      loss = tf.add_n([training.kl_divergence(teacher, student[n], mask) for n in student
+                       if n != "primary"])
+    primary = model.modules_by_task["chunk"]["primary"].trainable_variables
+    auxiliary = model.modules_by_task["chunk"]["fwd"].trainable_variables
+    gradients = tape.gradient(loss, primary + auxiliary)
+    self.assertTrue(all(g is None for g in gradients[:len(primary)]))  # no gradient to primary
+    self.assertTrue(all(g is not None and np.abs(g.numpy()).sum() > 0
+                        for g in gradients[len(primary):]))
+    before = [v.numpy() for v in primary]
+    steps.unlabeled(inputs)
+    for old, variable in zip(before, primary):
+      self.assertAllEqual(old, variable.numpy())  # an unlabeled step never moves the primary
+    self.assertEqual(int(steps.optimizer.iterations), 1)
+
+  def test_ema_update(self):
+    variable = tf.Variable([1.0, 2.0])
+    ema = training.ExponentialMovingAverage([variable], 0.9)
+    variable.assign([3.0, 2.0])
+    ema.update()  # 0.9·[1, 2] + 0.1·[3, 2]
+    self.assertAllClose(ema.shadows[0], [1.2, 2.0])
+    variable.assign([4.0, 0.0])
+    ema.update()  # 0.9·[1.2, 2] + 0.1·[4, 0]
+    self.assertAllClose(ema.shadows[0], [1.48, 1.8])
+    ema.swap()
+    self.assertAllClose(variable, [1.48, 1.8])
+    ema.swap()
+    self.assertAllClose(variable, [4.0, 0.0])
+
+  def test_learning_rate_schedule(self):
+    schedule = training.LearningRate(training.TrainConfig())
+    self.assertAllClose([schedule(0), schedule(100), schedule(10000)],
+                        [0.5, 0.5 / 1.05, 0.5 / 1.5])
+    warm = training.LearningRate(training.TrainConfig(warmup_steps=10))
+    self.assertAllClose(warm(4), 0.5 * 0.5 / (1 + 0.005 * 2))
+
+
+if __name__ == "__main__":
+  tf.test.main()
