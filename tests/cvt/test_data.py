@@ -4,7 +4,6 @@ import itertools
 import os
 import tempfile
 
-import numpy as np
 import tensorflow as tf
 
 from official_rtd.cvt import data
