@@ -172,7 +172,7 @@ class CvtRunner:
     cfg = self.config
     model, steps = self._build(trial)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=steps.optimizer,
-                                     ema=steps.ema.shadows)
+                                     ema=steps.ema.shadows, ema_updates=steps.ema.updates)
     manager = tf.train.CheckpointManager(
         checkpoint, trials_lib.trial_dir(cfg.model_dir, trial, "checkpoint"), max_to_keep=1)
     done = 0

@@ -55,15 +55,21 @@ class LossesTest(tf.test.TestCase):
     variable = tf.Variable([1.0, 2.0])
     ema = training.ExponentialMovingAverage([variable], 0.9)
     variable.assign([3.0, 2.0])
-    ema.update()  # 0.9·[1, 2] + 0.1·[3, 2]
-    self.assertAllClose(ema.shadows[0], [1.2, 2.0])
+    ema.update()  # d = min(0.9, 1/10) = 0.1: 0.1·[1, 2] + 0.9·[3, 2]
+    self.assertAllClose(ema.shadows[0], [2.8, 2.0])
     variable.assign([4.0, 0.0])
-    ema.update()  # 0.9·[1.2, 2] + 0.1·[4, 0]
-    self.assertAllClose(ema.shadows[0], [1.48, 1.8])
+    ema.update()  # d = min(0.9, 2/11): (2/11)·[2.8, 2] + (9/11)·[4, 0]
+    self.assertAllClose(ema.shadows[0], [2 / 11 * 2.8 + 9 / 11 * 4, 4 / 11])
+    for _ in range(100):  # d reaches the decay: (1 + n) / (10 + n) >= 0.9 from n = 80
+      ema.update()
+    variable.assign([5.0, 5.0])
+    before = ema.shadows[0].numpy()
+    ema.update()
+    self.assertAllClose(ema.shadows[0], 0.9 * before + 0.1 * np.array([5.0, 5.0]))
     ema.swap()
-    self.assertAllClose(variable, [1.48, 1.8])
+    self.assertAllClose(variable, 0.9 * before + 0.1 * np.array([5.0, 5.0]))
     ema.swap()
-    self.assertAllClose(variable, [4.0, 0.0])
+    self.assertAllClose(variable, [5.0, 5.0])
 
   def test_learning_rate_schedule(self):
     schedule = training.LearningRate(training.TrainConfig())
