@@ -29,17 +29,18 @@ flags.DEFINE_list("tasks", ["cola", "sst-2", "mrpc", "sts-b", "rte"], "GLUE task
 flags.DEFINE_string("glue_dir", os.path.join(REPO, "..", "shared", "data", "glue"), "GLUE root.")
 flags.DEFINE_integer("max_train_examples", 2000, "Training examples per task (0: all).")
 flags.DEFINE_integer("num_trials", 3, "Seeds per setting.")
+flags.DEFINE_integer("multi_num_trials", 0, "Seeds of the multi-task settings (0: --num_trials).")
 flags.DEFINE_integer("max_seq_length", 64, "Tokens per example.")
 flags.DEFINE_string("output_dir", "", "Where the runs go (default: a new temporary directory).")
 flags.mark_flag_as_required("init_checkpoint")
 FLAGS = flags.FLAGS
 
 
-def config(model_dir, **kwargs):
+def config(model_dir, num_trials, **kwargs):
   return configs.GlueConfig(
       init_checkpoint=FLAGS.init_checkpoint, model_dir=model_dir, data_dir=FLAGS.glue_dir,
       max_seq_length=FLAGS.max_seq_length, max_train_examples=FLAGS.max_train_examples,
-      num_trials=FLAGS.num_trials, log_every_steps=200, **kwargs)
+      num_trials=num_trials, log_every_steps=200, **kwargs)
 
 
 def row(name, per_task, seconds):
@@ -55,8 +56,9 @@ def main(_):
   rows = []
   start, single = time.time(), {}
   for task in FLAGS.tasks:
-    summary = glue.GlueRunner(config(os.path.join(out, "single", task), task=task,
-                                     write_train_predictions=True), logging.info).run()
+    summary = glue.GlueRunner(config(os.path.join(out, "single", task), FLAGS.num_trials,
+                                     task=task, write_train_predictions=True),
+                              logging.info).run()
     split = next(iter(summary["median"]))
     primary = metrics.PRIMARY[task]
     spread = summary["spread"][split][primary]
@@ -65,8 +67,9 @@ def main(_):
   for name, extra in (("Multi", {}),
                       ("Single→Multi", {"teachers_from": os.path.join(out, "single")})):
     start = time.time()
-    summary = multitask.MultiTaskRunner(config(os.path.join(out, name), tasks=",".join(FLAGS.tasks),
-                                               **extra), logging.info).run()
+    summary = multitask.MultiTaskRunner(
+        config(os.path.join(out, name), FLAGS.multi_num_trials or FLAGS.num_trials,
+               tasks=",".join(FLAGS.tasks), **extra), logging.info).run()
     per_task = {}
     for task in FLAGS.tasks:
       key = next(k for k in summary["median"] if k.split(":")[0] == task)
@@ -74,7 +77,8 @@ def main(_):
       spread = summary["spread"][key][primary]
       per_task[task] = (summary["median"][key][primary], spread["min"], spread["max"])
     rows.append(row(name, per_task, time.time() - start))
-  print(f"init_checkpoint: {FLAGS.init_checkpoint}; {FLAGS.num_trials} trials each; "
+  print(f"init_checkpoint: {FLAGS.init_checkpoint}; {FLAGS.num_trials} trials single-task, "
+        f"{FLAGS.multi_num_trials or FLAGS.num_trials} multi-task; "
         f"{FLAGS.max_train_examples or 'all'} training examples per task; runs in {out}")
   print("| model | avg | " + " | ".join(f"{t} ({metrics.PRIMARY[t]})" for t in FLAGS.tasks)
         + " | minutes |")

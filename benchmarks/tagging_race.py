@@ -88,11 +88,11 @@ def accuracy_mode():
 def memory_mode():
   """Peak RSS of a few RACE training steps at the default batch with a Small-shaped encoder."""
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling import encoder_config  # pylint: disable=g-import-not-at-top
   from official_rtd.training import export  # pylint: disable=g-import-not-at-top
   out = tempfile.mkdtemp()
   vocab = vocab_lib.load_vocab(os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"))
-  small = EncoderConfig(vocab_size=vocab.size, hidden_size=256, num_layers=12,
+  small = encoder_config.EncoderConfig(vocab_size=vocab.size, hidden_size=256, num_layers=12,
                         num_attention_heads=4, intermediate_size=1024, embedding_size=128,
                         max_position_embeddings=512)
   encoder = export.build_encoder({"encoder": dataclasses.asdict(small)})

@@ -111,10 +111,11 @@ class MultipleChoiceRunner(runner_lib.FinetuneRunner):
 
   def write_predictions(self, path: str, probabilities: np.ndarray):
     """One JSON line per question: id, level, predicted and gold letters, option probabilities."""
-    records.write_lines_atomic(path, [json.dumps({"id": q.id, "level": q.level, "prediction": chr(65 + int(p.argmax())),
-                         "answer": chr(65 + q.answer),
-                         "probabilities": [round(float(x), 6) for x in p]})
-             for q, p in zip(self.dev_questions, probabilities)])
+    records.write_lines_atomic(path, [
+        json.dumps({"id": q.id, "level": q.level, "prediction": chr(65 + int(p.argmax())),
+                    "answer": chr(65 + q.answer),
+                    "probabilities": [round(float(x), 6) for x in p]})
+        for q, p in zip(self.dev_questions, probabilities)])
 
   # --- all trials --------------------------------------------------------------------------------
   def run(self) -> dict:

@@ -169,8 +169,9 @@ class BamEndToEndTest(tf.test.TestCase):
     os.makedirs(bad)
     distillation.write_predictions(os.path.join(bad, "train_predictions_rte.json"), "rte", 2,
                                    np.zeros([47, 2]))
-    with self.assertRaisesRegex(ValueError, "bad_teacher/train_predictions_rte.json does not "
-                                            "match.*47 predictions but the rte training set has 48"):
+    with self.assertRaisesRegex(
+        ValueError, "bad_teacher/train_predictions_rte.json does not match.*47 predictions but "
+                    "the rte training set has 48"):
       multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,sts-b",
                                             teacher_dirs=f"rte:{bad}"), lambda _: None)
     distillation.write_predictions(os.path.join(bad, "train_predictions_rte.json"), "rte", 3,
