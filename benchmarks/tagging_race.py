@@ -2,7 +2,8 @@ r"""Is pre-training visible on token tagging and multiple choice? `run_tagging` 
 train, dev) and `run_multiple_choice` (RACE, a training subset) from an encoder export and from a
 random initialisation of the same shape, N seeds each: median / min / max dev figures and training
 examples/s. `--mode=memory` instead measures the peak RSS of RACE fine-tuning at the default batch
-(16 questions × 4 options × 512 tokens) with an ELECTRA-Small-shaped encoder.
+(16 questions × 4 options × 512 tokens; `--memory_batch_size` another) with an
+ELECTRA-Small-shaped encoder.
 
   python benchmarks/tagging_race.py --init_checkpoint=/tmp/qs5k/model/export
   python benchmarks/tagging_race.py --mode=memory
@@ -33,6 +34,8 @@ flags.DEFINE_integer("num_trials", 3, "Seeds per setting.")
 flags.DEFINE_integer("race_train_examples", 4000, "RACE training questions (a random subset).")
 flags.DEFINE_integer("race_dev_examples", 0, "RACE dev questions (0: all 4,887).")
 flags.DEFINE_integer("memory_steps", 4, "Training steps of the memory measurement.")
+flags.DEFINE_integer("memory_batch_size", 0, "Questions per batch of the memory measurement "
+                     "(0: run_multiple_choice's default).")
 FLAGS = flags.FLAGS
 
 
@@ -100,16 +103,17 @@ def memory_mode():
                                                            name="electra"),
                                      vocab, os.path.join(out, "small"), max_seq_length=512)
   defaults = multiple_choice.MultipleChoiceConfig(data_dir="", init_checkpoint="", model_dir="")
+  batch = FLAGS.memory_batch_size or defaults.train_batch_size
   before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
   config = multiple_choice.MultipleChoiceConfig(
       data_dir=os.path.join(SHARED, "race"), init_checkpoint=export_dir,
       model_dir=os.path.join(out, "race"), random_init=True,
-      max_train_examples=defaults.train_batch_size * FLAGS.memory_steps, num_train_epochs=1,
+      max_train_examples=batch * FLAGS.memory_steps, num_train_epochs=1, train_batch_size=batch,
       max_dev_examples=defaults.eval_batch_size, log_every_steps=1)
   start = time.time()
   multiple_choice.MultipleChoiceRunner(config, log=logging.info).run()
   peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-  print(f"RACE, ELECTRA-Small shape (12 layers, hidden 256), batch {defaults.train_batch_size} "
+  print(f"RACE, ELECTRA-Small shape (12 layers, hidden 256), batch {batch} "
         f"questions x 4 options x {defaults.max_seq_length} tokens, eval batch "
         f"{defaults.eval_batch_size}: peak RSS {peak:.0f} MiB (before fine-tuning {before:.0f} "
         f"MiB), {FLAGS.memory_steps} steps + eval in {time.time() - start:.0f}s")
