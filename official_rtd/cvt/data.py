@@ -3,7 +3,7 @@ labeled sentences, and a stream of unlabeled sentences split on the fly from a c
 (one paragraph per line, blank lines between documents)."""
 import dataclasses
 import re
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -38,6 +38,15 @@ class Vocab:
     for char in sorted({c for s in sentences for w in s for c in w}):
       chars.setdefault(char, len(chars))
     return cls(words, chars)
+
+  def encode(self, sentence: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """`(word ids [len], char ids [len, MAX_WORD_LENGTH])` of one sentence."""
+    words = np.array([self.words.get(normalize(w), 1) for w in sentence], np.int32)
+    chars = np.zeros([len(sentence), MAX_WORD_LENGTH], np.int32)
+    for t, word in enumerate(sentence):
+      chars[t, :min(len(word), MAX_WORD_LENGTH)] = [self.chars.get(c, 1)
+                                                     for c in word[:MAX_WORD_LENGTH]]
+    return words, chars
 
   def to_json(self) -> dict:
     return {"words": self.words, "chars": self.chars}
@@ -100,21 +109,24 @@ class Batch:
 
 def make_batch(sentences: Sequence[Sequence[str]], vocab: Vocab,
                tags: Optional[Sequence[Sequence[int]]] = None) -> Batch:
-  """Pads `sentences` (lists of words) to the longest one."""
-  time = max(len(s) for s in sentences)
-  words = np.zeros([len(sentences), time], np.int32)
-  chars = np.zeros([len(sentences), time, MAX_WORD_LENGTH], np.int32)
-  for row, sentence in enumerate(sentences):
-    for t, word in enumerate(sentence):
-      words[row, t] = vocab.words.get(normalize(word), 1)
-      for k, char in enumerate(word[:MAX_WORD_LENGTH]):
-        chars[row, t, k] = vocab.chars.get(char, 1)
-  tag_array = None
-  if tags is not None:
-    tag_array = np.zeros([len(sentences), time], np.int32)
-    for row, sequence in enumerate(tags):
-      tag_array[row, :len(sequence)] = sequence
-  return Batch(words, chars, np.array([len(s) for s in sentences], np.int32), tag_array)
+  """Encodes and pads `sentences` (lists of words) to the longest one."""
+  return pad_batch([vocab.encode(s) for s in sentences], tags)
+
+
+def pad_batch(encoded: Sequence[Tuple[np.ndarray, np.ndarray]],
+              tags: Optional[Sequence[Sequence[int]]] = None) -> Batch:
+  """Pads `Vocab.encode` outputs (and their tag ids) to the longest sentence."""
+  lengths = np.array([len(w) for w, _ in encoded], np.int32)
+  time = int(lengths.max())
+  words = np.zeros([len(encoded), time], np.int32)
+  chars = np.zeros([len(encoded), time, MAX_WORD_LENGTH], np.int32)
+  tag_array = None if tags is None else np.zeros([len(encoded), time], np.int32)
+  for row, (word_ids, char_ids) in enumerate(encoded):
+    words[row, :len(word_ids)] = word_ids
+    chars[row, :len(word_ids)] = char_ids
+    if tags is not None:
+      tag_array[row, :len(tags[row])] = tags[row]
+  return Batch(words, chars, lengths, tag_array)
 
 
 def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:

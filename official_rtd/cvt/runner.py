@@ -25,6 +25,9 @@ from official_rtd.finetune import tagging_data
 from official_rtd.finetune import trials as trials_lib
 
 
+VOCAB_NAME = "vocab.json"
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CvtRunConfig:
   tasks: str
@@ -86,6 +89,13 @@ class CvtRunner:
                                       extra_words=sorted(pretrained))
     self.embeddings = data_lib.embedding_matrix(self.vocab, config.word_dim, pretrained,
                                                 config.seed)
+    # Labeled and dev sentences are encoded once; batches only pad them.
+    self.encoded = {t.name: [self.vocab.encode(s.words) for s in self.train[t.name]]
+                    for t in self.tasks}
+    self.tag_ids = {t.name: [[self.labels[t.name].index(tag) for tag in s.tags]
+                             for s in self.train[t.name]] for t in self.tasks}
+    self.encoded_dev = {t.name: [self.vocab.encode(s.words) for s in self.dev[t.name]]
+                        for t in self.tasks}
     self.model_config = model_lib.CvtConfig(
         word_dim=config.word_dim, char_dim=config.char_dim, lstm1_size=config.lstm1_size,
         lstm2_size=config.lstm2_size, projection_size=config.projection_size,
@@ -150,16 +160,14 @@ class CvtRunner:
     in a seeded random order."""
     rng = np.random.default_rng(self.config.seed + trial)
     orders = {t.name: [] for t in self.tasks}
-    label_ids = {t.name: {tag: i for i, tag in enumerate(self.labels[t.name])}
-                 for t in self.tasks}
     while True:
       task = self.tasks[int(rng.integers(len(self.tasks)))].name
       if len(orders[task]) < self.config.batch_size:
         orders[task].extend(rng.permutation(len(self.train[task])).tolist())
-      chosen = [self.train[task][i] for i in orders[task][:self.config.batch_size]]
+      chosen = orders[task][:self.config.batch_size]
       del orders[task][:self.config.batch_size]
-      yield task, data_lib.make_batch([s.words for s in chosen], self.vocab,
-                                      [[label_ids[task][t] for t in s.tags] for s in chosen])
+      yield task, data_lib.pad_batch([self.encoded[task][i] for i in chosen],
+                                     [self.tag_ids[task][i] for i in chosen])
 
   def _unlabeled_batches(self, seed: int):
     stream = data_lib.unlabeled_sentences(self.config.unlabeled_data.split(","),
@@ -222,8 +230,8 @@ class CvtRunner:
         predicted: List[List[str]] = []
         for begin in range(0, len(sentences), 128):
           chunk = sentences[begin:begin + 128]
-          ids = steps.predict(data_lib.make_batch([s.words for s in chunk],
-                                                  self.vocab).inputs())[task.name].numpy()
+          ids = steps.predict(data_lib.pad_batch(
+              self.encoded_dev[task.name][begin:begin + 128]).inputs())[task.name].numpy()
           predicted += [[self.labels[task.name][i] for i in row[:len(s.words)]]
                         for row, s in zip(ids, chunk)]
         predicted = tagging.output_tags(task, predicted)
@@ -237,7 +245,13 @@ class CvtRunner:
       steps.ema.swap()
 
   def run(self) -> dict:
+    """Writes `vocab.json` (what reading `trial_<k>/model` back needs: words, characters, each
+    task's tags, the model's sizes), then runs the trials and writes `eval_results.json`."""
     cfg = self.config
+    os.makedirs(cfg.model_dir, exist_ok=True)
+    records.write_json_atomic(os.path.join(cfg.model_dir, VOCAB_NAME), {
+        **self.vocab.to_json(), "tags": self.labels,
+        "model": dataclasses.asdict(self.model_config)})
     primary = {t.name: "f1" if t.spans else "accuracy" for t in self.tasks}
     trials = trials_lib.run_trials(
         cfg.model_dir, cfg.num_trials, self.run_trial, self.log,

@@ -63,6 +63,8 @@ class MultipleChoiceRunner(runner_lib.FinetuneRunner):
     if self.max_seq_length < config.max_seq_length:
       log(f"--max_seq_length={config.max_seq_length} capped at the encoder's "
           f"max_position_embeddings {positions}")
+    if config.max_dev_examples < 0:
+      raise ValueError(f"--max_dev_examples={config.max_dev_examples} must be >= 0 (0: all)")
     self.epochs = config.num_train_epochs or 2
     train = [q for split in config.train_splits.split(",") if split.strip()
              for q in race_data.read_split(config.data_dir, split.strip())]

@@ -118,6 +118,7 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
     self.epochs = config.num_train_epochs or (
         MULTI_TASK_EPOCHS if multi else 10 if tasks[0].name in glue.LONG_TASKS else 3)
     self.max_classes = max(t.num_classes for t in tasks)
+    self._encoded = {}  # task index -> (features, targets), shared by the trials
     self.source_checkpoint = (self._source_checkpoint(config.single_task_finetune)
                               if config.single_task_finetune else "")
     self.all_train, self.train, self.dev = {}, {}, {}
@@ -154,9 +155,12 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
 
   # --- data --------------------------------------------------------------------------------------
   def task_examples(self, index: int):
-    """`(features, targets)` numpy arrays of task `index`'s training examples: targets hold
+    """`(features, targets)` numpy arrays of task `index`'s training examples (encoded once for
+    all trials): targets hold
     `task_id`, `gold` `[n, max_classes]` (one-hot, or the normalised value in column 0),
     `teacher` (the teacher's softmax or normalised value; zeros without one), `has_teacher`."""
+    if index in self._encoded:
+      return self._encoded[index]
     task = self.tasks[index]
     rows = self.train[task.name]
     examples = [self.all_train[task.name][i] for i in rows]
@@ -177,6 +181,7 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
         teacher[:, :task.num_classes] = distillation.softmax(predictions)
     targets = {"task_id": np.full([n], index, np.int32), "gold": gold, "teacher": teacher,
                "has_teacher": np.full([n], float(task.name in self.teachers), np.float32)}
+    self._encoded[index] = (features, targets)
     return features, targets
 
   def dataset(self, trial: int) -> tf.data.Dataset:

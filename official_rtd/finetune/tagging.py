@@ -35,6 +35,8 @@ class TaggingRunner(runner_lib.FinetuneRunner):
     self.check_max_seq_length()
     if config.max_seq_length < 3:
       raise ValueError(f"--max_seq_length={config.max_seq_length} leaves no room for a word")
+    if config.window_stride < 0:
+      raise ValueError(f"--window_stride={config.window_stride} must be >= 0 (0: half a window)")
     self.epochs = config.num_train_epochs or 3
     train, self.dev_sentences = tagging_data.load_task(
         self.task, config.data_dir, config.label_column, config.train_file, config.dev_file,

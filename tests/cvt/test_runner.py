@@ -54,6 +54,11 @@ class RunCvtTest(tf.test.TestCase):
     self.assertFalse(any(line.split()[2][:2] in ("S-", "E-")
                          for b in blocks for line in b.splitlines()))
     self.assertTrue(os.path.exists(os.path.join(model_dir, "trial_0", "model.index")))
+    with open(os.path.join(model_dir, "vocab.json")) as f:  # what reading the model back needs
+      saved = json.load(f)
+    self.assertEqual(sorted(saved["tags"]), ["chunk", "pos"])
+    self.assertEqual(saved["model"]["word_dim"], 24)
+    self.assertEqual(saved["words"]["<removed>"], 2)
 
   def test_baselines_and_encoder_initialisation(self):
     tmp = tempfile.mkdtemp()
@@ -80,6 +85,13 @@ class RunCvtTest(tf.test.TestCase):
       runner.CvtRunner(self.config(tmp, init_from_encoder=export_dir), lambda _: None)
     with self.assertRaisesRegex(ValueError, "--mode=cvt needs --unlabeled_data"):
       runner.CvtRunner(self.config(tmp, unlabeled_data=""), lambda _: None)
+    glove = testutil.write_text(os.path.join(tmp, "glove.txt"), "the 0.1 0.2\n")
+    with self.assertRaisesRegex(ValueError, "glove.txt holds 2-d vectors but --word_dim=24"):
+      runner.CvtRunner(self.config(tmp, word_embeddings=glove), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--train_steps and --batch_size must be >= 1"):
+      runner.CvtRunner(self.config(tmp, train_steps=0), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "must name each task once"):
+      runner.CvtRunner(self.config(tmp, tasks="chunk,chunk"), lambda _: None)
     with self.assertRaisesRegex(ValueError, "--mode must be one of"):
       runner.CvtRunner(self.config(tmp, mode="vat"), lambda _: None)
     self.assertTrue(np.isfinite(supervised["median"]["chunk"]["f1"]))

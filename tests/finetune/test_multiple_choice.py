@@ -78,6 +78,9 @@ class RunMultipleChoiceTest(tf.test.TestCase):
   def test_bad_configuration(self):
     with self.assertRaisesRegex(ValueError, "--task must be one of"):
       multiple_choice.MultipleChoiceRunner(self._config(self.tmp, task="swag"), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--max_dev_examples=-1 must be >= 0"):
+      multiple_choice.MultipleChoiceRunner(self._config(self.tmp, max_dev_examples=-1),
+                                           lambda _: None)
     with self.assertRaisesRegex(ValueError, "found neither"):
       multiple_choice.MultipleChoiceRunner(self._config(self.tmp, dev_split="test"),
                                            lambda _: None)

@@ -153,6 +153,19 @@ class BamEndToEndTest(tf.test.TestCase):
       else:
         self.assertBetween(gold[0], 0.0, 1.0)
 
+  def test_bad_configuration(self):
+    with self.assertRaisesRegex(ValueError, "--task_sampling_exponent=-1.0 must be >= 0"):
+      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,sts-b",
+                                            task_sampling_exponent=-1.0), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "holds no eval_results.json"):
+      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte", single_task_finetune=self.tmp),
+                                lambda _: None)
+    with self.assertRaisesRegex(ValueError, "names a task twice"):
+      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,rte"), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--double_unordered and --do_predict are single-task"):
+      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,sts-b", do_predict=True),
+                                lambda _: None)
+
   def test_teacher_student_resume_and_single_task_finetune(self):
     # Teacher: a single-task run_glue that writes its training-set predictions.
     teacher_dir = os.path.join(self.tmp, "teachers", "rte")

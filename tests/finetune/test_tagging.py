@@ -108,6 +108,8 @@ class RunTaggingTest(tf.test.TestCase):
       tagging.TaggingRunner(self._config("ner", self.tmp, tag_scheme="bilou"), lambda _: None)
     with self.assertRaisesRegex(ValueError, "exceeds the encoder's max_position_embeddings"):
       tagging.TaggingRunner(self._config("pos", self.tmp, max_seq_length=512), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--window_stride=-1 must be >= 0"):
+      tagging.TaggingRunner(self._config("pos", self.tmp, window_stride=-1), lambda _: None)
     with self.assertRaisesRegex(ValueError, "--carve_dev_sentences=9000"):
       tagging.TaggingRunner(self._config("chunk", self.tmp, carve_dev_sentences=9000),
                             lambda _: None)
