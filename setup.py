@@ -24,8 +24,15 @@ setuptools.setup(
         "safetensors",  # export_model --format=huggingface
         "matplotlib",  # compare_runs --plot
     ],
+    # apache-beam: create_pretraining_data --runner=DirectRunner|DataflowRunner|...; 2.77 is the
+    # newest that installs next to TensorFlow 2.20 here (it pins protobuf < 7).
     # transformers' TF ELECTRA classes check the Hugging Face export (no PyTorch needed).
-    extras_require={"test": ["pytest", "scipy", "scikit-learn", "transformers>=4.45,<4.50"]},
+    extras_require={
+        "beam": ["apache-beam==2.77.*"],
+        # importlib_resources: TFDS needs it (via etils.epath) to build the test's own dataset.
+        "test": ["pytest", "scipy", "scikit-learn", "transformers>=4.45,<4.50",
+                 "apache-beam==2.77.*", "importlib_resources"],
+    },
     entry_points={
         "console_scripts": [
             "build_vocab=official_rtd.tools.build_vocab:run",

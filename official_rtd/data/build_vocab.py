@@ -1,7 +1,8 @@
 """Learns a WordPiece vocabulary with tensorflow-text's BERT vocabulary learner."""
 import os
+import random
 import time
-from typing import Callable, List, Sequence
+from typing import Callable, Iterable, List, Sequence, Tuple
 
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
@@ -17,22 +18,49 @@ def _lines(files: Sequence[str], on_decode_error: str, log):
         yield line
 
 
+def reservoir_sample(lines: Iterable[str], size: int, seed: int) -> Tuple[List[str], int]:
+  """A uniform sample of `size` items of `lines` in one pass and O(size) memory (Algorithm R),
+  in stream order; returns it and the number of lines seen."""
+  rng = random.Random(seed)
+  sample, seen = [], 0
+  for seen, line in enumerate(lines, start=1):
+    if len(sample) < size:
+      sample.append((seen, line))
+    else:
+      slot = rng.randrange(seen)
+      if slot < size:
+        sample[slot] = (seen, line)
+  return [line for _, line in sorted(sample)], seen
+
+
 def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 30522,
                 lower_case: bool = True, on_decode_error: str = "fail",
-                log: Callable[[str], None] = print) -> List[str]:
+                log: Callable[[str], None] = print, sample_lines: int = 0,
+                seed: int = 12345) -> List[str]:
   """Learns a vocabulary of at most `vocab_size` tokens and writes it (atomically) to
   `output_file`; the special tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` come first (ids 0-4).
 
+  `sample_lines > 0` learns from a uniform sample of that many non-empty lines (one pass over the
+  corpus, memory for the sample only) instead of streaming every line through the learner.
+
   Raises:
     corpus_lib.CorpusError: missing input files, undecodable text, or no text at all.
-    ValueError: `vocab_size` too small to hold the special tokens and some text.
+    ValueError: `vocab_size` too small to hold the special tokens and some text, or a negative
+      `sample_lines`.
   """
+  if sample_lines < 0:
+    raise ValueError(f"--sample_lines={sample_lines} must be >= 0 (0: every line)")
   if vocab_size <= len(vocab_lib.SPECIAL_TOKENS):
     raise ValueError(f"--vocab_size={vocab_size} must exceed the {len(vocab_lib.SPECIAL_TOKENS)} "
                      "special tokens")
   files = corpus_lib.expand_input_files(input_files)
   start = time.time()
   lines = _lines(files, on_decode_error, log)
+  if sample_lines:
+    sample, seen = reservoir_sample(lines, sample_lines, seed)
+    log(f"build_vocab: learning from {len(sample)} sampled lines of {seen} "
+        f"({100.0 * len(sample) / max(seen, 1):.2f}%)")
+    lines = iter(sample)
   try:
     first = next(lines)
   except StopIteration:

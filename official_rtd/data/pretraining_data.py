@@ -1,11 +1,14 @@
 """Builds pre-training TFRecords from a text corpus: tokenize, pack, statically mask N×, write.
 
-The corpus is streamed in chunks of about `chunk_bytes`; each chunk is tokenized, packed and masked
-by one worker process with a random state derived from `(seed, chunk index)` only, and chunks are
-written in order, so the output is identical for a seed whatever the number of workers.
+The input is cut into independent work units (`corpus.TextRange`: a byte range of a file that owns
+whole documents; `tfds_corpus.TfdsSlice`: a run of a TFDS split's examples). Each unit is
+tokenized, packed and masked by one worker with random states derived from `(seed, unit key)`
+only, so the set of records is identical for a seed whatever the number of workers, and whether
+the local worker pool or an Apache Beam runner (`beam_pipeline`) does the work.
 """
 import collections
 import dataclasses
+import hashlib
 import os
 import random
 import time
@@ -17,7 +20,9 @@ from official_rtd import progress as progress_lib
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import example_encoder
 from official_rtd.data import packing
+from official_rtd.data import paths
 from official_rtd.data import records
+from official_rtd.data import tfds_corpus
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.data import worker_pool
@@ -37,6 +42,12 @@ class DataConfig:
   input_files: tuple
   vocab_file: str
   output_dir: str
+  input_tfds: str = ""       # a prepared TFDS text dataset instead of `input_files`
+  tfds_data_dir: str = ""
+  tfds_split: str = "train"
+  tfds_text_key: str = "text"
+  runner: str = "local"      # or an Apache Beam runner: DirectRunner, DataflowRunner, ...
+  beam_pipeline_options: str = ""
   do_lower_case: bool = True
   tokenizer: str = "fast"
   max_seq_length: int = 128
@@ -57,6 +68,10 @@ class DataConfig:
 
   def validate(self):
     checks = [
+        (bool(self.input_files) != bool(self.input_tfds),
+         "give exactly one of --input_files and --input_tfds"),
+        (self.runner != "local" or not self.beam_pipeline_options,
+         "--beam_pipeline_options needs a Beam --runner (e.g. DirectRunner)"),
         (self.max_seq_length >= MIN_SEQ_LENGTH,
          f"--max_seq_length={self.max_seq_length} is too small: an example needs at least "
          f"{MIN_SEQ_LENGTH} positions ([CLS] a [SEP] b [SEP])"),
@@ -92,15 +107,34 @@ class DataConfig:
                                  strategy=self.mask_strategy, whole_word_mask=self.whole_word_mask)
 
 
+COUNT_FIELDS = ("examples", "records", "tokens_in", "tokens_kept", "candidates",
+                "masked_positions", "documents", "lines_skipped", "text_bytes")
+
+
 @dataclasses.dataclass
 class ChunkResult:
-  index: int
+  key: str
   records: List[bytes]
-  examples: int
-  tokens_in: int
-  tokens_kept: int
-  candidates: int        # maskable positions over all written (duplicated) examples
-  masked_positions: int
+  examples: int = 0
+  tokens_in: int = 0
+  tokens_kept: int = 0
+  candidates: int = 0        # maskable positions over all written (duplicated) examples
+  masked_positions: int = 0
+  documents: int = 0
+  lines_skipped: int = 0
+  text_bytes: int = 0
+
+  def counts(self) -> collections.Counter:
+    """The chunk's contribution to the sidecar's counts (summed over chunks by both paths)."""
+    values = dataclasses.asdict(self)
+    values["records"] = len(self.records)
+    return collections.Counter({name: values[name] for name in COUNT_FIELDS})
+
+
+def _seed(*parts) -> int:
+  """A non-negative int64 from a stable hash of `parts` (unlike `hash`, equal in every process)."""
+  digest = hashlib.sha256("/".join(map(str, parts)).encode("utf-8")).digest()
+  return int.from_bytes(digest[:8], "little") >> 1
 
 
 class ChunkProcessor:
@@ -121,7 +155,7 @@ class ChunkProcessor:
 
   def __call__(self, chunk: corpus_lib.Chunk) -> ChunkResult:
     cfg = self.config
-    rng = random.Random(f"{cfg.seed}/{chunk.index}")
+    rng = random.Random(f"{cfg.seed}/{chunk.key}")
     texts = [line for line in chunk.lines if line != corpus_lib.DOCUMENT_BREAK]
     token_lists = iter(self.tokenizer.tokenize_to_lists(texts))
     builder = packing.ExampleBuilder(
@@ -135,8 +169,9 @@ class ChunkProcessor:
         examples += builder.add_line(next(token_lists))
     examples += builder.end_document()
 
-    result = ChunkResult(chunk.index, [], len(examples), builder.stats.tokens_in,
-                         builder.stats.tokens_kept, 0, 0)
+    result = ChunkResult(chunk.key, [], len(examples), builder.stats.tokens_in,
+                         builder.stats.tokens_kept, documents=chunk.documents,
+                         lines_skipped=chunk.lines_skipped, text_bytes=chunk.num_bytes)
     if not examples:
       return result
     features = packing.to_features(examples, cfg.max_seq_length, self.vocab.cls_id,
@@ -145,7 +180,7 @@ class ChunkProcessor:
     if cfg.dupe_factor == 0:
       result.records = example_encoder.serialize_examples(features)
     for dupe in range(cfg.dupe_factor):
-      seed = tf.constant([cfg.seed, chunk.index * cfg.dupe_factor + dupe], tf.int64)
+      seed = tf.constant([cfg.seed, _seed(cfg.seed, chunk.key, dupe)], tf.int64)
       masked = self._mask(features["input_word_ids"], seed)
       masked = {k: v.numpy() for k, v in masked.items()}
       result.records += example_encoder.serialize_examples(dict(features, **masked))
@@ -154,6 +189,9 @@ class ChunkProcessor:
     if cfg.dupe_factor > 1:
       rng.shuffle(result.records)  # the N copies of an example must not sit side by side
     return result
+
+  def process_unit(self, unit, warn: Callable[[str], None] = print) -> ChunkResult:
+    return self(unit.read(self.config.on_decode_error, warn))
 
 
 _WORKER: Optional[ChunkProcessor] = None
@@ -166,98 +204,144 @@ def _init_worker(config: DataConfig):
   _WORKER = ChunkProcessor(config)
 
 
-def _process_in_worker(chunk):
-  return _WORKER(chunk)
+def _process_in_worker(unit):
+  warnings = []
+  result = _WORKER.process_unit(unit, warn=warnings.append)
+  return result, warnings
 
 
 class Progress:
-  """Throttled progress lines: MB done, MB/s, examples written and ETA."""
+  """Throttled progress lines: work units done, MB/s, examples written and ETA."""
 
-  def __init__(self, total_bytes: int, log: Callable[[str], None], every_s: float = 10.0):
-    self.total_bytes, self._log, self._every = max(total_bytes, 1), log, every_s
+  def __init__(self, total_units: int, log: Callable[[str], None], every_s: float = 10.0):
+    self.total_units, self._log, self._every = max(total_units, 1), log, every_s
     self._start = self._last = time.time()
 
-  def update(self, done_bytes: int, examples: int, force: bool = False):
+  def update(self, done_units: int, done_bytes: int, examples: int, force: bool = False):
     now = time.time()
     if not force and now - self._last < self._every:
       return
     self._last = now
     elapsed = max(now - self._start, 1e-9)
-    rate = done_bytes / elapsed
-    eta = (self.total_bytes - done_bytes) / rate if rate > 0 else float("inf")
-    self._log(f"{done_bytes / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB "
-              f"({100.0 * done_bytes / self.total_bytes:.1f}%), {rate / 1e6:.2f} MB/s, "
-              f"{examples} examples written, ETA {progress_lib.format_duration(eta)}")
+    rate = done_units / elapsed
+    eta = (self.total_units - done_units) / rate if rate > 0 else float("inf")
+    self._log(f"{done_units}/{self.total_units} chunks "
+              f"({100.0 * done_units / self.total_units:.1f}%), {done_bytes / 1e6:.1f} MB of "
+              f"text at {done_bytes / 1e6 / elapsed:.2f} MB/s, {examples} examples written, "
+              f"ETA {progress_lib.format_duration(eta)}")
+
+
+@dataclasses.dataclass
+class InputPlan:
+  """The work units of a run and what the sidecar says of its input."""
+  units: list
+  description: str
+  sources: List[str]    # input files, or the TFDS dataset
+  input_bytes: int      # the files' sizes; for TFDS, the split's recorded size
+
+
+def plan_input(config: DataConfig) -> InputPlan:
+  """Lists the work units.
+
+  Raises:
+    corpus_lib.CorpusError: missing input files, or an unknown / unprepared TFDS dataset.
+  """
+  if config.input_tfds:
+    units = tfds_corpus.plan_units(config.input_tfds, config.tfds_data_dir or None,
+                                   config.tfds_split, config.tfds_text_key, config.chunk_bytes)
+    info = tfds_corpus.load_builder(config.input_tfds, config.tfds_data_dir or None).info
+    size = info.splits[config.tfds_split].num_bytes
+    return InputPlan(units, f"TFDS {config.input_tfds} {config.tfds_split} "
+                     f"({info.splits[config.tfds_split].num_examples} documents, "
+                     f"{size / 1e6:.1f} MB)", [config.input_tfds], size)
+  files = corpus_lib.expand_input_files(config.input_files)
+  size = sum(paths.getsize(f) for f in files)
+  return InputPlan(corpus_lib.plan_text_units(files, config.chunk_bytes),
+                   f"{len(files)} file(s), {size / 1e6:.1f} MB", files, size)
 
 
 def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = print) -> dict:
-  """Runs the whole pipeline; returns the sidecar it wrote.
+  """Runs the whole pipeline, locally or on Beam (`config.runner`); returns the sidecar it wrote.
 
   Raises:
     ConfigError, vocab_lib.VocabError, corpus_lib.CorpusError: before anything is written for bad
-      settings, vocab or input files; an empty corpus or undecodable line found while streaming
-      raises too, and the previous output directory contents are left untouched.
+      settings, vocab or input; an empty corpus or undecodable line found while streaming raises
+      too, and the previous output directory contents are left untouched.
   """
   config.validate()
   vocab = vocab_lib.load_vocab(config.vocab_file)
-  files = corpus_lib.expand_input_files(config.input_files)
-  total_bytes = sum(os.path.getsize(f) for f in files)
-  num_workers = worker_pool.num_workers(config.num_workers)
-  log(f"create_pretraining_data: {len(files)} file(s), {total_bytes / 1e6:.1f} MB, "
-      f"{num_workers} worker(s), dupe_factor {config.dupe_factor}")
-
-  read_stats = corpus_lib.ReadStats()
-  chunks = corpus_lib.read_chunks(files, config.chunk_bytes, config.on_decode_error, read_stats,
-                                  warn=log)
-  totals = collections.Counter()
-  progress = Progress(total_bytes, log)
+  plan = plan_input(config)
   start = time.time()
-  writer = records.ShardedWriter(config.output_dir, config.num_shards,
-                                 "GZIP" if config.gzip else "")
+  if config.runner == "local":
+    num_workers = worker_pool.num_workers(config.num_workers)
+    log(f"create_pretraining_data: {plan.description} in {len(plan.units)} chunk(s), "
+        f"{num_workers} worker(s), dupe_factor {config.dupe_factor}")
+    totals, writer = _run_local(config, plan, num_workers, log)
+  else:
+    from official_rtd.data import beam_pipeline  # pylint: disable=g-import-not-at-top
+    log(f"create_pretraining_data: {plan.description} in {len(plan.units)} chunk(s) on Beam's "
+        f"{config.runner}, dupe_factor {config.dupe_factor}")
+    totals, writer = beam_pipeline.run(config, plan.units, log)
   try:
-    for result in _map_ordered(chunks, config, num_workers):
-      writer.write(result.records)
-      totals.update(examples=result.examples, records=len(result.records),
-                    tokens_in=result.tokens_in, tokens_kept=result.tokens_kept,
-                    candidates=result.candidates, masked_positions=result.masked_positions)
-      progress.update(read_stats.bytes_read, totals["records"])
     if totals["examples"] == 0:
       raise corpus_lib.CorpusError(
-          f"the corpus is empty: no text in {', '.join(files[:3])}"
-          f"{' ...' if len(files) > 3 else ''}")
+          f"the corpus is empty: no text in {', '.join(plan.sources[:3])}"
+          f"{' ...' if len(plan.sources) > 3 else ''}")
     seconds = time.time() - start
-    sidecar = _sidecar(config, vocab, files, total_bytes, read_stats, totals, seconds)
+    sidecar = _sidecar(config, vocab, plan, totals, seconds)
     writer.commit(sidecar)
   except BaseException:
     writer.abort()
     raise
-  progress.update(read_stats.bytes_read, totals["records"], force=True)
   counts = sidecar["counts"]
   log(f"wrote {counts['examples']} examples ({counts['unique_examples']} unique) to "
-      f"{config.output_dir} in {seconds:.1f}s ({total_bytes / 1e6 / max(seconds, 1e-9):.2f} MB/s); "
+      f"{config.output_dir} in {seconds:.1f}s "
+      f"({plan.input_bytes / 1e6 / max(seconds, 1e-9):.2f} MB/s); "
       f"{counts['percent_truncated']:.2f}% of word pieces truncated")
   return sidecar
 
 
-def _map_ordered(chunks, config: DataConfig, num_workers: int):
-  """Yields `ChunkResult`s in chunk order; at most 2 chunks per worker are in flight."""
+def _run_local(config: DataConfig, plan: InputPlan, num_workers: int, log):
+  """Processes the units with the worker pool, writing round-robin over the shards in unit order.
+  Returns the summed counts and the (uncommitted) writer."""
+  totals = collections.Counter()
+  progress = Progress(len(plan.units), log)
+  writer = records.ShardedWriter(config.output_dir, config.num_shards,
+                                 "GZIP" if config.gzip else "")
+  try:
+    for done, (result, warnings) in enumerate(_map_ordered(plan.units, config, num_workers), 1):
+      for warning in warnings:
+        log(warning)
+      writer.write(result.records)
+      totals.update(result.counts())
+      progress.update(done, totals["text_bytes"], totals["records"])
+  except BaseException:
+    writer.abort()
+    raise
+  progress.update(len(plan.units), totals["text_bytes"], totals["records"], force=True)
+  return totals, writer
+
+
+def _map_ordered(units, config: DataConfig, num_workers: int):
+  """Yields `(ChunkResult, warnings)` in unit order; at most 2 units per worker are in flight."""
   if num_workers == 1:
     processor = ChunkProcessor(config)
-    for chunk in chunks:
-      yield processor(chunk)
+    for unit in units:
+      warnings = []
+      yield processor.process_unit(unit, warn=warnings.append), warnings
     return
   context = worker_pool.context()
   with context.Pool(num_workers, initializer=_init_worker, initargs=(config,)) as pool:
     pending = collections.deque()
-    for chunk in chunks:
-      pending.append(pool.apply_async(_process_in_worker, (chunk,)))
+    for unit in units:
+      pending.append(pool.apply_async(_process_in_worker, (unit,)))
       if len(pending) >= 2 * num_workers:
         yield pending.popleft().get()
     while pending:
       yield pending.popleft().get()
 
 
-def _sidecar(config, vocab, files, total_bytes, read_stats, totals, seconds) -> dict:
+def _sidecar(config, vocab, plan: InputPlan, totals, seconds) -> dict:
   masked = config.dupe_factor > 0
   return {
       "format_version": FORMAT_VERSION,
@@ -271,10 +355,11 @@ def _sidecar(config, vocab, files, total_bytes, read_stats, totals, seconds) -> 
       "max_predictions_per_seq": config.max_predictions_per_seq if masked else None,
       "dupe_factor": config.dupe_factor,
       "counts": {
-          "input_files": len(files),
-          "input_bytes": total_bytes,
-          "documents": read_stats.documents,
-          "lines_skipped": read_stats.lines_skipped,
+          "input_files": 0 if config.input_tfds else len(plan.sources),
+          "input_bytes": plan.input_bytes,
+          "chunks": len(plan.units),
+          "documents": totals["documents"],
+          "lines_skipped": totals["lines_skipped"],
           "unique_examples": totals["examples"],
           "examples": totals["records"],
           "tokens": totals["tokens_kept"],

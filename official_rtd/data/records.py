@@ -64,10 +64,7 @@ class ShardedWriter:
   def __init__(self, output_dir: str, num_shards: int, compression: str = ""):
     self.output_dir = output_dir
     self.compression = compression
-    os.makedirs(output_dir, exist_ok=True)
-    _remove_dead_runs(output_dir)
-    self._tmp_dir = os.path.join(output_dir, f"{_TMP_PREFIX}{os.getpid()}")
-    os.makedirs(self._tmp_dir, exist_ok=True)
+    self._tmp_dir = make_staging_dir(output_dir)
     self.names = [shard_name(i, num_shards, compression) for i in range(num_shards)]
     self._writers = [tf.io.TFRecordWriter(os.path.join(self._tmp_dir, n), options=compression)
                      for n in self.names]
@@ -83,28 +80,58 @@ class ShardedWriter:
     self._next = (self._next + len(records)) % num_shards
 
   def commit(self, sidecar: dict):
-    """Moves the shards into place, removes stale shards of an earlier run, writes the sidecar."""
     for w in self._writers:
       w.close()
-    sidecar_path = os.path.join(self.output_dir, SIDECAR_NAME)
-    if os.path.exists(sidecar_path):
-      os.remove(sidecar_path)
-    for name in self.names:
-      os.replace(os.path.join(self._tmp_dir, name), os.path.join(self.output_dir, name))
-    for name in os.listdir(self.output_dir):
-      if _SHARD_RE.match(name) and name not in self.names:
-        os.remove(os.path.join(self.output_dir, name))
-    shutil.rmtree(self._tmp_dir, ignore_errors=True)
-    write_json_atomic(sidecar_path, dict(sidecar, shards=self.names, compression=self.compression))
+    commit_staged_shards(self.output_dir, self._tmp_dir, self.names, self.compression, sidecar)
 
   def abort(self):
     for w in self._writers:
       w.close()
-    shutil.rmtree(self._tmp_dir, ignore_errors=True)
+    remove_staging_dir(self._tmp_dir)
+
+
+def make_staging_dir(output_dir: str) -> str:
+  """Creates `<output_dir>/.tmp-<pid>` for a run's shards (after deleting dead runs' ones)."""
+  tf.io.gfile.makedirs(output_dir)
+  _remove_dead_runs(output_dir)
+  staging = os.path.join(output_dir, f"{_TMP_PREFIX}{os.getpid()}")
+  tf.io.gfile.makedirs(staging)
+  return staging
+
+
+def remove_staging_dir(staging: str):
+  if tf.io.gfile.exists(staging):
+    tf.io.gfile.rmtree(staging)
+
+
+def commit_staged_shards(output_dir: str, staging: str, names: List[str], compression: str,
+                         sidecar: dict):
+  """Moves the shards `names` from `staging` into place, removes stale shards of an earlier run
+  and writes the sidecar (removed first, written last: its presence means a complete directory).
+  Works on local paths and URLs (gs://) alike."""
+  gfile = tf.io.gfile
+  sidecar_path = os.path.join(output_dir, SIDECAR_NAME)
+  if gfile.exists(sidecar_path):
+    gfile.remove(sidecar_path)
+  for name in names:
+    gfile.rename(os.path.join(staging, name), os.path.join(output_dir, name), overwrite=True)
+  for name in gfile.listdir(output_dir):
+    name = name.rstrip("/")
+    if _SHARD_RE.match(name) and name not in names:
+      gfile.remove(os.path.join(output_dir, name))
+  remove_staging_dir(staging)
+  sidecar = dict(sidecar, shards=list(names), compression=compression)
+  if "://" in output_dir:
+    with gfile.GFile(sidecar_path, "w") as f:
+      f.write(json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
+  else:
+    write_json_atomic(sidecar_path, sidecar)
 
 
 def _remove_dead_runs(output_dir: str):
-  """Deletes temporary directories left by killed runs (their process no longer exists)."""
+  """Deletes temporary directories left by killed local runs (their process no longer exists)."""
+  if "://" in output_dir:
+    return
   for name in os.listdir(output_dir):
     if name.startswith(_TMP_PREFIX) and name[len(_TMP_PREFIX):].isdigit():
       try:

@@ -13,6 +13,12 @@ flags.DEFINE_integer("vocab_size", 30522, "Maximum vocabulary size, special toke
 flags.DEFINE_bool("lower_case", True, "Learn an uncased vocabulary (--nolower_case: cased).")
 flags.DEFINE_enum("on_decode_error", "fail", ["fail", "skip"],
                   "What to do with a line that is not valid UTF-8.")
+flags.DEFINE_integer("sample_lines", 0,
+                     "Learn from a uniform random sample of this many lines (0: every line). The "
+                     "corpus is still read once, but only the sample is held and counted: a few "
+                     "million lines give word counts close to the full corpus's; words rarer than "
+                     "one in --sample_lines lines may be missed (they are still spelled by pieces).")
+flags.DEFINE_integer("seed", 12345, "Seed of the --sample_lines sample.")
 flags.mark_flags_as_required(["input_files", "output_file"])
 FLAGS = flags.FLAGS
 
@@ -21,7 +27,8 @@ def main(_):
   from official_rtd.data import build_vocab  # pylint: disable=g-import-not-at-top
   build_vocab.build_vocab(cli.split_list(FLAGS.input_files), FLAGS.output_file,
                           vocab_size=FLAGS.vocab_size, lower_case=FLAGS.lower_case,
-                          on_decode_error=FLAGS.on_decode_error, log=logging.info)
+                          on_decode_error=FLAGS.on_decode_error, log=logging.info,
+                          sample_lines=FLAGS.sample_lines, seed=FLAGS.seed)
 
 
 def run():

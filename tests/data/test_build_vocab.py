@@ -50,5 +50,37 @@ class BuildVocabTest(tf.test.TestCase):
     self.assertFalse(os.path.exists(output))
 
 
+  def test_reservoir_sample_is_uniform_ordered_and_seeded(self):
+    lines = [f"line {i}" for i in range(20)]
+    sample, seen = build_vocab.reservoir_sample(iter(lines), 5, seed=3)
+    self.assertEqual(seen, 20)
+    self.assertLen(set(sample), 5)
+    self.assertEqual(sample, sorted(sample, key=lines.index))  # stream order kept
+    self.assertEqual(sample, build_vocab.reservoir_sample(iter(lines), 5, seed=3)[0])
+    self.assertEqual(build_vocab.reservoir_sample(iter(lines[:3]), 5, seed=3), (lines[:3], 3))
+    # Every line is kept with probability 5/20: 4,000 seeds give 1,000 ± 3 sigma (sigma ~27).
+    counts = dict.fromkeys(lines, 0)
+    for seed in range(4000):
+      for line in build_vocab.reservoir_sample(iter(lines), 5, seed=seed)[0]:
+        counts[line] += 1
+    self.assertBetween(min(counts.values()), 900, 1000)
+    self.assertBetween(max(counts.values()), 1000, 1100)
+
+  def test_sample_lines_learns_from_the_sample(self):
+    paragraphs = testutil.sample_paragraphs(300)
+    corpus = testutil.write_text(os.path.join(self.tmp, "c.txt"), "\n".join(paragraphs) + "\n")
+    messages = []
+    tokens = build_vocab.build_vocab([corpus], os.path.join(self.tmp, "v.txt"), vocab_size=500,
+                                     sample_lines=100, log=messages.append)
+    self.assertTrue(any("learning from 100 sampled lines of 300" in m for m in messages), messages)
+    self.assertEqual(tokens[:5], list(vocab_lib.SPECIAL_TOKENS))
+    sample = build_vocab.reservoir_sample(iter(paragraphs), 100, seed=12345)[0]
+    words = {w for line in sample for w in line.lower().split()}
+    whole_words = [t for t in tokens[5:] if t.isalpha() and len(t) > 3]
+    self.assertNotEmpty(whole_words)
+    self.assertTrue(all(any(t in w for w in words) for t in whole_words))
+    with self.assertRaisesRegex(ValueError, "--sample_lines=-1 must be >= 0"):
+      build_vocab.build_vocab([corpus], os.path.join(self.tmp, "w.txt"), sample_lines=-1)
+
 if __name__ == "__main__":
   tf.test.main()

@@ -10,9 +10,10 @@ from tests import testutil
 
 # Each console script in setup.py and flags it must list (its own and the shared ones it uses).
 KEY_FLAGS = {
-    "build_vocab": ["input_files", "output_file", "vocab_size", "on_decode_error"],
+    "build_vocab": ["input_files", "output_file", "vocab_size", "on_decode_error", "sample_lines"],
     "create_pretraining_data": ["input_files", "vocab_file", "output_dir", "dupe_factor",
-                                "max_seq_length", "num_workers"],
+                                "max_seq_length", "num_workers", "runner", "beam_pipeline_options",
+                                "input_tfds", "tfds_data_dir"],
     "run_pretraining": ["gin_file", "gin_param", "input_records", "model_dir",
                         "distribution_strategy", "mixed_precision"],
     "rtd_quickstart": ["output_dir", "num_train_steps"],
