@@ -231,10 +231,9 @@ def plan_text_units(files: Sequence[str], chunk_bytes: int) -> List[TextRange]:
 
 
 def read_chunks(files: Sequence[str], chunk_bytes: int, on_decode_error: str = "fail",
-                warn: Callable[[str], None] = print,
-                units: Optional[Sequence[TextRange]] = None) -> Iterator[Chunk]:
+                warn: Callable[[str], None] = print) -> Iterator[Chunk]:
   """Yields the chunks of `files` in order, streaming (one unit's text in memory at a time)."""
   if on_decode_error not in DECODE_ERROR_POLICIES:
     raise ValueError(f"on_decode_error must be one of {DECODE_ERROR_POLICIES}")
-  for unit in units if units is not None else plan_text_units(files, chunk_bytes):
+  for unit in plan_text_units(files, chunk_bytes):
     yield unit.read(on_decode_error, warn)
