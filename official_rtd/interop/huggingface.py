@@ -115,6 +115,7 @@ def export_huggingface(model, vocab: vocab_lib.Vocab, output_dir: str, do_lower_
   if not isinstance(encoder, TransformerEncoder):
     raise ExportFormatError(f"the {model.name} method's exported encoder is not a BERT-style "
                             "Transformer encoder; transformers' ELECTRA cannot load it")
+  encoder = encoder.for_export()
   tmp = f"{output_dir.rstrip('/')}.tmp-{os.getpid()}"
   shutil.rmtree(tmp, ignore_errors=True)
   written = {}

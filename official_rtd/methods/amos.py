@@ -195,7 +195,8 @@ def build_amos_pretrainer(encoder_config: EncoderConfig, mlm_layers: Sequence[in
                           adversarial_mlm_scale: float = 0.0,
                           stop_gradient_between_blocks: bool = True,
                           layer_switch_steps: Sequence[int] = (),
-                          rtd_weight: float = 50.0) -> AmosPretrainer:
+                          rtd_weight: float = 50.0,
+                          embedding_sharing: str = "shared") -> AmosPretrainer:
   """Builds AMOS.
 
   Args:
@@ -211,13 +212,16 @@ def build_amos_pretrainer(encoder_config: EncoderConfig, mlm_layers: Sequence[in
     layer_switch_steps: with "layer_switch", the K − 1 steps at which to move to the next head
       (paper: 1/3 and 2/3 of training).
     rtd_weight: λ (paper: 50).
+    embedding_sharing: see `objectives.build_embedding_pair` (paper: "shared").
   """
   depth = mlm_layers[-1]
   config = encoder_config.scaled(generator_size)
-  discriminator = TransformerEncoder(encoder_config, name="discriminator")
+  discriminator_embeddings, generator_embeddings = objectives.build_embedding_pair(
+      encoder_config, embedding_sharing)
+  discriminator = TransformerEncoder(encoder_config, embeddings=discriminator_embeddings,
+                                     name="discriminator")
   generator = TransformerEncoder(
-      dataclasses.replace(config, num_layers=depth),
-      embeddings=discriminator.embeddings,
+      dataclasses.replace(config, num_layers=depth), embeddings=generator_embeddings,
       stop_gradient_after=mlm_layers[:-1] if stop_gradient_between_blocks else (),
       name="generator")
   return AmosPretrainer(generator, discriminator, mlm_layers, mixture=mixture,

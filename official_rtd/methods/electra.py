@@ -75,8 +75,9 @@ def init_from_generator_checkpoint(model: ElectraPretrainer, checkpoint: str):
 @registry.register("electra")
 @gin.configurable
 def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: float = 0.25,
-                             generator_layers: float = 1.0, tie_embeddings: bool = True,
-                             tie_all: bool = False, temperature: float = 1.0,
+                             generator_layers: float = 1.0,
+                             embedding_sharing: Optional[str] = None,
+                             tie_embeddings: Optional[bool] = None, tie_all: bool = False, temperature: float = 1.0,
                              disallow_correct: bool = False, rtd_weight: float = 50.0,
                              rtd_positions: str = "all", generator_init_checkpoint: str = "",
                              freeze_generator: bool = False,
@@ -86,24 +87,27 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
 
   Args:
     encoder_config: the discriminator.
-    generator_size, generator_layers, tie_embeddings, tie_all, generator_config: see
-      `objectives.build_encoders`.
+    generator_size, generator_layers, embedding_sharing, tie_all, generator_config: see
+      `objectives.build_encoders`; `embedding_sharing` is "shared" (default), "gdes" or "none".
+    tie_embeddings: the older spelling of "shared" (True) / "none" (False).
     temperature, disallow_correct: sampling options.
     rtd_weight: λ.
     rtd_positions: "all" (ELECTRA) or "masked" (ELECTRA 15%, dissertation §5.4.3: the
       discriminator loss only over the masked-out, i.e. a random 15%, of the positions).
     generator_init_checkpoint: two-stage training (§5.3.3): start the generator and the
       discriminator from this stage-1 masked-LM run (see `init_from_generator_checkpoint`).
-    freeze_generator: keep the generator (encoder and MLM head) fixed; needs untied embeddings.
+    freeze_generator: keep the generator (encoder and MLM head) fixed; needs embeddings that are
+      not shared ("none", or "gdes": E_G is frozen, the discriminator trains E_Δ).
   """
-  if freeze_generator and (tie_embeddings or tie_all):
-    raise ValueError("freeze_generator needs tie_embeddings = False and tie_all = False (tied "
-                     "embeddings would freeze the discriminator's too)")
+  embedding_sharing = objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings)
+  if freeze_generator and (embedding_sharing == "shared" or tie_all):
+    raise ValueError("freeze_generator needs embedding_sharing = 'none' or 'gdes' and tie_all = "
+                     "False (shared embeddings would freeze the discriminator's too)")
   if generator_init_checkpoint and (generator_size != 1.0 or generator_layers != 1.0):
     raise ValueError("generator_init_checkpoint (two-stage training) needs a generator of the "
                      "discriminator's size: generator_size = 1.0, generator_layers = 1.0")
   generator, discriminator = objectives.build_encoders(encoder_config, generator_size,
-                                                       generator_layers, tie_embeddings, tie_all,
+                                                       generator_layers, embedding_sharing, tie_all,
                                                        generator_config)
   model = ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
                             temperature=temperature, disallow_correct=disallow_correct,

@@ -18,7 +18,7 @@ sigmoid(wᵀh) = exp(−R), i.e. b = R. Losses (each averaged over the real mask
 
 `mle_weight` > 0 mixes in the maximum-likelihood objective (0: purely adversarial).
 """
-from typing import Dict
+from typing import Dict, Optional
 
 import gin
 import tensorflow as tf
@@ -85,12 +85,15 @@ class AdversarialElectraPretrainer(objectives.GeneratorDiscriminator):
 @gin.configurable
 def build_adversarial_electra_pretrainer(
     encoder_config: EncoderConfig, generator_size: float = 0.25, generator_layers: float = 1.0,
-    tie_embeddings: bool = True, temperature: float = 1.0, rtd_weight: float = 50.0,
+    embedding_sharing: Optional[str] = None, tie_embeddings: Optional[bool] = None,
+    temperature: float = 1.0, rtd_weight: float = 50.0,
     adversarial_weight: float = 1.0, mle_weight: float = 0.0) -> AdversarialElectraPretrainer:
   """ELECTRA's encoders (see `objectives.build_encoders`) with a REINFORCE-trained
-  generator; `mle_weight` mixes in its maximum-likelihood loss."""
-  generator, discriminator = objectives.build_encoders(encoder_config, generator_size,
-                                                    generator_layers, tie_embeddings)
+  generator; `mle_weight` mixes in its maximum-likelihood loss. `tie_embeddings`: the older
+  spelling of `embedding_sharing` "shared" / "none"."""
+  generator, discriminator = objectives.build_encoders(
+      encoder_config, generator_size, generator_layers,
+      objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings))
   return AdversarialElectraPretrainer(
       generator, discriminator, adversarial_weight=adversarial_weight, mle_weight=mle_weight,
       rtd_weight=rtd_weight, temperature=temperature, name="electra_adversarial")

@@ -21,6 +21,7 @@ from official.nlp.modeling import layers
 from official_rtd.methods import base
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.layers.disentangled_embeddings import DisentangledEmbeddings
 from official_rtd.modeling.layers.rtd_head import ReplacedTokenDetectionHead
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
@@ -213,30 +214,74 @@ def update_replaced_fraction(metrics, inputs, sampled_ids):
   metrics["replaced_fraction"].update_state(replaced, sample_weight=inputs["masked_lm_weights"])
 
 
+EMBEDDING_SHARING = ("shared", "gdes", "none")
+
+
+def embedding_sharing_mode(embedding_sharing: Optional[str], tie_embeddings: Optional[bool]
+                           ) -> str:
+  """The sharing mode from `embedding_sharing`, or from the older `tie_embeddings` (True:
+  "shared", False: "none") that run configs written before `embedding_sharing` still set."""
+  if embedding_sharing is None:
+    return "none" if tie_embeddings is False else "shared"
+  if embedding_sharing not in EMBEDDING_SHARING:
+    raise ValueError(f"embedding_sharing must be one of {EMBEDDING_SHARING}, got "
+                     f"{embedding_sharing!r}")
+  if tie_embeddings is not None and tie_embeddings != (embedding_sharing == "shared"):
+    raise ValueError(f"tie_embeddings = {tie_embeddings} contradicts embedding_sharing = "
+                     f"{embedding_sharing!r}: set only embedding_sharing")
+  return embedding_sharing
+
+
+def build_embedding_pair(encoder_config: EncoderConfig, embedding_sharing: str):
+  """(discriminator's, generator's) embedding layers for `embedding_sharing`:
+
+  * "shared" (ELECTRA): one layer, trained by both losses;
+  * "gdes" (DeBERTa-v3): the generator's layer E_G, and the discriminator's
+    `DisentangledEmbeddings` sg(E_G) + E_Δ;
+  * "none": (None, None), each encoder builds its own.
+  """
+  if embedding_sharing not in EMBEDDING_SHARING:
+    raise ValueError(f"embedding_sharing must be one of {EMBEDDING_SHARING}, got "
+                     f"{embedding_sharing!r}")
+  if embedding_sharing == "none":
+    return None, None
+  generator_embeddings = transformer_encoder.build_embeddings(encoder_config)
+  if embedding_sharing == "shared":
+    return generator_embeddings, generator_embeddings
+  return DisentangledEmbeddings(generator_embeddings, name="embeddings"), generator_embeddings
+
+
 def build_encoders(encoder_config: EncoderConfig, generator_size: float = 0.25,
-                   generator_layers: float = 1.0, tie_embeddings: bool = True,
+                   generator_layers: float = 1.0, embedding_sharing: str = "shared",
                    tie_all: bool = False, generator_config: Optional[EncoderConfig] = None):
   """(generator, discriminator) encoders: the generator is `generator_size` × the
   discriminator's width (hidden, FFN, heads) and `generator_layers` × its depth.
 
   Args:
-    tie_embeddings: share token/position/segment embeddings and their LayerNorm with the
-      discriminator (the generator's input and output token embeddings are always tied).
+    embedding_sharing: "shared" (token/position/segment embeddings and their LayerNorm are the
+      discriminator's), "gdes" (the discriminator reads sg(E_G) + E_Δ) or "none"; see
+      `build_embedding_pair`. The generator's input and output token embeddings are always tied.
     tie_all: share every encoder weight (needs a same-size generator).
     generator_config: the generator's own sizes instead of the scaled discriminator's (e.g. an
       imported checkpoint's).
   A `generator_size` of 0 builds no generator (None): a discriminator alone, e.g. imported from a
   checkpoint without one; it exports and detects replaced tokens but cannot be trained.
   """
-  discriminator = TransformerEncoder(encoder_config, name="discriminator")
   if generator_size == 0:
-    return None, discriminator
+    return None, TransformerEncoder(encoder_config, name="discriminator")
   if tie_all:
     if generator_size != 1.0 or generator_layers != 1.0:
       raise ValueError("tie_all needs a same-size generator: set generator_size = 1.0 and "
                        "generator_layers = 1.0")
+    if embedding_sharing == "gdes":
+      raise ValueError("tie_all shares every weight: embedding_sharing = 'gdes' does not apply")
+    discriminator = TransformerEncoder(encoder_config, name="discriminator")
     return discriminator, discriminator
+  discriminator_embeddings, generator_embeddings = build_embedding_pair(encoder_config,
+                                                                        embedding_sharing)
+  discriminator = TransformerEncoder(encoder_config, embeddings=discriminator_embeddings,
+                                     name="discriminator")
   generator = TransformerEncoder(
       generator_config or encoder_config.scaled(generator_size, generator_layers),
-      embeddings=discriminator.embeddings if tie_embeddings else None, name="generator")
+      embeddings=generator_embeddings, name="generator")
   return generator, discriminator

@@ -8,6 +8,8 @@ tokens are replaced by generator samples instead of `[MASK]`, then
   mechanism: a sigmoid copy probability D_t and p(x | x^corrupt)_t = D_t·1[x = x^corrupt_t]
   + (1 − D_t)·softmax(W h_t)_x, L = L_MLM(generator) + E[ Σ_t −log p(x_t | x^corrupt)_t ] / n.
 """
+from typing import Optional
+
 import gin
 import tensorflow as tf
 import tf_keras
@@ -89,10 +91,15 @@ class ReplaceMlmPretrainer(objectives.GeneratorDiscriminator):
 @registry.register("replace_mlm")
 @gin.configurable
 def build_replace_mlm_pretrainer(encoder_config: EncoderConfig, all_tokens: bool = False,
-                                 generator_size: float = 0.25, tie_embeddings: bool = True,
+                                 generator_size: float = 0.25,
+                                 embedding_sharing: Optional[str] = None,
+                                 tie_embeddings: Optional[bool] = None,
                                  temperature: float = 1.0) -> ReplaceMlmPretrainer:
-  generator, discriminator = objectives.build_encoders(encoder_config, generator_size,
-                                                    tie_embeddings=tie_embeddings)
+  """`embedding_sharing`: see `objectives.build_encoders` (`tie_embeddings`: its older
+  spelling)."""
+  generator, discriminator = objectives.build_encoders(
+      encoder_config, generator_size,
+      embedding_sharing=objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings))
   return ReplaceMlmPretrainer(generator, discriminator, all_tokens=all_tokens,
                               temperature=temperature,
                               name="all_tokens_mlm" if all_tokens else "replace_mlm")

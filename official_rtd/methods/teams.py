@@ -155,12 +155,17 @@ def build_teams_pretrainer(encoder_config: EncoderConfig, vocab=None,
                            num_candidates: int = 5, candidate_mode: str = "sampled",
                            task_heads: str = "attention", rtd_weight: float = 5.0,
                            mws_weight: float = 2.0, temperature: float = 1.0,
-                           export_branch: str = "mws") -> TeamsPretrainer:
+                           export_branch: str = "mws",
+                           embedding_sharing: str = "shared") -> TeamsPretrainer:
   """Args: see the module docstring; `vocab` supplies the special tokens that are never
-  candidates (the trainer passes the run's vocab)."""
+  candidates (the trainer passes the run's vocab); `embedding_sharing`: see
+  `objectives.build_embedding_pair` (the shared lower layers stay shared)."""
   if vocab is None:
     raise ValueError("TEAMS needs the vocab (to keep special tokens out of candidate sets)")
-  discriminator = TransformerEncoder(encoder_config, name="discriminator")
+  discriminator_embeddings, generator_embeddings = objectives.build_embedding_pair(
+      encoder_config, embedding_sharing)
+  discriminator = TransformerEncoder(encoder_config, embeddings=discriminator_embeddings,
+                                     name="discriminator")
   generator_config = encoder_config.scaled(1.0, generator_layers)  # the discriminator's width
   depth = generator_config.num_layers
   shared = depth // 2 if num_shared_generator_layers is None else num_shared_generator_layers
@@ -170,7 +175,7 @@ def build_teams_pretrainer(encoder_config: EncoderConfig, vocab=None,
       transformer_encoder.transformer_block(generator_config, f"generator/layer_{i}",
                                             position_bias=discriminator.position_bias)
       for i in range(shared, depth)]
-  generator = TransformerEncoder(generator_config, embeddings=discriminator.embeddings,
+  generator = TransformerEncoder(generator_config, embeddings=generator_embeddings,
                                  transformer_layers=layers,
                                  embedding_projection=discriminator.embedding_projection,
                                  position_bias=discriminator.position_bias, name="generator")

@@ -24,7 +24,7 @@ def export_encoder(model, vocab: vocab_lib.Vocab, model_dir: str, max_seq_length
   tmp = f"{final}.tmp-{os.getpid()}"
   shutil.rmtree(tmp, ignore_errors=True)
   os.makedirs(tmp)
-  encoder = model.exported_encoder
+  encoder = model.exported_encoder.for_export()
   tf.train.Checkpoint(encoder=encoder).write(os.path.join(tmp, WEIGHTS_PREFIX))
   shutil.copyfile(vocab.path, os.path.join(tmp, VOCAB_NAME))
   records.write_json_atomic(os.path.join(tmp, CONFIG_NAME), {

@@ -52,7 +52,7 @@ class AdversarialTest(tf.test.TestCase):
   def test_policy_and_baseline_losses_send_no_gradient_into_the_discriminator(self):
     for tie in (False, True):
       model = electra_adversarial.build_adversarial_electra_pretrainer(
-          CONFIG, generator_size=0.5, tie_embeddings=tie)
+          CONFIG, generator_size=0.5, embedding_sharing="shared" if tie else "none")
       batch = dict(toy_batch(), gumbel_noise=forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]])))
       with tf.GradientTape(persistent=True) as tape:
         losses = model.compute_losses(batch, model(batch, training=False))
@@ -143,7 +143,7 @@ class TwoStageTest(tf.test.TestCase):
     self.assertNotAllClose(model.discriminator.variables[3].numpy(), disc_before)
 
   def test_errors(self):
-    with self.assertRaisesRegex(ValueError, "freeze_generator needs tie_embeddings = False"):
+    with self.assertRaisesRegex(ValueError, "freeze_generator needs embedding_sharing"):
       electra.build_electra_pretrainer(CONFIG, freeze_generator=True)
     with self.assertRaisesRegex(ValueError, "needs a generator of the discriminator's size"):
       electra.build_electra_pretrainer(CONFIG, generator_init_checkpoint="/x")

@@ -1,6 +1,6 @@
 """BERT-style Transformer encoder over (possibly shared) embeddings, from Model Garden layers."""
 import functools
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 import tensorflow as tf
 import tf_keras
@@ -8,6 +8,7 @@ from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
 from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.layers.disentangled_embeddings import DisentangledEmbeddings
 from official_rtd.modeling.layers.embeddings import Embeddings
 from official_rtd.modeling.layers.transformer_block import TransformerBlock
 
@@ -36,6 +37,14 @@ def embedding_projection_layer(config: EncoderConfig) -> tf_keras.layers.EinsumD
       kernel_initializer=initializer(config), name="embedding_projection")
 
 
+def build_embeddings(config: EncoderConfig) -> Embeddings:
+  """The embedding layer of `config`'s sizes (no position table with relative positions)."""
+  return Embeddings(
+      config.vocab_size, config.embedding_size, config.max_position_embeddings,
+      config.type_vocab_size, config.dropout_rate, initializer(config),
+      use_position_embeddings=config.position_embedding != "t5_relative", name="embeddings")
+
+
 def transformer_block(config: EncoderConfig, name: str,
                       position_bias: Optional[layers.RelativePositionBias] = None
                       ) -> tf_keras.layers.Layer:
@@ -54,8 +63,8 @@ class TransformerEncoder(tf_keras.layers.Layer):
 
   Args:
     config: sizes; `config.vocab_size` must be set.
-    embeddings: an `Embeddings` layer to share (e.g. the discriminator's); built from `config`
-      when None. With `embedding_size != hidden_size` each encoder owns its projection.
+    embeddings: an `Embeddings` layer to share (e.g. the discriminator's) or a
+      `DisentangledEmbeddings` over one (GDES); built from `config` when None. With `embedding_size != hidden_size` each encoder owns its projection.
     transformer_layers: blocks to share (e.g. `tie_all`); built when None, as `num_layers`
       blocks or, with `config.share_layers` (ALBERT), one block applied `num_layers` times.
     embedding_projection: an E→H projection to share (e.g. an encoder view over another's layers).
@@ -66,7 +75,8 @@ class TransformerEncoder(tf_keras.layers.Layer):
       discriminator's, for a generator over some of its layers); built when None.
   """
 
-  def __init__(self, config: EncoderConfig, embeddings: Optional[Embeddings] = None,
+  def __init__(self, config: EncoderConfig,
+               embeddings: Optional[Union[Embeddings, DisentangledEmbeddings]] = None,
                transformer_layers: Optional[List[tf_keras.layers.Layer]] = None,
                embedding_projection: Optional[tf_keras.layers.Layer] = None,
                stop_gradient_after: Sequence[int] = (),
@@ -80,10 +90,7 @@ class TransformerEncoder(tf_keras.layers.Layer):
                        f"got {config.position_embedding!r}")
     self.config = config
     relative = config.position_embedding == "t5_relative"
-    self.embeddings = embeddings or Embeddings(
-        config.vocab_size, config.embedding_size, config.max_position_embeddings,
-        config.type_vocab_size, config.dropout_rate, initializer(config),
-        use_position_embeddings=not relative, name="embeddings")
+    self.embeddings = embeddings or build_embeddings(config)
     self.position_bias = position_bias or layers.RelativePositionBias(
         num_heads=config.num_attention_heads,
         relative_attention_num_buckets=config.relative_attention_num_buckets,
@@ -102,8 +109,22 @@ class TransformerEncoder(tf_keras.layers.Layer):
       self.transformer_layers = [block(f"transformer/layer_{i}") for i in range(config.num_layers)]
     self.attention_mask_layer = layers.SelfAttentionMask()
 
-  def get_embedding_table(self) -> tf.Variable:
+  def get_embedding_table(self):
+    """`[vocab_size, embedding_size]` token table: a variable, or with GDES an `EffectiveTable`
+    (converts to the current sg(E_G) + E_Δ wherever a tensor is expected)."""
     return self.embeddings.embedding_table
+
+  def for_export(self) -> "TransformerEncoder":
+    """This encoder, or with GDES a view over the same layers whose embeddings are one plain
+    `Embeddings` holding E_G + E_Δ: every variable of the result is a weight of the exported
+    model (what the fine-tuning export, Hugging Face and SavedModel exports write)."""
+    if not isinstance(self.embeddings, DisentangledEmbeddings):
+      return self
+    return TransformerEncoder(self.config, embeddings=self.embeddings.materialize(),
+                              transformer_layers=self.transformer_layers,
+                              embedding_projection=self.embedding_projection,
+                              stop_gradient_after=self.stop_gradient_after,
+                              position_bias=self.position_bias, name=self.name)
 
   def call(self, inputs, training=None):
     """Args: dict with `input_word_ids`, `input_mask`, `input_type_ids` (`[batch, seq_len]`) and
