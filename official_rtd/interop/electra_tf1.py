@@ -141,7 +141,8 @@ def import_electra_tf1(checkpoint: str, num_attention_heads: Optional[int] = Non
   if has_generator:
     generator_config = infer_config(reader, "generator", "electra" if tied else "generator",
                                     generator_num_attention_heads)
-    options = {"generator_config": generator_config, "embedding_sharing": "shared" if tied else "none"}
+    options = {"generator_config": generator_config,
+               "embedding_sharing": "shared" if tied else "none"}
   model = registry.build("electra", config, **options)
   dummy = records.dummy_inputs(2, 1)
   if has_generator:  # creates every variable

@@ -1,5 +1,7 @@
-r"""Imports an ELECTRA checkpoint from another implementation as an encoder export that `run_glue`
-and `run_squad` fine-tune (`--init_checkpoint=<output_dir>/export`).
+r"""Imports an ELECTRA checkpoint from another implementation: an encoder export that `run_glue`
+and `run_squad` fine-tune (`--init_checkpoint=<output_dir>/export`), and the whole pre-training
+model (generator included when the source has one) that `run_pretraining --init_checkpoint=
+<output_dir>` continues, with its sizes in `<output_dir>/operative_config.gin`.
 
   import_checkpoint --source=electra_tf1 --checkpoint=electra_small/electra_small \
       --vocab_file=electra_small/vocab.txt --output_dir=/runs/electra_small_public
@@ -34,6 +36,7 @@ FLAGS = flags.FLAGS
 def main(_):
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import electra_tf1  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import init_checkpoint  # pylint: disable=g-import-not-at-top
   from official_rtd.training import export  # pylint: disable=g-import-not-at-top
   vocab = vocab_lib.load_vocab(FLAGS.vocab_file)
   if FLAGS.source == "electra_tf1":
@@ -62,6 +65,14 @@ def main(_):
   logging.info("wrote %s (hidden %d, %d layers); fine-tune with --init_checkpoint=%s", path,
                model.discriminator.config.hidden_size, model.discriminator.config.num_layers,
                path)
+  checkpoint = init_checkpoint.write_pretraining_checkpoint(
+      model, vocab, FLAGS.output_dir, FLAGS.do_lower_case,
+      {"source": FLAGS.source, "checkpoint": FLAGS.checkpoint})
+  logging.info("wrote %s (%s) and %s/operative_config.gin; continue pre-training with "
+               "--gin_file=%s/operative_config.gin --gin_file=tasks/electra.gin "
+               "--init_checkpoint=%s", checkpoint,
+               "generator and discriminator" if model.generator is not None
+               else "discriminator only", FLAGS.output_dir, FLAGS.output_dir, FLAGS.output_dir)
 
 
 def run():

@@ -4,7 +4,10 @@ r"""Pre-trains a discriminator (ELECTRA and family), configured by composable gi
       --input_records=/data/records --model_dir=/runs/electra_small \
       [--gin_param='TrainConfig.num_train_steps = 1000'] [--distribution_strategy=mirrored]
 
-Re-running with the same --model_dir resumes from the latest checkpoint.
+Re-running with the same --model_dir resumes from the latest checkpoint. A new run can start from
+another run's weights, or from an import_checkpoint output (released ELECTRA weights), with
+--init_checkpoint=DIR: the generator, discriminator and heads are restored, the optimizer, step and
+learning-rate schedule start fresh.
 """
 from official_rtd import gin_config
 from official_rtd.tools import cli
@@ -37,6 +40,13 @@ flags.DEFINE_enum("mixed_precision", None, ["float32", "bfloat16", "float16"],
                   "default: the gin value (float32).")
 flags.DEFINE_bool("jit_compile", None, "XLA-compile each replica's forward and backward pass "
                   "(TrainConfig.jit_compile).")
+flags.DEFINE_string("init_checkpoint", None, "Warm start: a run_pretraining model_dir, an "
+                    "import_checkpoint output_dir or a checkpoint prefix whose weights start this "
+                    "run (ignored once the run has checkpoints of its own). Its vocab.txt must be "
+                    "the records' vocab. Same as TrainConfig.init_checkpoint.")
+flags.DEFINE_list("init_checkpoint_allow_missing", None, "Components (checkpoint path parts, e.g. "
+                  "mws_head,mws_layer) that may be absent from --init_checkpoint and then start "
+                  "freshly initialised; any other missing or mis-shaped variable is an error.")
 flags.mark_flags_as_required(["gin_file", "input_records", "model_dir"])
 FLAGS = flags.FLAGS
 
@@ -47,6 +57,11 @@ def main(_):
     gin_params.append(f"TrainConfig.mixed_precision = '{FLAGS.mixed_precision}'")
   if FLAGS.jit_compile is not None:
     gin_params.append(f"TrainConfig.jit_compile = {FLAGS.jit_compile}")
+  if FLAGS.init_checkpoint is not None:
+    gin_params.append(f"TrainConfig.init_checkpoint = {FLAGS.init_checkpoint!r}")
+  if FLAGS.init_checkpoint_allow_missing is not None:
+    gin_params.append("TrainConfig.init_checkpoint_allow_missing = "
+                      f"{tuple(FLAGS.init_checkpoint_allow_missing)!r}")
   from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
   train_lib.run_pretraining(FLAGS.gin_file, gin_params, FLAGS.input_records, FLAGS.model_dir,
                             FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.vocab_file,

@@ -64,8 +64,8 @@ def load_model(model_dir: str):
                       ) from None
   finally:
     gin.clear_config()
-  model(records.dummy_inputs(train_config.max_seq_length, train_config.max_predictions_per_seq),
-        training=False)
+  model(records.dummy_inputs(2, train_config.max_predictions_per_seq),
+        training=False)  # creates the variables (any length does)
   tf.train.Checkpoint(model=model).restore(latest).expect_partial()
   return model, tokenizer_lib.WordPieceTokenizer(vocab, flags.get("do_lower_case", True))
 

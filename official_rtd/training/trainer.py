@@ -11,7 +11,7 @@ import dataclasses
 import os
 import shutil
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import gin
 import numpy as np
@@ -32,6 +32,7 @@ from official_rtd.training import optimization
 from official_rtd.training import precision
 from official_rtd.training import run_dir
 from official_rtd.training import train_step
+from official_rtd.training import warm_start
 
 
 @gin.configurable
@@ -51,6 +52,10 @@ class TrainConfig:
   train_flops_budget: float = 0.0
   mixed_precision: str = "float32"  # or bfloat16, float16 (with dynamic loss scaling)
   jit_compile: bool = False  # XLA-compile each replica's forward and backward pass
+  # Warm start (`training/warm_start.py`): the weights of another run's or an imported checkpoint
+  # when this run has none of its own; the components left fresh if the source lacks them.
+  init_checkpoint: str = ""
+  init_checkpoint_allow_missing: Tuple[str, ...] = ()
 
 
 @gin.configurable
@@ -220,12 +225,19 @@ class Trainer:
     return int(self.optimizer.iterations.numpy())
 
   def restore(self) -> int:
-    """Restores the latest checkpoint in `model_dir`, if any, and positions the input after the
-    batches its steps consumed; returns the step."""
+    """Restores the latest checkpoint in `model_dir`, if any (else warm-starts from
+    `init_checkpoint`, if given), and positions the input after the batches its steps consumed;
+    returns the step."""
+    cfg = self.train_config
     latest = tf.train.latest_checkpoint(self.model_dir)
     if latest:
       self.checkpoint.restore(latest).assert_consumed()
-      self.log(f"restored {latest} (step {self.step})")
+      self.log(f"restored {latest} (step {self.step})"
+               + (" (this run's own checkpoint: init_checkpoint is not read again)"
+                  if cfg.init_checkpoint else ""))
+    elif cfg.init_checkpoint:
+      warm_start.warm_start(self.model, cfg.init_checkpoint, self.vocab,
+                            cfg.init_checkpoint_allow_missing, self.log)
     self.iterator = self._make_iterator(self.step)
     return self.step
 

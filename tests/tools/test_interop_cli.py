@@ -7,6 +7,7 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd.training import export
+from official_rtd.training import run_dir
 from tests import testutil
 from tests.interop import test_electra_tf1
 from tests.training.test_trainer import make_records
@@ -69,6 +70,32 @@ class ImportCheckpointCliTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     encoder = export.load_encoder(os.path.join(tmp, "out", "export"))
     self.assertEqual(encoder.config.hidden_size, test_electra_tf1.H)
+
+    # Next to the export: the whole model (generator included) as a run directory ...
+    tensors = test_electra_tf1.tf1_tensors()
+    model, _ = run_dir.load_model(os.path.join(tmp, "out"))
+    self.assertAllClose(model.masked_lm.bias, tensors["generator_predictions/output_bias"])
+    self.assertAllClose(model.discriminator.get_embedding_table(),
+                        tensors["electra/embeddings/word_embeddings"])
+    self.assertIs(model.generator.embeddings, model.discriminator.embeddings)  # tied source
+    self.assertEqual(model.generator.config.hidden_size, test_electra_tf1.HG)
+    # ... that run_pretraining continues with --init_checkpoint (records in the same vocab).
+    corpus = testutil.write_text(os.path.join(tmp, "corpus.txt"), "\n".join(
+        " ".join(f"w{(7 * i + j) % 50}" for j in range(12)) for i in range(80)) + "\n")
+    result = run("create_pretraining_data", f"--input_files={corpus}", f"--vocab_file={vocab}",
+                 f"--output_dir={tmp}/records", "--max_seq_length=32",
+                 "--max_predictions_per_seq=5", "--dupe_factor=1", "--num_shards=1")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    result = run("run_pretraining", f"--gin_file={tmp}/out/operative_config.gin",
+                 "--gin_file=gin/tasks/electra.gin", f"--input_records={tmp}/records",
+                 f"--model_dir={tmp}/continued", f"--init_checkpoint={tmp}/out",
+                 "--gin_param=TrainConfig.num_train_steps = 2",
+                 "--gin_param=TrainConfig.train_batch_size = 4",
+                 "--gin_param=TrainConfig.max_seq_length = 32",
+                 "--gin_param=TrainConfig.max_predictions_per_seq = 5")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertRegex(result.stderr, r"warm start from .*ckpt-0: \d+ variables restored")
+    self.assertNotIn("fresh (allowed)", result.stderr)
     small_vocab = testutil.write_text(os.path.join(tmp, "small.txt"),
                                       "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nw0\n")
     self.assertIn("has 6 tokens but the checkpoint's embeddings have 60 rows",

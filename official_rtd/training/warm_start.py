@@ -1,0 +1,138 @@
+"""Warm start (`run_pretraining --init_checkpoint`): a new run's weights from another run's
+checkpoint or an imported one (`import_checkpoint`), before its first step.
+
+Only the model's weights are read: the optimizer, the step and so the learning-rate schedule start
+fresh. Variables are matched by their object path in the checkpoint (`generator/embeddings/...`,
+`discriminator/transformer_layers/3/...`), the path TensorFlow's object-based checkpoints store. A
+variable reachable by several paths (weights shared between the generator and the discriminator)
+is restored from the first of them the checkpoint holds with the right shape. Every variable that
+cannot be restored is named in one error, unless one of its path components is listed in
+`allow_missing` (those keep their fresh initialisation); GDES's E_Δ (`.../embeddings/delta/...`)
+starts at zero when the source has none, which is what a shared-embeddings source implies.
+"""
+import collections
+import os
+from typing import Callable, Dict, List, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.data import vocab as vocab_lib
+
+ROOT = "model"  # the trainer's `tf.train.Checkpoint(model=...)`
+SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+FRESH_BY_DEFAULT = ("delta",)  # DisentangledEmbeddings.delta: E_Δ = 0 is a shared source's value
+VOCAB_NAME = "vocab.txt"
+
+
+class WarmStartError(ValueError):
+  """An init checkpoint that does not fit the run; names what is wrong."""
+
+
+def resolve_checkpoint(init_checkpoint: str) -> str:
+  """A checkpoint prefix: the latest checkpoint of a directory, or the prefix itself."""
+  path = (tf.train.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint)
+          else init_checkpoint)
+  if not path or not tf.io.gfile.exists(path + ".index"):
+    raise WarmStartError(f"--init_checkpoint={init_checkpoint}: no checkpoint there (give a "
+                         "run_pretraining model_dir, an import_checkpoint output_dir or a "
+                         "checkpoint prefix)")
+  return path
+
+
+def check_vocab(init_checkpoint: str, checkpoint_path: str, vocab: vocab_lib.Vocab) -> None:
+  """The run's vocab (its records') must be the one the checkpoint was trained with."""
+  directory = (init_checkpoint if tf.io.gfile.isdir(init_checkpoint)
+               else os.path.dirname(checkpoint_path))
+  source = os.path.join(directory, VOCAB_NAME)
+  if not tf.io.gfile.exists(source):
+    raise WarmStartError(f"--init_checkpoint={init_checkpoint}: no {VOCAB_NAME} in {directory}, so "
+                         "the records' vocab cannot be checked against the checkpoint's")
+  source_vocab = vocab_lib.load_vocab(source)
+  if source_vocab.sha256 != vocab.sha256:
+    raise WarmStartError(
+        f"the records were built with {vocab.path} ({vocab.size} tokens, sha256 "
+        f"{vocab.sha256[:12]}) but --init_checkpoint={init_checkpoint} with {source} "
+        f"({source_vocab.size} tokens, sha256 {source_vocab.sha256[:12]}): rebuild the records "
+        f"with create_pretraining_data --vocab_file={source}")
+
+
+def _escape(name: str) -> str:
+  """A path component as object-based checkpoints write it."""
+  return name.replace(".", "..").replace("/", ".S")
+
+
+def variable_paths(root) -> Dict[int, Tuple[tf.Variable, List[str]]]:
+  """`{id(variable): (variable, [paths])}` of every variable `root` tracks, each by every path
+  that reaches it, shortest first (the first is the one TensorFlow writes the value under)."""
+  view = tf.train.TrackableView(root)
+  found: Dict[int, Tuple[tf.Variable, List[str]]] = {}
+
+  def visit(obj, prefix: str, ancestors: frozenset):
+    for name, child in view.children(obj).items():
+      path = f"{prefix}{_escape(name)}"
+      if isinstance(child, tf.Variable):
+        found.setdefault(id(child), (child, []))[1].append(path)
+      elif id(child) not in ancestors:
+        visit(child, path + "/", ancestors | {id(child)})
+
+  visit(root, "", frozenset([id(root)]))
+  for _, paths in found.values():
+    paths.sort(key=lambda p: p.count("/"))  # stable: ties keep the traversal order
+  return found
+
+
+def _allowed(paths: Sequence[str], names: Sequence[str]) -> bool:
+  return any(part in names for path in paths for part in path.split("/"))
+
+
+def warm_start(model, init_checkpoint: str, vocab: vocab_lib.Vocab,
+               allow_missing: Sequence[str] = (), log: Callable[[str], None] = print) -> dict:
+  """Restores `model`'s weights from `init_checkpoint` (see the module docstring).
+
+  Returns `{"checkpoint", "restored", "fresh", "unused"}`: the prefix read, the number of variables
+  restored, the paths left freshly initialised (allowed) and the checkpoint's model tensors no
+  variable used.
+  Raises:
+    WarmStartError: a missing checkpoint or vocab, another vocab, or variables that cannot be
+      restored and are not allowed (all named, with shapes).
+  """
+  path = resolve_checkpoint(init_checkpoint)
+  check_vocab(init_checkpoint, path, vocab)
+  reader = tf.train.load_checkpoint(path)
+  shapes = {key[len(ROOT) + 1:-len(SUFFIX)]: shape
+            for key, shape in reader.get_variable_to_shape_map().items()
+            if key.startswith(ROOT + "/") and key.endswith(SUFFIX)}
+  if not shapes:
+    raise WarmStartError(f"{path} holds no '{ROOT}/...' weights: it is not a run_pretraining or "
+                         "import_checkpoint checkpoint")
+  plan, problems, fresh = [], [], []
+  for variable, paths in variable_paths(model).values():
+    want = list(variable.shape)
+    source = next((p for p in paths if p in shapes and list(shapes[p]) == want), None)
+    if source is not None:
+      plan.append((variable, source))
+    elif _allowed(paths, tuple(allow_missing) + FRESH_BY_DEFAULT):
+      fresh.append(paths[0])
+    else:
+      found = [f"{p} {list(shapes[p])}" for p in paths if p in shapes]
+      problems.append(f"{paths[0]} {want}: " + (f"the checkpoint has {', '.join(found)}"
+                                                if found else "missing"))
+  if problems:
+    raise WarmStartError(
+        f"--init_checkpoint={init_checkpoint} ({path}) does not fit this model: "
+        f"{len(problems)} variable(s) cannot be restored: " + "; ".join(problems) + ". Shapes "
+        "differ when the sizes differ (compose the source's operative_config.gin); list the "
+        "components that should start fresh with --init_checkpoint_allow_missing (e.g. mws_head)")
+  for variable, source in plan:
+    variable.assign(reader.get_tensor(f"{ROOT}/{source}{SUFFIX}").astype(
+        variable.dtype.as_numpy_dtype))
+  used = {source for _, source in plan}
+  unused = sorted(set(shapes) - used)
+  top = collections.Counter(p.split("/")[0] for p in unused)
+  log(f"warm start from {path}: {len(plan)} variables restored "
+      f"({int(sum(np.prod(v.shape) for v, _ in plan)):,} weights); optimizer, step and "
+      f"learning-rate schedule start fresh"
+      + (f"; fresh (allowed): {', '.join(fresh)}" if fresh else "")
+      + (f"; unused in the checkpoint: {dict(top)}" if unused else ""))
+  return {"checkpoint": path, "restored": len(plan), "fresh": fresh, "unused": unused}

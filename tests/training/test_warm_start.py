@@ -1,0 +1,113 @@
+"""Warm start (`--init_checkpoint`): weights restored, optimizer/step fresh, own checkpoints first,
+shared → GDES, TEAMS from ELECTRA with allowed fresh heads, and every mismatch named."""
+import dataclasses
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import electra
+from official_rtd.methods import teams
+from official_rtd.training import warm_start
+from tests import testutil
+from tests.training.test_trainer import TINY, make_records, text_trainer
+
+VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+
+
+class WarmStartTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    cls.records = make_records(os.path.join(cls.root, "records"), paragraphs=100)
+    cls.source_dir = os.path.join(cls.root, "source")
+    cls.source, _ = text_trainer(cls.source_dir, cls.records, electra.build_electra_pretrainer,
+                                 steps=3, log_every_steps=3)
+    cls.source.train()
+    shutil.copyfile(VOCAB.path, os.path.join(cls.source_dir, "vocab.txt"))  # as run_pretraining
+
+  def target(self, name, model_fn=electra.build_electra_pretrainer, **train_config):
+    model_dir = os.path.join(self.root, name)
+    trainer, _ = text_trainer(model_dir, self.records, model_fn, steps=2, log_every_steps=2,
+                              **dict({"init_checkpoint": self.source_dir}, **train_config))
+    lines = []
+    trainer.log = lines.append
+    return trainer, lines
+
+  def test_weights_restored_optimizer_and_step_fresh_own_checkpoint_first(self):
+    trainer, lines = self.target("warm")
+    self.assertEqual(trainer.restore(), 0)
+    source = {v.name: v for v in self.source.model.weights}
+    for v in trainer.model.weights:
+      self.assertAllEqual(v, source[v.name], msg=v.name)
+    self.assertEqual(int(trainer.optimizer.iterations), 0)
+    slots = [s for s in trainer.optimizer.variables() if "/m:" in s.name or "/v:" in s.name]
+    self.assertNotEmpty(slots)
+    self.assertTrue(all(not np.any(s.numpy()) for s in slots))
+    self.assertRegex(lines[0], r"warm start from .*ckpt-3: \d+ variables restored")
+    trainer.train()
+    # Resuming the warm-started run reads its own checkpoint, never the (now bogus) init one.
+    again, lines = self.target("warm", init_checkpoint=os.path.join(self.root, "nowhere"))
+    self.assertEqual(again.restore(), 2)
+    self.assertIn("init_checkpoint is not read again", lines[0])
+
+  def test_shared_source_into_gdes(self):
+    trainer, lines = self.target(
+        "gdes", lambda encoder_config: electra.build_electra_pretrainer(
+            encoder_config, embedding_sharing="gdes"))
+    trainer.restore()
+    embeddings = trainer.model.discriminator.embeddings
+    source = self.source.model.discriminator.embeddings.tables()
+    for role, table in embeddings.source.tables().items():
+      self.assertAllEqual(table, source[role], msg=role)
+    for role, delta in embeddings.delta.tables().items():
+      self.assertFalse(np.any(delta.numpy()), msg=role)
+    self.assertIn("fresh (allowed): discriminator/embeddings/delta/", lines[0])
+
+  def test_teams_from_electra_with_fresh_heads(self):
+    build = lambda encoder_config: teams.build_teams_pretrainer(encoder_config, vocab=VOCAB)
+    with self.assertRaises(warm_start.WarmStartError) as error:
+      self.target("teams_strict", build)[0].restore()
+    message = str(error.exception)
+    for part in ("mws_head/", "mws_layer/", "missing", "the checkpoint has generator/"):
+      self.assertIn(part, message)
+    allowed = ("mws_head", "mws_layer", "generator", "masked_lm")
+    trainer, lines = self.target("teams", build, init_checkpoint_allow_missing=allowed)
+    trainer.restore()
+    ours, theirs = trainer.model.discriminator.weights, self.source.model.discriminator.weights
+    self.assertLen(ours, len(theirs))
+    for v, w in zip(ours, theirs):  # incl. the layers the generator shares
+      self.assertAllEqual(v, w, msg=v.name)
+    self.assertAllEqual(trainer.model.rtd_head.weights[0], self.source.model.rtd_head.weights[0])
+    self.assertIn("fresh (allowed): ", lines[0])
+    self.assertIn("mws_head/", lines[0])
+    self.assertIn("unused in the checkpoint", lines[0])
+
+  def test_errors_name_the_problem(self):
+    wider = dataclasses.replace(TINY, hidden_size=32)
+    trainer, _ = text_trainer(os.path.join(self.root, "wider"), self.records,
+                              electra.build_electra_pretrainer, steps=2, encoder_config=wider,
+                              init_checkpoint=self.source_dir)
+    with self.assertRaisesRegex(warm_start.WarmStartError,
+                                r"variable\(s\) cannot be restored: .*\[.*32.*\]: the checkpoint "
+                                r"has .*\[.*64.*\]"):
+      trainer.restore()
+    with self.assertRaisesRegex(warm_start.WarmStartError, "no checkpoint there"):
+      self.target("nothing", init_checkpoint=os.path.join(self.root, "nowhere"))[0].restore()
+    other = os.path.join(self.root, "other_vocab")
+    shutil.copytree(self.source_dir, other)
+    with open(os.path.join(other, "vocab.txt"), "a", encoding="utf-8") as f:
+      f.write("[unused_extra_token]\n")
+    with self.assertRaisesRegex(warm_start.WarmStartError,
+                                "records were built with .* rebuild the records"):
+      self.target("vocab", init_checkpoint=other)[0].restore()
+    self.assertFalse(os.path.exists(os.path.join(self.root, "vocab", "checkpoint")))
+
+
+if __name__ == "__main__":
+  tf.test.main()
