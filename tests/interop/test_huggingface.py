@@ -114,6 +114,111 @@ class HuggingFaceExportTest(tf.test.TestCase):
     self.assertTrue(os.path.isdir(os.path.join(out, "discriminator")))  # earlier export intact
 
 
+class HuggingFaceImportTest(tf.test.TestCase):
+  """transformers checkpoints into our ELECTRA: our own export back (bit-identical), and
+  checkpoints written by transformers' TF classes (h5 and safetensors)."""
+
+  def setUp(self):
+    super().setUp()
+    tf.keras.utils.set_random_seed(0)
+    self.vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+
+  def assert_same_weights(self, a, b):
+    for part in ("discriminator", "generator", "masked_lm", "rtd_head"):
+      ours, theirs = getattr(a, part).weights, getattr(b, part).weights
+      self.assertLen(theirs, len(ours), part)
+      for v, w in zip(ours, theirs):
+        self.assertAllEqual(v, w, msg=f"{part}: {v.name}")
+
+  def test_round_trip_of_our_export_is_exact(self):
+    for sharing in ("shared", "none"):
+      config = dataclasses.replace(TINY, vocab_size=self.vocab.size, embedding_size=32)
+      model = electra.build_electra_pretrainer(config, generator_size=0.5,
+                                               embedding_sharing=sharing)
+      batch = encode(self.vocab, TEXTS)
+      model(dict(batch, masked_lm_positions=tf.constant([[1], [2]]),
+                 masked_lm_ids=tf.constant([[10], [11]]), masked_lm_weights=tf.ones([2, 1])))
+      out = os.path.join(tempfile.mkdtemp(), "hf")
+      huggingface.export_huggingface(model, self.vocab, out)
+      logged = []
+      back = huggingface.import_huggingface(os.path.join(out, "discriminator"),
+                                            os.path.join(out, "generator"), log=logged.append)
+      self.assertIn(f"embedding_sharing = {sharing!r}", logged[-1])
+      self.assertEqual(back.discriminator.config, model.discriminator.config)
+      self.assertEqual(back.generator.config, model.generator.config)
+      self.assertEqual(back.generator.embeddings is back.discriminator.embeddings,
+                       sharing == "shared")
+      self.assert_same_weights(model, back)
+      noise = tf.constant(np.random.default_rng(0).gumbel(size=[2, 1, self.vocab.size]),
+                          tf.float32)
+      inputs = dict(batch, masked_lm_positions=tf.constant([[1], [2]]),
+                    masked_lm_ids=tf.constant([[10], [11]]), masked_lm_weights=tf.ones([2, 1]),
+                    gumbel_noise=noise)
+      a, b = model(inputs, training=False), back(inputs, training=False)
+      for name in ("mlm_logits", "rtd_logits"):
+        self.assertAllEqual(a[name], b[name], msg=name)
+
+  def test_transformers_written_checkpoints_import_with_equal_hidden_states(self):
+    import transformers  # pylint: disable=g-import-not-at-top
+    common = dict(vocab_size=self.vocab.size, embedding_size=16, num_hidden_layers=2,
+                  max_position_embeddings=32, hidden_act="gelu_new", hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+    disc = transformers.TFElectraForPreTraining(transformers.ElectraConfig(
+        hidden_size=32, num_attention_heads=2, intermediate_size=64, **common))
+    gen = transformers.TFElectraForMaskedLM(transformers.ElectraConfig(
+        hidden_size=16, num_attention_heads=1, intermediate_size=32, **common))
+    for m in (disc, gen):
+      m(m.dummy_inputs)
+    gen.electra.embeddings.set_weights(disc.electra.embeddings.get_weights())  # tied, as released
+    root = tempfile.mkdtemp()
+    disc.save_pretrained(os.path.join(root, "disc"), safe_serialization=False)  # tf_model.h5
+    gen.save_pretrained(os.path.join(root, "gen"), safe_serialization=True)  # TF-named safetensors
+    self.assertTrue(os.path.isfile(os.path.join(root, "disc", "tf_model.h5")))
+    model = huggingface.import_huggingface(os.path.join(root, "disc"), os.path.join(root, "gen"),
+                                           log=lambda _: None)
+    self.assertIs(model.generator.embeddings, model.discriminator.embeddings)
+    batch = encode(self.vocab, TEXTS)
+    real = batch["input_mask"] > 0
+    hf_batch = {"input_ids": batch["input_word_ids"], "attention_mask": batch["input_mask"],
+                "token_type_ids": batch["input_type_ids"], "output_hidden_states": True}
+    got = disc(**hf_batch)
+    sequence = model.discriminator(batch)["sequence_output"]
+    self.assertAllClose(sequence.numpy()[real], got.hidden_states[-1].numpy()[real], atol=1e-5)
+    self.assertAllClose(model.rtd_head(sequence).numpy()[real], got.logits.numpy()[real],
+                        atol=1e-5)
+    got = gen(**hf_batch)
+    sequence = model.generator(batch)["sequence_output"]
+    self.assertAllClose(sequence.numpy()[real], got.hidden_states[-1].numpy()[real], atol=1e-5)
+    positions = tf.constant([[1, 2, 3], [1, 4, 5]])
+    hf_logits = np.take_along_axis(got.logits.numpy(), positions.numpy()[..., None], 1)
+    self.assertAllClose(model.masked_lm(sequence, positions), hf_logits, atol=1e-4)
+
+  def test_problems_are_named(self):
+    model = tiny_electra(self.vocab)
+    out = os.path.join(tempfile.mkdtemp(), "hf")
+    huggingface.export_huggingface(model, self.vocab, out)
+    path = os.path.join(out, "discriminator", huggingface.SAFETENSORS_NAME)
+    from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
+    tensors = safetensors_numpy.load_file(path)
+    del tensors["electra.encoder.layer.1.output.dense.weight"]
+    tensors["electra.embeddings.LayerNorm.bias"] = np.zeros([3], np.float32)
+    safetensors_numpy.save_file(tensors, path)
+    with self.assertRaisesRegex(
+        huggingface.HuggingFaceImportError,
+        r"2 problem\(s\): .*electra.embeddings.LayerNorm.bias has shape \[3\], expected "
+        r"\[32\]; .*missing electra.encoder.layer.1.output.dense.weight"):
+      huggingface.import_huggingface(os.path.join(out, "discriminator"))
+    os.remove(path)
+    with self.assertRaisesRegex(huggingface.HuggingFaceImportError,
+                                "no model.safetensors or tf_model.h5 .*found: config.json"):
+      huggingface.import_huggingface(os.path.join(out, "discriminator"))
+    with open(os.path.join(out, "generator", "config.json"), "w", encoding="utf-8") as f:
+      f.write('{"model_type": "bert", "hidden_act": "relu"}')
+    with self.assertRaisesRegex(huggingface.HuggingFaceImportError,
+                                "model_type 'bert'.*hidden_act 'relu'"):
+      huggingface.import_huggingface(os.path.join(out, "generator"))
+
+
 class SavedModelTest(tf.test.TestCase):
 
   def test_raw_text_signature_matches_the_model(self):

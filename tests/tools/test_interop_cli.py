@@ -106,6 +106,31 @@ class ImportCheckpointCliTest(tf.test.TestCase):
                                       f"--checkpoint={path}", f"--vocab_file={vocab}",
                                       f"--output_dir={tmp}/mg"), "import_checkpoint"))
 
+  def test_huggingface_directories_import(self):
+    from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+    from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
+    from tests.interop import test_huggingface  # pylint: disable=g-import-not-at-top
+    tmp = tempfile.mkdtemp()
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    model = test_huggingface.tiny_electra(vocab)
+    huggingface.export_huggingface(model, vocab, f"{tmp}/hf")
+    result = run("import_checkpoint", "--source=huggingface", f"--checkpoint={tmp}/hf/discriminator",
+                 f"--generator={tmp}/hf/generator", f"--output_dir={tmp}/out")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    back, _ = run_dir.load_model(f"{tmp}/out")
+    for part in ("discriminator", "generator", "masked_lm", "rtd_head"):
+      for v, w in zip(getattr(model, part).weights, getattr(back, part).weights):
+        self.assertAllEqual(v, w, msg=v.name)
+    self.assertEqual(export.load_encoder(f"{tmp}/out/export").config, model.discriminator.config)
+    self.assertIn("--generator is for --source=huggingface",
+                  one_error(self, run("import_checkpoint", "--source=electra_tf1",
+                                      f"--checkpoint={tmp}/x", f"--generator={tmp}/hf/generator",
+                                      f"--output_dir={tmp}/y"), "import_checkpoint"))
+    self.assertIn("cannot read " + f"{tmp}/out/config.json",
+                  one_error(self, run("import_checkpoint", "--source=huggingface",
+                                      f"--checkpoint={tmp}/out", f"--output_dir={tmp}/z"),
+                            "import_checkpoint"))
+
 
 if __name__ == "__main__":
   tf.test.main()
