@@ -21,6 +21,7 @@ from official_rtd.data import vocab as vocab_lib
 
 ROOT = "model"  # the trainer's `tf.train.Checkpoint(model=...)`
 SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+SLOT = "/.OPTIMIZER_SLOT/"  # the source's Adam/LAMB moments: never read
 FRESH_BY_DEFAULT = ("delta",)  # DisentangledEmbeddings.delta: E_Δ = 0 is a shared source's value
 VOCAB_NAME = "vocab.txt"
 
@@ -102,7 +103,7 @@ def warm_start(model, init_checkpoint: str, vocab: vocab_lib.Vocab,
   reader = tf.train.load_checkpoint(path)
   shapes = {key[len(ROOT) + 1:-len(SUFFIX)]: shape
             for key, shape in reader.get_variable_to_shape_map().items()
-            if key.startswith(ROOT + "/") and key.endswith(SUFFIX)}
+            if key.startswith(ROOT + "/") and key.endswith(SUFFIX) and SLOT not in key}
   if not shapes:
     raise WarmStartError(f"{path} holds no '{ROOT}/...' weights: it is not a run_pretraining or "
                          "import_checkpoint checkpoint")

@@ -50,6 +50,7 @@ class WarmStartTest(tf.test.TestCase):
     self.assertNotEmpty(slots)
     self.assertTrue(all(not np.any(s.numpy()) for s in slots))
     self.assertRegex(lines[0], r"warm start from .*ckpt-3: \d+ variables restored")
+    self.assertNotIn("unused in the checkpoint", lines[0])  # same model: every tensor used
     trainer.train()
     # Resuming the warm-started run reads its own checkpoint, never the (now bogus) init one.
     again, lines = self.target("warm", init_checkpoint=os.path.join(self.root, "nowhere"))
