@@ -10,6 +10,7 @@ from safetensors import numpy as safetensors_numpy
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import huggingface
+from official_rtd.interop import saved_model
 from official_rtd.methods import amos
 from official_rtd.methods import electra
 from official_rtd.methods import objectives
@@ -159,6 +160,15 @@ class GdesTest(tf.test.TestCase):
     generator = safetensors_numpy.load_file(os.path.join(out, "generator", "model.safetensors"))
     self.assertAllClose(generator["electra.embeddings.word_embeddings.weight"],
                         gdes.generator.get_embedding_table())
+
+    saved = os.path.join(tempfile.mkdtemp(), "saved")
+    saved_model.export_saved_model(gdes, VOCAB, saved, max_seq_length=16)
+    got = tf.saved_model.load(saved).signatures["serving_default"](
+        tf.constant(["the rabbit hole", "down"]))
+    ids = got["input_word_ids"]
+    want = gdes.discriminator({"input_word_ids": ids, "input_mask": got["input_mask"],
+                               "input_type_ids": tf.zeros_like(ids)})["sequence_output"]
+    self.assertAllClose(got["sequence_output"], want, atol=1e-5)
 
   def test_every_pair_method_builds_with_gdes(self):
     """TEAMS (MWS head on the effective table), AMOS (soft inputs through it), Replace MLM (its

@@ -15,7 +15,8 @@ KEY_FLAGS = {
                                 "max_seq_length", "num_workers", "runner", "beam_pipeline_options",
                                 "input_tfds", "tfds_data_dir"],
     "run_pretraining": ["gin_file", "gin_param", "input_records", "model_dir",
-                        "distribution_strategy", "mixed_precision"],
+                        "distribution_strategy", "mixed_precision", "init_checkpoint",
+                        "init_checkpoint_allow_missing"],
     "rtd_quickstart": ["output_dir", "num_train_steps"],
     "run_glue": ["task", "data_dir", "init_checkpoint", "model_dir", "num_trials",
                  "layerwise_lr_decay", "mixed_precision"],
@@ -29,7 +30,7 @@ KEY_FLAGS = {
     "compare_runs": ["model_dirs", "figures"],
     "score_pll": ["model_dir", "input_file", "output_file"],
     "export_model": ["model_dir", "format", "output_dir"],
-    "import_checkpoint": ["source", "checkpoint", "output_dir"],
+    "import_checkpoint": ["source", "checkpoint", "generator", "vocab_file", "output_dir"],
 }
 
 
