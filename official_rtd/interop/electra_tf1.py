@@ -22,7 +22,6 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.data import records
 from official_rtd.methods import electra
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -144,11 +143,7 @@ def import_electra_tf1(checkpoint: str, num_attention_heads: Optional[int] = Non
     options = {"generator_config": generator_config,
                "embedding_sharing": "shared" if tied else "none"}
   model = registry.build("electra", config, **options)
-  dummy = records.dummy_inputs(2, 1)
-  if has_generator:  # creates every variable
-    model(dict(dummy, masked_lm_weights=tf.ones([1, 1])), training=False)
-  else:
-    model.rtd_head(model.discriminator(dummy)["sequence_output"])
+  electra.create_variables(model)
   discriminator, generator = model.discriminator, model.generator
   pairs = _assignments(discriminator, "electra", "electra")
   if has_generator:

@@ -18,8 +18,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.data import records
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import electra
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
@@ -332,12 +332,11 @@ def import_huggingface(checkpoint: str, generator: Optional[str] = None, log=pri
   options = {"generator_size": 0.0}
   generator_tensors = None
   if generator:
-    generator_json, generator_config = read_config(generator)
+    _, generator_config = read_config(generator)
     if generator_config.vocab_size != encoder_config.vocab_size:
       raise HuggingFaceImportError(f"{generator}/config.json: vocab_size "
                                    f"{generator_config.vocab_size}, the discriminator's is "
                                    f"{encoder_config.vocab_size}")
-    del generator_json
     generator_tensors = read_tensors(generator)
     shared = _same_embeddings(tensors, generator_tensors)
     options = {"generator_config": generator_config,
@@ -345,11 +344,7 @@ def import_huggingface(checkpoint: str, generator: Optional[str] = None, log=pri
     log(f"generator embeddings {'equal' if shared else 'differ from'} the discriminator's: "
         f"embedding_sharing = {options['embedding_sharing']!r}")
   model = registry.build("electra", encoder_config, **options)
-  dummy = records.dummy_inputs(2, 1)
-  if generator:  # creates every variable
-    model(dict(dummy, masked_lm_weights=tf.ones([1, 1])), training=False)
-  else:
-    model.rtd_head(model.discriminator(dummy)["sequence_output"])
+  electra.create_variables(model)
   problems: List[str] = []
   plan = _plan(encoder_slots(model.discriminator), tensors, checkpoint, problems)
   if "discriminator_predictions.dense.weight" in tensors:

@@ -43,6 +43,16 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
     return super().compute_losses(inputs, outputs)
 
 
+def create_variables(model: ElectraPretrainer) -> None:
+  """Creates every variable of `model` with one call on a dummy batch (without a generator: the
+  discriminator and its RTD head), e.g. before weights are assigned or restored and checked."""
+  dummy = records.dummy_inputs(2, 1)
+  if model.generator is None:
+    model.rtd_head(model.discriminator(dummy)["sequence_output"])
+  else:
+    model(dict(dummy, masked_lm_weights=tf.ones([1, 1])), training=False)
+
+
 def init_from_generator_checkpoint(model: ElectraPretrainer, checkpoint: str):
   """Two-stage training (dissertation §5.3.3), step 2: the generator (encoder + MLM head) *and*
   the same-size discriminator start from a stage-1 masked-LM run (`gin/tasks/mlm.gin`).
@@ -57,9 +67,7 @@ def init_from_generator_checkpoint(model: ElectraPretrainer, checkpoint: str):
   if not path or not tf.io.gfile.glob(path + ".index"):
     raise ValueError(f"generator_init_checkpoint={checkpoint!r}: no checkpoint there (give the "
                      "stage-1 MLM run's model_dir or a checkpoint prefix)")
-  dummy = records.dummy_inputs(2, 1)
-  model(dict(dummy, masked_lm_weights=tf.ones([1, 1])),
-        training=False)  # creates the variables, so the restores below are checked at once
+  create_variables(model)  # so the restores below are checked at once
   targets = ({"encoder": model.generator, "masked_lm": model.masked_lm},
              {"encoder": model.discriminator})
   for target in targets:

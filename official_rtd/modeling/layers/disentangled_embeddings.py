@@ -79,6 +79,7 @@ class DisentangledEmbeddings(tf_keras.layers.Layer):
   def materialize(self, name: str = "embeddings") -> Embeddings:
     """A plain `Embeddings` holding E_G + E_Δ (what the discriminator exports)."""
     plain = Embeddings(**self.arguments, name=name)
+    effective = self.tables()
     for role, variable in plain.tables().items():
-      variable.assign(self.tables()[role].value())
+      variable.assign(effective[role].value())
     return plain
