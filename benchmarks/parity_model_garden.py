@@ -14,6 +14,8 @@ is what the budget buys under our section 5.2.2 count; Model Garden trains the s
 evaluated by the same code every `--eval_every` steps on a book not in the training text (fixed
 masks, dupe 1): the generator's MLM loss and accuracy over the masked positions, the
 discriminator's RTD loss and AUC over the non-pad positions (replacements drawn with a fixed seed).
+The same figures on the first 1,024 training records (`train_` columns) show the fit itself: the
+shipped corpus is small (1,608 distinct sequences), so held-out figures turn once both overfit.
 Results (a table, and a PNG of the curves): benchmarks/RESULTS.md.
 """
 import json
@@ -38,6 +40,7 @@ FLAGS = flags.FLAGS
 SIZES = dict(hidden_size=128, num_layers=4, num_attention_heads=2, intermediate_size=512,
              embedding_size=128, max_position_embeddings=128)
 BATCH, SEQ, PREDICTIONS = 32, 64, 10
+EVAL_BATCH, TRAIN_EVAL_BATCHES = 64, 16
 LEARNING_RATE, WARMUP = 1e-3, 100
 GIN = ["gin/models/tiny.gin", "gin/tasks/electra.gin"]
 PARAMS = [f"EncoderConfig.{k} = {v}" for k, v in SIZES.items()] + [
@@ -45,6 +48,12 @@ PARAMS = [f"EncoderConfig.{k} = {v}" for k, v in SIZES.items()] + [
     f"TrainConfig.max_predictions_per_seq = {PREDICTIONS}",
     f"OptimizerConfig.learning_rate = {LEARNING_RATE}", f"OptimizerConfig.warmup_steps = {WARMUP}",
     "OptimizerConfig.clip_norm = 1.0", "build_electra_pretrainer.generator_size = 0.25"]
+
+
+def evaluate(call, eval_sets):
+  """`heldout_figures` of every {prefix: batches} set, in one dict with prefixed names."""
+  return {prefix + name: value for prefix, batches in eval_sets.items()
+          for name, value in heldout_figures(call, batches).items()}
 
 
 def heldout_figures(call, batches):
@@ -76,12 +85,12 @@ def heldout_figures(call, batches):
 def input_batches(records_dir, seed, is_training):
   from official_rtd.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
   config = pretrain_dataloader.PretrainInputConfig(
-      input_path=records_dir, global_batch_size=BATCH if is_training else 64, seq_length=SEQ,
+      input_path=records_dir, global_batch_size=BATCH if is_training else EVAL_BATCH, seq_length=SEQ,
       max_predictions_per_seq=PREDICTIONS, is_training=is_training, seed=seed)
   return pretrain_dataloader.load_pretraining_dataset(config)
 
 
-def train_ours(seed, records_dir, eval_batches, out):
+def train_ours(seed, records_dir, eval_sets, out):
   """run_pretraining with a checkpoint every `eval_every` steps, then every checkpoint evaluated."""
   import gin  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -107,11 +116,11 @@ def train_ours(seed, records_dir, eval_batches, out):
       outputs = model(dict(batch, sampling_seed=tf.constant([7, 0], tf.int64)), training=False)
       return outputs["mlm_logits"], outputs["rtd_logits"], outputs["rtd_labels"]
 
-    curve.append(dict(heldout_figures(call, eval_batches), step=int(path.rsplit("-", 1)[1])))
+    curve.append(dict(evaluate(call, eval_sets), step=int(path.rsplit("-", 1)[1])))
   return steps, seconds, curve
 
 
-def train_model_garden(seed, steps, records_dir, eval_batches):
+def train_model_garden(seed, steps, records_dir, eval_sets):
   """Model Garden's ElectraPretrainTask model, losses, optimizer and train_step."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
@@ -164,7 +173,7 @@ def train_model_garden(seed, steps, records_dir, eval_batches):
     train_step(next(iterator))
     seconds += time.time() - start
     if step % FLAGS.eval_every == 0 or step == steps:
-      curve.append(dict(heldout_figures(call, eval_batches), step=step))
+      curve.append(dict(evaluate(call, eval_sets), step=step))
       logging.info("model_garden seed %s step %d: %s", seed, step, curve[-1])
   return seconds, curve
 
@@ -179,7 +188,8 @@ def main(_):
                                                    logging.info)
   eval_records = heldout.book_records(FLAGS.heldout_book, os.path.join(FLAGS.work_dir, "vocab.txt"),
                                       os.path.join(FLAGS.work_dir, "heldout"), log=logging.info)
-  eval_batches = list(input_batches(eval_records, 0, False))
+  eval_sets = {"": list(input_batches(eval_records, 0, False)),
+               "train_": list(input_batches(records_dir, 0, False).take(TRAIN_EVAL_BATCHES))}
   results = {}
   for seed in FLAGS.seeds:
     for implementation in FLAGS.implementations:
@@ -189,42 +199,45 @@ def main(_):
         os.makedirs(out, exist_ok=True)
         ours_done = os.path.join(FLAGS.work_dir, f"ours_seed{seed}", "curve.json")
         if implementation == "ours":
-          steps, seconds, curve = train_ours(int(seed), records_dir, eval_batches, out)
+          steps, seconds, curve = train_ours(int(seed), records_dir, eval_sets, out)
         else:
           if os.path.exists(ours_done):
             with open(ours_done, encoding="utf-8") as f:
               steps = json.load(f)["steps"]
           else:
             raise ValueError("train ours first: Model Garden trains the steps our budget buys")
-          seconds, curve = train_model_garden(int(seed), steps, records_dir, eval_batches)
+          seconds, curve = train_model_garden(int(seed), steps, records_dir, eval_sets)
         with open(done, "w", encoding="utf-8") as f:
           json.dump({"steps": steps, "train_seconds": seconds, "curve": curve}, f)
       with open(done, encoding="utf-8") as f:
         results[(implementation, seed)] = json.load(f)
-  print(f"\n{FLAGS.train_flops_budget:.3g} train FLOPs per run; held-out: {FLAGS.heldout_book}")
-  print("| implementation | seed | step | mlm_loss | mlm_accuracy | rtd_loss | rtd_auc | "
-        "tokens/s |")
-  print("|---|---|---|---|---|---|---|---|")
+  columns = ["mlm_loss", "mlm_accuracy", "rtd_loss", "rtd_auc", "train_mlm_loss",
+             "train_mlm_accuracy", "train_rtd_loss", "train_rtd_auc"]
+  print(f"\n{FLAGS.train_flops_budget:.3g} train FLOPs per run; held-out: {FLAGS.heldout_book}; "
+        f"train_: the first {TRAIN_EVAL_BATCHES * EVAL_BATCH} training records")
+  print("| implementation | seed | step | " + " | ".join(columns) + " | tokens/s |")
+  print("|---" * (len(columns) + 4) + "|")
   for (implementation, seed), result in results.items():
     rate = result["steps"] * BATCH * SEQ / result["train_seconds"]
     for row in result["curve"]:
-      print(f"| {implementation} | {seed} | {row['step']} | {row['mlm_loss']:.4f} | "
-            f"{row['mlm_accuracy']:.4f} | {row['rtd_loss']:.4f} | {row['rtd_auc']:.4f} | "
-            f"{rate:,.0f} |")
+      figures = " | ".join(f"{row[c]:.4f}" if c in row else "–" for c in columns)
+      print(f"| {implementation} | {seed} | {row['step']} | {figures} | {rate:,.0f} |")
   if FLAGS.plot:
     import matplotlib  # pylint: disable=g-import-not-at-top
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4))
+    panels = ("mlm_loss", "rtd_auc", "train_mlm_loss", "train_rtd_auc")
+    figure, axes = plt.subplots(2, 2, figsize=(10, 8))
     for (implementation, seed), result in results.items():
       steps = [r["step"] for r in result["curve"]]
       style = "-" if implementation == "ours" else "--"
-      for axis, name in zip(axes, ("mlm_loss", "rtd_auc")):
-        axis.plot(steps, [r[name] for r in result["curve"]], style,
-                  label=f"{implementation} seed {seed}")
+      for axis, name in zip(axes.flat, panels):
+        if name in result["curve"][0]:
+          axis.plot(steps, [r[name] for r in result["curve"]], style,
+                    label=f"{implementation} seed {seed}")
         axis.set_xlabel("step")
-        axis.set_title(f"held-out {name}")
-    axes[0].legend()
+        axis.set_title(name if name.startswith("train_") else f"held-out {name}")
+    axes.flat[0].legend()
     figure.tight_layout()
     figure.savefig(FLAGS.plot)
     print(f"wrote {FLAGS.plot}")

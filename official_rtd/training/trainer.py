@@ -129,6 +129,10 @@ class Trainer:
                                         self.train_config.max_predictions_per_seq),
                    training=False)  # creates the variables
       self._apply_flops_budget()
+      warning = optimization.schedule_warning(self.optimizer_config,
+                                              self.train_config.num_train_steps)
+      if warning:
+        self.log(warning)
       self.optimizer = precision.wrap_optimizer(
           optimization.build_optimizer(self.optimizer_config, self.train_config.num_train_steps),
           self.train_config.mixed_precision)

@@ -201,6 +201,14 @@ class LearningRateTest(tf.test.TestCase):
     values = [float(schedule(step)) for step in (0, 5, 10, 55, 100, 200)]
     self.assertAllClose(values, [0.0, 5e-4, 9e-4, 4.5e-4, 0.0, 0.0])
 
+  def test_warns_when_the_warmup_outlasts_the_run(self):
+    config = optimization.OptimizerConfig(learning_rate=1e-3, warmup_steps=100)
+    self.assertIsNone(optimization.schedule_warning(config, 101))
+    warning = optimization.schedule_warning(config, 47)
+    self.assertIn("warmup_steps = 100", warning)
+    self.assertIn("47 steps", warning)
+    self.assertIn("0.00047", warning)
+
 
 if __name__ == "__main__":
   tf.test.main()
