@@ -182,6 +182,7 @@ def main(_):
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  plot = os.path.abspath(FLAGS.plot) if FLAGS.plot else ""  # before the chdir
   os.chdir(heldout.REPO)
   os.makedirs(FLAGS.work_dir, exist_ok=True)
   records_dir = pretraining_data.vocab_and_records(FLAGS.work_dir, [heldout.SAMPLE], 8000,
@@ -222,7 +223,7 @@ def main(_):
     for row in result["curve"]:
       figures = " | ".join(f"{row[c]:.4f}" if c in row else "–" for c in columns)
       print(f"| {implementation} | {seed} | {row['step']} | {figures} | {rate:,.0f} |")
-  if FLAGS.plot:
+  if plot:
     import matplotlib  # pylint: disable=g-import-not-at-top
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -239,8 +240,8 @@ def main(_):
         axis.set_title(name if name.startswith("train_") else f"held-out {name}")
     axes.flat[0].legend()
     figure.tight_layout()
-    figure.savefig(FLAGS.plot)
-    print(f"wrote {FLAGS.plot}")
+    figure.savefig(plot)
+    print(f"wrote {plot}")
 
 
 if __name__ == "__main__":
