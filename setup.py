@@ -30,7 +30,8 @@ setuptools.setup(
     extras_require={
         "beam": ["apache-beam==2.77.*"],
         # importlib_resources: TFDS needs it (via etils.epath) to build the test's own dataset.
-        "test": ["pytest", "scipy", "scikit-learn", "transformers>=4.45,<4.50",
+        # pytest-xdist: pytest.ini runs test classes on all cores (up to 4 processes).
+        "test": ["pytest", "pytest-xdist", "scipy", "scikit-learn", "transformers>=4.45,<4.50",
                  "apache-beam==2.77.*", "importlib_resources"],
     },
     entry_points={
