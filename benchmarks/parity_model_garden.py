@@ -51,14 +51,14 @@ PARAMS = [f"EncoderConfig.{k} = {v}" for k, v in SIZES.items()] + [
 
 
 def evaluate(call, eval_sets):
-  """`heldout_figures` of every {prefix: batches} set, in one dict with prefixed names."""
+  """`figures` of every {prefix: batches} set, in one dict with prefixed names."""
   return {prefix + name: value for prefix, batches in eval_sets.items()
-          for name, value in heldout_figures(call, batches).items()}
+          for name, value in figures(call, batches).items()}
 
 
-def heldout_figures(call, batches):
+def figures(call, batches):
   """MLM loss/accuracy and RTD loss/AUC of `call(batch) -> (mlm_logits [B, P, V], rtd_logits
-  [B, S], rtd_labels [B, S])` over the held-out batches (the same code for both models)."""
+  [B, S], rtd_labels [B, S])` over the evaluation batches (the same code for both models)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
   tf.random.set_seed(1234)  # Model Garden samples replacements from the global generator
@@ -85,8 +85,8 @@ def heldout_figures(call, batches):
 def input_batches(records_dir, seed, is_training):
   from official_rtd.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
   config = pretrain_dataloader.PretrainInputConfig(
-      input_path=records_dir, global_batch_size=BATCH if is_training else EVAL_BATCH, seq_length=SEQ,
-      max_predictions_per_seq=PREDICTIONS, is_training=is_training, seed=seed)
+      input_path=records_dir, global_batch_size=BATCH if is_training else EVAL_BATCH,
+      seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, is_training=is_training, seed=seed)
   return pretrain_dataloader.load_pretraining_dataset(config)
 
 

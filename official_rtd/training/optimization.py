@@ -56,10 +56,10 @@ def schedule_warning(config: OptimizerConfig, num_train_steps: int):
   """A warning when the warmup does not end before the run does (the learning rate would never
   reach `learning_rate`), else None. Model Garden's warmup in that case keeps the rate at 0."""
   if config.warmup_steps >= num_train_steps:
-    peak = config.learning_rate * num_train_steps / max(config.warmup_steps, 1)
+    bound = config.learning_rate * num_train_steps / max(config.warmup_steps, 1)
     return (f"WARNING: OptimizerConfig.warmup_steps = {config.warmup_steps} is not below the run's "
-            f"{num_train_steps} steps: the learning rate only reaches {peak:.3g} of "
-            f"OptimizerConfig.learning_rate = {config.learning_rate:.3g}")
+            f"{num_train_steps} steps: the learning rate stays below {bound:.3g} "
+            f"(OptimizerConfig.learning_rate = {config.learning_rate:.3g})")
   return None
 
 
