@@ -33,7 +33,9 @@ flags.DEFINE_string("work_dir", "/tmp/parity_model_garden", "Records, runs and c
 flags.DEFINE_float("train_flops_budget", 1e14, "Train FLOPs per run (section 5.2.2 count).")
 flags.DEFINE_list("seeds", ["1", "2"], "Seeds (data order and initialisation) per implementation.")
 flags.DEFINE_integer("eval_every", 500, "Steps between held-out evaluations.")
-flags.DEFINE_list("implementations", ["ours", "model_garden"], "What to train.")
+flags.DEFINE_list("implementations", ["ours", "model_garden"],
+                  "What to train: model_garden, ours, or ours_tokens (ours tying only the token "
+                  "table, as Model Garden does).")
 flags.DEFINE_string("heldout_book", "The Wonderful Wizard of Oz", "Held-out ../shared book.")
 flags.DEFINE_string("plot", "", "Write the curves to this PNG.")
 FLAGS = flags.FLAGS
@@ -48,6 +50,7 @@ PARAMS = [f"EncoderConfig.{k} = {v}" for k, v in SIZES.items()] + [
     f"TrainConfig.max_predictions_per_seq = {PREDICTIONS}",
     f"OptimizerConfig.learning_rate = {LEARNING_RATE}", f"OptimizerConfig.warmup_steps = {WARMUP}",
     "OptimizerConfig.clip_norm = 1.0", "build_electra_pretrainer.generator_size = 0.25"]
+OURS = {"ours": "shared", "ours_tokens": "tokens"}  # implementation: embedding_sharing
 
 
 def evaluate(call, eval_sets):
@@ -90,8 +93,9 @@ def input_batches(records_dir, seed, is_training):
   return pretrain_dataloader.load_pretraining_dataset(config)
 
 
-def train_ours(seed, records_dir, eval_sets, out):
-  """run_pretraining with a checkpoint every `eval_every` steps, then every checkpoint evaluated."""
+def train_ours(seed, sharing, records_dir, eval_sets, out):
+  """run_pretraining (`embedding_sharing = sharing`) with a checkpoint every `eval_every` steps,
+  then every checkpoint evaluated."""
   import gin  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
@@ -103,7 +107,8 @@ def train_ours(seed, records_dir, eval_sets, out):
       GIN, PARAMS + [f"TrainConfig.train_flops_budget = {FLAGS.train_flops_budget}",
                      f"TrainConfig.seed = {seed}",
                      f"TrainConfig.save_checkpoints_steps = {FLAGS.eval_every}",
-                     "TrainConfig.keep_checkpoint_max = 1000"],
+                     "TrainConfig.keep_checkpoint_max = 1000",
+                     f"build_electra_pretrainer.embedding_sharing = {sharing!r}"],
       records_dir, model_dir, log=logging.info)
   seconds = time.time() - start
   steps = trainer.train_config.num_train_steps
@@ -199,8 +204,9 @@ def main(_):
       if not os.path.exists(done):
         os.makedirs(out, exist_ok=True)
         ours_done = os.path.join(FLAGS.work_dir, f"ours_seed{seed}", "curve.json")
-        if implementation == "ours":
-          steps, seconds, curve = train_ours(int(seed), records_dir, eval_sets, out)
+        if implementation in OURS:
+          steps, seconds, curve = train_ours(int(seed), OURS[implementation], records_dir,
+                                             eval_sets, out)
         else:
           if os.path.exists(ours_done):
             with open(ours_done, encoding="utf-8") as f:
@@ -231,7 +237,7 @@ def main(_):
     figure, axes = plt.subplots(2, 2, figsize=(10, 8))
     for (implementation, seed), result in results.items():
       steps = [r["step"] for r in result["curve"]]
-      style = "-" if implementation == "ours" else "--"
+      style = {"ours": "-", "ours_tokens": ":"}.get(implementation, "--")
       for axis, name in zip(axes.flat, panels):
         if name in result["curve"][0]:
           axis.plot(steps, [r[name] for r in result["curve"]], style,

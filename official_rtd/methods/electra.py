@@ -96,7 +96,7 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
   Args:
     encoder_config: the discriminator.
     generator_size, generator_layers, embedding_sharing, tie_all, generator_config: see
-      `objectives.build_encoders`; `embedding_sharing` is "shared" (default), "gdes" or "none".
+      `objectives.build_encoders`; `embedding_sharing` is "shared" (default), "tokens", "gdes" or "none".
     tie_embeddings: the older spelling of "shared" (True) / "none" (False).
     temperature, disallow_correct: sampling options.
     rtd_weight: λ.
@@ -108,7 +108,7 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
       not shared ("none", or "gdes": E_G is frozen, the discriminator trains E_Δ).
   """
   embedding_sharing = objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings)
-  if freeze_generator and (embedding_sharing == "shared" or tie_all):
+  if freeze_generator and (embedding_sharing in ("shared", "tokens") or tie_all):
     raise ValueError("freeze_generator needs embedding_sharing = 'none' or 'gdes' and tie_all = "
                      "False (shared embeddings would freeze the discriminator's too)")
   if generator_init_checkpoint and (generator_size != 1.0 or generator_layers != 1.0):

@@ -214,7 +214,7 @@ def update_replaced_fraction(metrics, inputs, sampled_ids):
   metrics["replaced_fraction"].update_state(replaced, sample_weight=inputs["masked_lm_weights"])
 
 
-EMBEDDING_SHARING = ("shared", "gdes", "none")
+EMBEDDING_SHARING = ("shared", "tokens", "gdes", "none")
 
 
 def embedding_sharing_mode(embedding_sharing: Optional[str], tie_embeddings: Optional[bool]
@@ -236,6 +236,8 @@ def build_embedding_pair(encoder_config: EncoderConfig, embedding_sharing: str):
   """(discriminator's, generator's) embedding layers for `embedding_sharing`:
 
   * "shared" (ELECTRA): one layer, trained by both losses;
+  * "tokens" (Model Garden's `ElectraPretrainer`): only the token table is one (trained by both
+    losses); each network has its own position and segment tables and LayerNorm;
   * "gdes" (DeBERTa-v3): the generator's layer E_G, and the discriminator's
     `DisentangledEmbeddings` sg(E_G) + E_Δ;
   * "none": (None, None), each encoder builds its own.
@@ -246,6 +248,9 @@ def build_embedding_pair(encoder_config: EncoderConfig, embedding_sharing: str):
   if embedding_sharing == "none":
     return None, None
   generator_embeddings = transformer_encoder.build_embeddings(encoder_config)
+  if embedding_sharing == "tokens":
+    return (transformer_encoder.build_embeddings(encoder_config, generator_embeddings),
+            generator_embeddings)
   if embedding_sharing == "shared":
     return generator_embeddings, generator_embeddings
   return DisentangledEmbeddings(generator_embeddings, name="embeddings"), generator_embeddings
@@ -259,7 +264,8 @@ def build_encoders(encoder_config: EncoderConfig, generator_size: float = 0.25,
 
   Args:
     embedding_sharing: "shared" (token/position/segment embeddings and their LayerNorm are the
-      discriminator's), "gdes" (the discriminator reads sg(E_G) + E_Δ) or "none"; see
+      discriminator's), "tokens" (only the token table), "gdes" (the discriminator reads
+      sg(E_G) + E_Δ) or "none"; see
       `build_embedding_pair`. The generator's input and output token embeddings are always tied.
     tie_all: share every encoder weight (needs a same-size generator).
     generator_config: the generator's own sizes instead of the scaled discriminator's (e.g. an
@@ -273,8 +279,9 @@ def build_encoders(encoder_config: EncoderConfig, generator_size: float = 0.25,
     if generator_size != 1.0 or generator_layers != 1.0:
       raise ValueError("tie_all needs a same-size generator: set generator_size = 1.0 and "
                        "generator_layers = 1.0")
-    if embedding_sharing == "gdes":
-      raise ValueError("tie_all shares every weight: embedding_sharing = 'gdes' does not apply")
+    if embedding_sharing in ("tokens", "gdes"):
+      raise ValueError(f"tie_all shares every weight: embedding_sharing = {embedding_sharing!r} "
+                       "does not apply")
     discriminator = TransformerEncoder(encoder_config, name="discriminator")
     return discriminator, discriminator
   discriminator_embeddings, generator_embeddings = build_embedding_pair(encoder_config,

@@ -188,14 +188,16 @@ def copy_encoder_to_model_garden(mg_encoder, ours: transformer_encoder.Transform
 
 
 class ModelGardenParityTest(tf.test.TestCase):
-  """Same weights, same sampled tokens: our L_MLM and L_RTD equal Model Garden's."""
+  """Same weights, same sampled tokens: our L_MLM and L_RTD equal Model Garden's; with
+  `embedding_sharing = "tokens"` (its sharing) every gradient does too."""
 
-  def test_losses_match_electra_pretrainer_and_electra_task(self):
-    ours = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, rtd_weight=50.0)
-    batch = toy_batch()
-    samples = tf.constant([[11, 30, 0], [40, 0, 0]])
-    ours_out = ours(dict(batch, gumbel_noise=forcing_noise(samples)), training=False)
-    ours_losses = ours.compute_losses(batch, ours_out)
+  SAMPLES = [[11, 30, 0], [40, 0, 0]]
+
+  def _pair(self, embedding_sharing):
+    """Ours and Model Garden's ElectraPretrainer (plus its two encoders) on the same weights."""
+    ours = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, rtd_weight=50.0,
+                                            embedding_sharing=embedding_sharing)
+    ours(toy_batch(), training=False)
 
     def mg_encoder(config, embedding_layer=None):
       return mg_networks.BertEncoder(
@@ -212,16 +214,22 @@ class ModelGardenParityTest(tf.test.TestCase):
         generator_network=mg_gen, discriminator_network=mg_disc, vocab_size=VOCAB, num_classes=2,
         num_token_predictions=3, mlm_activation=transformer_encoder.gelu,
         mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
-    mg_model(batch)  # build
+    mg_model(toy_batch())  # build
     copy_encoder_to_model_garden(mg_disc, ours.discriminator)
-    # Model Garden can tie only the token embeddings: give its generator copies of the shared rest.
-    copy_encoder_to_model_garden(mg_gen, ours.generator, embeddings=False)
-    for name in ("_position_embedding_layer", "_type_embedding_layer", "_embedding_norm_layer"):
-      getattr(mg_gen, name).set_weights(getattr(mg_disc, name).get_weights())
+    # Model Garden ties only the token table: with "shared" its generator gets copies of the
+    # shared rest, with "tokens" the generator's own.
+    copy_encoder_to_model_garden(mg_gen, ours.generator)
     mg_model.masked_lm.set_weights(ours.masked_lm.get_weights())
     mg_model.discriminator_projection.set_weights(ours.rtd_head.dense.get_weights())
     mg_model.discriminator_head.set_weights(ours.rtd_head.logit.get_weights())
+    return ours, mg_model, mg_disc, mg_gen
 
+  def _losses(self, ours, mg_model):
+    """(ours' outputs and losses, Model Garden's outputs, its metrics by name and total loss)."""
+    batch = toy_batch()
+    samples = tf.constant(self.SAMPLES)
+    ours_out = ours(dict(batch, gumbel_noise=forcing_noise(samples)), training=False)
+    ours_losses = ours.compute_losses(batch, ours_out)
     original_sampler = mg_electra_pretrainer.sample_from_softmax
     mg_electra_pretrainer.sample_from_softmax = (
         lambda logits, disallow=None: tf.one_hot(samples, VOCAB))
@@ -229,19 +237,50 @@ class ModelGardenParityTest(tf.test.TestCase):
       mg_out = mg_model(batch)
     finally:
       mg_electra_pretrainer.sample_from_softmax = original_sampler
-    self.assertAllClose(mg_out["lm_outputs"], ours_out["mlm_logits"], atol=1e-5)
-    self.assertAllEqual(tf.cast(mg_out["disc_label"], tf.float32), ours_out["rtd_labels"])
-    self.assertAllClose(mg_out["disc_logits"], ours_out["rtd_logits"], atol=1e-5)
-
     task = mg_electra_task.ElectraPretrainTask(mg_electra_task.ElectraPretrainConfig(
         model=mg_electra_config.ElectraPretrainerConfig(discriminator_loss_weight=50.0),
         train_data=mg_pretrain_dataloader.BertPretrainDataConfig(use_next_sentence_label=False)))
     metrics = task.build_metrics()
     mg_total = task.build_losses(batch, mg_out, metrics)
-    by_name = {m.name: m.result() for m in metrics}
-    self.assertAllClose(by_name["lm_example_loss"], ours_losses["mlm_loss"].value, rtol=1e-5)
-    self.assertAllClose(by_name["discriminator_loss"], ours_losses["rtd_loss"].value, rtol=1e-5)
-    self.assertAllClose(mg_total, ours_losses["total_loss"].value, rtol=1e-5)
+    return ours_out, ours_losses, mg_out, {m.name: m.result() for m in metrics}, mg_total
+
+  def test_losses_match_electra_pretrainer_and_electra_task(self):
+    for sharing in ("shared", "tokens"):
+      ours, mg_model, _, _ = self._pair(sharing)
+      ours_out, ours_losses, mg_out, by_name, mg_total = self._losses(ours, mg_model)
+      self.assertAllClose(mg_out["lm_outputs"], ours_out["mlm_logits"], atol=1e-5, msg=sharing)
+      self.assertAllEqual(tf.cast(mg_out["disc_label"], tf.float32), ours_out["rtd_labels"])
+      self.assertAllClose(mg_out["disc_logits"], ours_out["rtd_logits"], atol=1e-5, msg=sharing)
+      self.assertAllClose(by_name["lm_example_loss"], ours_losses["mlm_loss"].value, rtol=1e-5)
+      self.assertAllClose(by_name["discriminator_loss"], ours_losses["rtd_loss"].value,
+                          rtol=1e-5)
+      self.assertAllClose(mg_total, ours_losses["total_loss"].value, rtol=1e-5)
+
+  def test_token_sharing_gradients_match_model_garden(self):
+    ours, mg_model, mg_disc, mg_gen = self._pair("tokens")
+    with tf.GradientTape(persistent=True) as tape:
+      _, ours_losses, _, _, mg_total = self._losses(ours, mg_model)
+
+    def embedding_weights(mg_encoder, encoder):
+      return [(getattr(mg_encoder, name).trainable_weights, getattr(encoder.embeddings, role))
+              for name, role in (("_embedding_layer", "word_embeddings"),
+                                 ("_position_embedding_layer", "position_embeddings"),
+                                 ("_type_embedding_layer", "type_embeddings"),
+                                 ("_embedding_norm_layer", "layer_norm"))]
+
+    pairs = embedding_weights(mg_disc, ours.discriminator) + embedding_weights(
+        mg_gen, ours.generator) + [(mg_model.masked_lm.trainable_weights,
+                                    ours.masked_lm)]
+    mg_weights = [w for mg_list, _ in pairs for w in mg_list]
+    our_weights = [w for _, layer in pairs for w in layer.trainable_weights]
+    self.assertLen(our_weights, len(mg_weights))
+    mg_grads = tape.gradient(mg_total, mg_weights)
+    our_grads = tape.gradient(ours_losses["total_loss"].value, our_weights)
+    for weight, mg_grad, our_grad in zip(our_weights, mg_grads, our_grads):
+      self.assertGreater(float(tf.reduce_max(tf.abs(tf.convert_to_tensor(our_grad)))), 0.0,
+                         weight.name)
+      self.assertAllClose(tf.convert_to_tensor(mg_grad), tf.convert_to_tensor(our_grad),
+                          rtol=1e-4, atol=1e-5, msg=weight.name)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Embedding sharing (shared / GDES / none): DeBERTa-v3's gradient-disentangled embedding sharing
+"""Embedding sharing (shared / tokens / GDES / none): DeBERTa-v3's gradient-disentangled embedding sharing
 against the shared model on the same weights, gradients by role, exports of E_G + E_Δ."""
 import os
 import tempfile
@@ -75,6 +75,15 @@ class EmbeddingsTest(tf.test.TestCase):
     discriminator, generator = objectives.build_embedding_pair(CONFIG, "shared")
     self.assertIs(discriminator, generator)
     self.assertEqual(objectives.build_embedding_pair(CONFIG, "none"), (None, None))
+    discriminator, generator = objectives.build_embedding_pair(CONFIG, "tokens")
+    for role, table in discriminator.tables().items():
+      (self.assertIs if role == "word" else self.assertIsNot)(generator.tables()[role], table, role)
+    with self.assertRaisesRegex(ValueError, r"shared_word_embeddings is \(50, 8\), this layer's "
+                                r"token table is \(50, 4\)"):
+      Embeddings(50, 4, shared_word_embeddings=Embeddings(50, 8).word_embeddings)
+    for options in (dict(generator_size=1.0, tie_all=True), dict(freeze_generator=True)):
+      with self.assertRaisesRegex(ValueError, "tie_all|freeze_generator"):
+        electra.build_electra_pretrainer(CONFIG, embedding_sharing="tokens", **options)
     discriminator, generator = objectives.build_embedding_pair(CONFIG, "gdes")
     self.assertIsInstance(discriminator, DisentangledEmbeddings)
     self.assertIs(discriminator.source, generator)

@@ -15,24 +15,31 @@ class Embeddings(tf_keras.layers.Layer):
   """`[batch, seq_len]` ids -> `[batch, seq_len, embedding_size]` embeddings.
 
   One instance can be used by several encoders (ELECTRA ties the generator's and the
-  discriminator's token, position and segment embeddings and the embedding LayerNorm). The
-  sub-layers own the weights (their checkpoint names are BERT's); `embed` computes from any set of
+  discriminator's token, position and segment embeddings and the embedding LayerNorm), or only its
+  token table (`shared_word_embeddings`: another instance's `word_embeddings`, as Model Garden's
+  `ElectraPretrainer` ties only the token embeddings). The sub-layers own the weights (their checkpoint names are BERT's); `embed` computes from any set of
   tables of their shapes, so `DisentangledEmbeddings` can reuse it with derived tables.
   """
 
   def __init__(self, vocab_size: int, embedding_size: int, max_position_embeddings: int = 512,
                type_vocab_size: int = 2, dropout_rate: float = 0.1,
                initializer: Optional[tf_keras.initializers.Initializer] = None,
-               use_position_embeddings: bool = True, **kwargs):
+               use_position_embeddings: bool = True,
+               shared_word_embeddings: Optional[layers.OnDeviceEmbedding] = None, **kwargs):
     super().__init__(**kwargs)
     self.arguments = dict(vocab_size=vocab_size, embedding_size=embedding_size,
                           max_position_embeddings=max_position_embeddings,
                           type_vocab_size=type_vocab_size, dropout_rate=dropout_rate,
                           use_position_embeddings=use_position_embeddings)
     initializer = initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
-    self.word_embeddings = layers.OnDeviceEmbedding(
-        vocab_size=vocab_size, embedding_width=embedding_size,
-        initializer=tf_utils.clone_initializer(initializer), name="word_embeddings")
+    if shared_word_embeddings is not None and (
+        shared_word_embeddings.embeddings.shape != (vocab_size, embedding_size)):
+      raise ValueError(f"shared_word_embeddings is {shared_word_embeddings.embeddings.shape}, "
+                       f"this layer's token table is ({vocab_size}, {embedding_size})")
+    self.word_embeddings = shared_word_embeddings if shared_word_embeddings is not None else (
+        layers.OnDeviceEmbedding(vocab_size=vocab_size, embedding_width=embedding_size,
+                                 initializer=tf_utils.clone_initializer(initializer),
+                                 name="word_embeddings"))
     self.position_embeddings = layers.PositionEmbedding(
         max_length=max_position_embeddings, initializer=tf_utils.clone_initializer(initializer),
         name="position_embedding") if use_position_embeddings else None
@@ -48,7 +55,7 @@ class Embeddings(tf_keras.layers.Layer):
     with tf.name_scope(self.name):
       for layer, input_shape in ((self.word_embeddings, None), (self.type_embeddings, None),
                                  (self.position_embeddings, shape), (self.layer_norm, shape)):
-        if layer is not None:
+        if layer is not None and not layer.built:
           with tf.name_scope(layer.name):
             layer.build(input_shape)
 

@@ -37,12 +37,17 @@ def embedding_projection_layer(config: EncoderConfig) -> tf_keras.layers.EinsumD
       kernel_initializer=initializer(config), name="embedding_projection")
 
 
-def build_embeddings(config: EncoderConfig) -> Embeddings:
-  """The embedding layer of `config`'s sizes (no position table with relative positions)."""
+def build_embeddings(config: EncoderConfig,
+                     shared_word_embeddings: Optional[Embeddings] = None) -> Embeddings:
+  """The embedding layer of `config`'s sizes (no position table with relative positions); with
+  `shared_word_embeddings`, its token table is that layer's (the rest its own)."""
   return Embeddings(
       config.vocab_size, config.embedding_size, config.max_position_embeddings,
       config.type_vocab_size, config.dropout_rate, initializer(config),
-      use_position_embeddings=config.position_embedding != "t5_relative", name="embeddings")
+      use_position_embeddings=config.position_embedding != "t5_relative",
+      shared_word_embeddings=(shared_word_embeddings.word_embeddings
+                              if shared_word_embeddings is not None else None),
+      name="embeddings")
 
 
 def transformer_block(config: EncoderConfig, name: str,
