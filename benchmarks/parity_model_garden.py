@@ -16,6 +16,8 @@ masks, dupe 1): the generator's MLM loss and accuracy over the masked positions,
 discriminator's RTD loss and AUC over the non-pad positions (replacements drawn with a fixed seed).
 The same figures on the first 1,024 training records (`train_` columns) show the fit itself: the
 shipped corpus is small (1,608 distinct sequences), so held-out figures turn once both overfit.
+`--implementations=ours_tokens` trains ours sharing only the token table between generator and
+discriminator, as Model Garden does (ours' default shares ELECTRA's whole embedding layer).
 Results (a table, and a PNG of the curves): benchmarks/RESULTS.md.
 """
 import json

@@ -96,7 +96,8 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
   Args:
     encoder_config: the discriminator.
     generator_size, generator_layers, embedding_sharing, tie_all, generator_config: see
-      `objectives.build_encoders`; `embedding_sharing` is "shared" (default), "tokens", "gdes" or "none".
+      `objectives.build_encoders`; `embedding_sharing` is "shared" (default), "tokens", "gdes" or
+      "none".
     tie_embeddings: the older spelling of "shared" (True) / "none" (False).
     temperature, disallow_correct: sampling options.
     rtd_weight: λ.

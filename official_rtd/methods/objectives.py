@@ -265,8 +265,8 @@ def build_encoders(encoder_config: EncoderConfig, generator_size: float = 0.25,
   Args:
     embedding_sharing: "shared" (token/position/segment embeddings and their LayerNorm are the
       discriminator's), "tokens" (only the token table), "gdes" (the discriminator reads
-      sg(E_G) + E_Δ) or "none"; see
-      `build_embedding_pair`. The generator's input and output token embeddings are always tied.
+      sg(E_G) + E_Δ) or "none"; see `build_embedding_pair`. The generator's input and output token
+      embeddings are always tied.
     tie_all: share every encoder weight (needs a same-size generator).
     generator_config: the generator's own sizes instead of the scaled discriminator's (e.g. an
       imported checkpoint's).

@@ -1,4 +1,4 @@
-"""ELECTRA: loss formulas by hand, weight tying, and parity with Model Garden's ElectraPretrainer."""
+"""ELECTRA: losses by hand, weight tying, losses and gradients against Model Garden's."""
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -172,15 +172,14 @@ class ElectraTyingTest(tf.test.TestCase):
       electra.build_electra_pretrainer(CONFIG, generator_size=0.5, tie_all=True)
 
 
-def copy_encoder_to_model_garden(mg_encoder, ours: transformer_encoder.TransformerEncoder,
-                                 embeddings=True):
+def copy_encoder_to_model_garden(mg_encoder, ours: transformer_encoder.TransformerEncoder):
   """Gives Model Garden's BertEncoder our encoder's weights."""
-  if embeddings:
-    for mg_layer, layer in [(mg_encoder._embedding_layer, ours.embeddings.word_embeddings),
-                            (mg_encoder._position_embedding_layer, ours.embeddings.position_embeddings),
-                            (mg_encoder._type_embedding_layer, ours.embeddings.type_embeddings),
-                            (mg_encoder._embedding_norm_layer, ours.embeddings.layer_norm)]:
-      mg_layer.set_weights(layer.get_weights())
+  emb = ours.embeddings
+  for mg_layer, layer in [(mg_encoder._embedding_layer, emb.word_embeddings),
+                          (mg_encoder._position_embedding_layer, emb.position_embeddings),
+                          (mg_encoder._type_embedding_layer, emb.type_embeddings),
+                          (mg_encoder._embedding_norm_layer, emb.layer_norm)]:
+    mg_layer.set_weights(layer.get_weights())
   if ours.embedding_projection is not None:
     mg_encoder._embedding_projection.set_weights(ours.embedding_projection.get_weights())
   for mg_layer, layer in zip(mg_encoder._transformer_layers, ours.transformer_layers):

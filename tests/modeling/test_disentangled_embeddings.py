@@ -1,5 +1,6 @@
-"""Embedding sharing (shared / tokens / GDES / none): DeBERTa-v3's gradient-disentangled embedding sharing
-against the shared model on the same weights, gradients by role, exports of E_G + E_Δ."""
+"""Embedding sharing (shared / tokens / GDES / none): the modes' layers and errors; DeBERTa-v3's
+gradient-disentangled embedding sharing against the shared model on the same weights, gradients by
+role, exports of E_G + E_Δ."""
 import os
 import tempfile
 

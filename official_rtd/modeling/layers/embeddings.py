@@ -15,10 +15,11 @@ class Embeddings(tf_keras.layers.Layer):
   """`[batch, seq_len]` ids -> `[batch, seq_len, embedding_size]` embeddings.
 
   One instance can be used by several encoders (ELECTRA ties the generator's and the
-  discriminator's token, position and segment embeddings and the embedding LayerNorm), or only its
-  token table (`shared_word_embeddings`: another instance's `word_embeddings`, as Model Garden's
-  `ElectraPretrainer` ties only the token embeddings). The sub-layers own the weights (their checkpoint names are BERT's); `embed` computes from any set of
-  tables of their shapes, so `DisentangledEmbeddings` can reuse it with derived tables.
+  discriminator's token, position and segment embeddings and the embedding LayerNorm), or two
+  instances only a token table (`shared_word_embeddings`: another instance's `word_embeddings`,
+  as Model Garden's `ElectraPretrainer` ties only the token embeddings). The sub-layers own the
+  weights (their checkpoint names are BERT's); `embed` computes from any set of tables of their
+  shapes, so `DisentangledEmbeddings` can reuse it with derived tables.
   """
 
   def __init__(self, vocab_size: int, embedding_size: int, max_position_embeddings: int = 512,
