@@ -53,6 +53,9 @@ PARAMS = [f"EncoderConfig.{k} = {v}" for k, v in SIZES.items()] + [
     f"OptimizerConfig.learning_rate = {LEARNING_RATE}", f"OptimizerConfig.warmup_steps = {WARMUP}",
     "OptimizerConfig.clip_norm = 1.0", "build_electra_pretrainer.generator_size = 0.25"]
 OURS = {"ours": "shared", "ours_tokens": "tokens"}  # implementation: embedding_sharing
+flags.register_validator(
+    "implementations", lambda names: set(names) <= {*OURS, "model_garden"},
+    f"--implementations takes {', '.join([*OURS, 'model_garden'])}")
 
 
 def evaluate(call, eval_sets):

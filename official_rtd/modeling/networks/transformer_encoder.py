@@ -38,15 +38,15 @@ def embedding_projection_layer(config: EncoderConfig) -> tf_keras.layers.EinsumD
 
 
 def build_embeddings(config: EncoderConfig,
-                     shared_word_embeddings: Optional[Embeddings] = None) -> Embeddings:
+                     share_tokens_with: Optional[Embeddings] = None) -> Embeddings:
   """The embedding layer of `config`'s sizes (no position table with relative positions); with
-  `shared_word_embeddings`, its token table is that layer's (the rest its own)."""
+  `share_tokens_with`, its token table is that layer's (the rest its own)."""
   return Embeddings(
       config.vocab_size, config.embedding_size, config.max_position_embeddings,
       config.type_vocab_size, config.dropout_rate, initializer(config),
       use_position_embeddings=config.position_embedding != "t5_relative",
-      shared_word_embeddings=(shared_word_embeddings.word_embeddings
-                              if shared_word_embeddings is not None else None),
+      shared_word_embeddings=(share_tokens_with.word_embeddings
+                              if share_tokens_with is not None else None),
       name="embeddings")
 
 
