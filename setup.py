@@ -49,6 +49,8 @@ setuptools.setup(
             "import_checkpoint=official_rtd.tools.import_checkpoint:run",
             "compare_runs=official_rtd.tools.compare_runs:run",
             "score_pll=official_rtd.tools.score_pll:run",
+            "score_pairs=official_rtd.tools.score_pairs:run",
+            "run_probes=official_rtd.tools.run_probes:run",
         ],
     },
 )

@@ -11,6 +11,7 @@ under a final name.
 """
 import glob
 import json
+import math
 import os
 import re
 import shutil
@@ -142,20 +143,47 @@ def _remove_dead_runs(output_dir: str):
         pass  # alive, someone else's
 
 
+def _write_atomic(path: str, write) -> None:
+  """Calls `write(file)` on a temporary file renamed to `path`; on any failure (a full disk, an
+  interrupt) the temporary file is removed and `path` is left as it was."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  try:
+    with open(tmp, "w", encoding="utf-8") as f:
+      write(f)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
 def write_lines_atomic(path: str, lines) -> None:
   """Writes `lines` (each followed by a newline) to a temporary file renamed to `path`."""
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write("".join(line + "\n" for line in lines))
-  os.replace(tmp, path)
+  _write_atomic(path, lambda f: f.write("".join(line + "\n" for line in lines)))
 
 
 def write_json_atomic(path: str, obj) -> None:
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(obj, f, indent=2, sort_keys=True)
-    f.write("\n")
-  os.replace(tmp, path)
+  """Writes `obj` as JSON (`allow_nan=False`: NaN and infinity are refused, never written as
+  invalid JSON) to a temporary file renamed to `path`."""
+  try:
+    text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n"
+  except ValueError:
+    raise ValueError(f"not writing {path}: {_first_non_finite(obj)} is not a finite number "
+                     "(a diverged run? see the log above)") from None
+  _write_atomic(path, lambda f: f.write(text))
+
+
+def _first_non_finite(obj, where: str = "") -> str:
+  """The key path (e.g. `metrics.pearson`) of the first NaN or infinity in `obj`."""
+  if isinstance(obj, float) and not math.isfinite(obj):
+    return where or "the value"
+  items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(
+      obj, (list, tuple)) else ()
+  for key, value in items:
+    found = _first_non_finite(value, f"{where}.{key}" if where else str(key))
+    if found:
+      return found
+  return ""
 
 
 def read_sidecar(records_dir: str) -> dict:

@@ -1,8 +1,12 @@
-"""A linear probe of a frozen encoder: logistic regression on mean-pooled features of a small GLUE
-classification task (a train.tsv subset → dev.tsv accuracy). Held-out pre-training evaluation
-(`training.evaluation.Evaluator`) runs it at every evaluation when `EvalConfig.probe_data_dir` is
-set."""
-from typing import Dict, Optional
+"""Linear probes of a frozen encoder: logistic regression on its features, dev accuracy.
+
+* `LinearProbe`: mean-pooled features of a small GLUE classification task (a train.tsv subset →
+  dev.tsv accuracy). Held-out pre-training evaluation (`training.evaluation.Evaluator`) runs it at
+  every evaluation when `EvalConfig.probe_data_dir` is set.
+* `TokenProbe`: a tagging task's words (PTB POS: each word's first word piece, in windows of the
+  sentence as `run_tagging` reads them) → dev token accuracy.
+"""
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -11,6 +15,7 @@ import tf_keras
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.finetune import glue
 from official_rtd.finetune import glue_data
+from official_rtd.finetune import tagging_data
 
 
 class LinearProbe:
@@ -48,6 +53,49 @@ class LinearProbe:
     mean, std = x_train.mean(0), x_train.std(0) + 1e-6
     accuracy = logistic_regression_accuracy((x_train - mean) / std, y_train, (x_dev - mean) / std,
                                             y_dev, self.task.num_classes, seed=self.seed)
+    return {f"probe_{self.task.name}_accuracy": accuracy}
+
+
+class TokenProbe:
+  """`probe(encoder) -> {"probe_<task>_accuracy": dev word accuracy}` of a tagging task (POS):
+  logistic regression on the encoder's sequence output at each word's first piece. Dev tags never
+  seen in training count as errors. The data is read and encoded once."""
+
+  def __init__(self, task_name: str, data_dir: str, vocab, do_lower_case: bool,
+               max_train_sentences: int = 0, max_seq_length: int = 128, seed: int = 0):
+    self.task = tagging_data.get_task(task_name)
+    train, dev = tagging_data.load_task(self.task, data_dir)
+    if max_train_sentences:
+      keep = np.random.default_rng(seed).permutation(len(train))[:max_train_sentences]
+      train = [train[i] for i in sorted(keep)]
+    self.labels = sorted({t for s in train for t in s.tags})
+    label_ids = {t: i for i, t in enumerate(self.labels)}
+    tokenizer = tokenizer_lib.WordPieceTokenizer(vocab, do_lower_case)
+    self.train = tagging_data.encode(train, tokenizer, max_seq_length, label_ids)
+    self.dev = tagging_data.encode(dev, tokenizer, max_seq_length, label_ids)
+    self.seed = seed
+
+  @staticmethod
+  def features(encoder, windows) -> Tuple[np.ndarray, np.ndarray]:
+    """(`[words, hidden]` first-piece features of every owned word, `[words]` label ids)."""
+    features, labels = [], []
+    inputs = windows.inputs
+    for start in range(0, len(windows), 128):
+      batch = {k: inputs[k][start:start + 128]
+               for k in ("input_word_ids", "input_mask", "input_type_ids")}
+      sequence = tf.cast(encoder(batch, training=False)["sequence_output"], tf.float32).numpy()
+      for row, length in enumerate(inputs["word_lengths"][start:start + 128]):
+        positions = inputs["word_positions"][start + row, :length]
+        features.append(sequence[row, positions])
+        labels.append(windows.word_labels[start + row, :length])
+    return np.concatenate(features), np.concatenate(labels)
+
+  def __call__(self, encoder) -> Dict[str, float]:
+    x_train, y_train = self.features(encoder, self.train)
+    x_dev, y_dev = self.features(encoder, self.dev)
+    mean, std = x_train.mean(0), x_train.std(0) + 1e-6
+    accuracy = logistic_regression_accuracy((x_train - mean) / std, y_train, (x_dev - mean) / std,
+                                            y_dev, len(self.labels), seed=self.seed)
     return {f"probe_{self.task.name}_accuracy": accuracy}
 
 

@@ -1,6 +1,6 @@
 """The interface every pre-training method implements, so one trainer, one evaluator and one
 exporter serve them all."""
-from typing import Callable, Dict, NamedTuple, Optional
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -75,6 +75,12 @@ class PretrainingModel(tf_keras.Model):
                             ) -> Optional[tf.Tensor]:
     """`[batch]` pseudo-log-likelihoods Σ_t log p(x_t | x∖t) over non-special positions, for models
     that can score text; None otherwise."""
+    return None
+
+  def masked_language_model(self) -> Optional[Tuple[tf_keras.layers.Layer, tf_keras.layers.Layer]]:
+    """(encoder, masked-LM head) of the masked LM the method trains (BERT's encoder, ELECTRA's
+    generator), for scorers that mask their own copies of a sentence (PLL-word-l2r); None for
+    methods without one."""
     return None
 
   @property

@@ -61,6 +61,9 @@ class MlmPretrainer(base.PretrainingModel):
     return objectives.masked_lm_pll(self.encoder, self.masked_lm, input_word_ids, input_mask,
                                  input_type_ids, mask_id)
 
+  def masked_language_model(self):
+    return self.encoder, self.masked_lm
+
 
 @registry.register("mlm")
 @gin.configurable

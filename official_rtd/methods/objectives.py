@@ -134,16 +134,29 @@ class GeneratorDiscriminator(base.PretrainingModel):
     return masked_lm_pll(self.generator, self.masked_lm, input_word_ids, input_mask,
                          input_type_ids, mask_id)
 
+  def masked_language_model(self):
+    return (self.generator, self.masked_lm) if self.masked_lm is not None else None
 
-def masked_lm_pll(encoder, masked_lm, input_word_ids, input_mask, input_type_ids, mask_id):
+
+def masked_lm_pll(encoder, masked_lm, input_word_ids, input_mask, input_type_ids, mask_id,
+                  continuation=None):
   """`[batch]` Σ_t log p(x_t | x with t masked) over positions 1..n−2 of each row (all but
-  `[CLS]`, the final `[SEP]` and padding); n masked copies of each row are scored in one batch."""
+  `[CLS]`, the final `[SEP]` and padding); n masked copies of each row are scored in one batch.
+
+  With `continuation` (`[batch, seq_len]` bool: the piece continues the word of the piece before
+  it, e.g. WordPiece's `##`), copy t also masks the pieces of t's word to its right: PLL-word-l2r
+  (Kauf & Ivanova, 2023), so a word's later pieces do not give its earlier ones away.
+  """
   ids = tf.convert_to_tensor(input_word_ids)
   batch, seq_len = tf.shape(ids)[0], tf.shape(ids)[1]
   position = tf.range(seq_len)
   # Copy t of row b masks position t: [batch, seq_len(copies), seq_len].
-  copies = tf.where(tf.eye(seq_len, dtype=tf.bool)[tf.newaxis], tf.cast(mask_id, ids.dtype),
-                    ids[:, tf.newaxis, :])
+  masked = tf.eye(seq_len, dtype=tf.bool)[tf.newaxis]
+  if continuation is not None:
+    word = tf.cumsum(1 - tf.cast(continuation, tf.int32), axis=1)           # [batch, seq_len]
+    same_word = tf.equal(word[:, :, tf.newaxis], word[:, tf.newaxis, :])    # [batch, t, s]
+    masked = masked | (same_word & (position[:, tf.newaxis] < position[tf.newaxis, :]))
+  copies = tf.where(masked, tf.cast(mask_id, ids.dtype), ids[:, tf.newaxis, :])
   flat = lambda x: tf.reshape(tf.broadcast_to(x[:, tf.newaxis, :], [batch, seq_len, seq_len]),
                               [-1, seq_len])
   sequence = encoder({"input_word_ids": tf.reshape(copies, [-1, seq_len]),

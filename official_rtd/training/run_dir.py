@@ -45,6 +45,10 @@ def load_model(model_dir: str):
   restores the latest checkpoint. Returns (model, tokenizer)."""
   config_path = os.path.join(model_dir, OPERATIVE_CONFIG)
   if not os.path.isfile(config_path):
+    if os.path.isfile(os.path.join(model_dir, "encoder_config.json")):
+      raise RunDirError(f"{model_dir} is an export (the encoder alone, without the heads that "
+                        f"score text): give the run directory it was exported from "
+                        f"({os.path.dirname(os.path.abspath(model_dir))} if it is <model_dir>/export)")
     raise RunDirError(f"{model_dir} is not a run_pretraining directory: no {OPERATIVE_CONFIG}")
   latest = tf.train.latest_checkpoint(model_dir)
   if not latest:

@@ -29,6 +29,9 @@ KEY_FLAGS = {
                 "train_steps", "num_trials"],
     "compare_runs": ["model_dirs", "figures"],
     "score_pll": ["model_dir", "input_file", "output_file"],
+    "score_pairs": ["model_dir", "pairs", "score", "output_dir", "batch_size"],
+    "run_probes": ["init_checkpoint", "pos_data_dir", "glue_data_dir", "random_init_seeds",
+                   "output_file"],
     "export_model": ["model_dir", "format", "output_dir"],
     "import_checkpoint": ["source", "checkpoint", "generator", "vocab_file", "output_dir"],
 }

@@ -1,10 +1,13 @@
-"""score_pll: sentences and n-best re-ranking from a run directory; WER; errors."""
+"""score_pll and score_pairs: sentences, n-best re-ranking and minimal pairs from a run directory;
+WER; errors."""
+import json
 import os
 import subprocess
 import tempfile
 
 import tensorflow as tf
 
+from official_rtd.training import minimal_pairs
 from official_rtd.training import run_dir
 from official_rtd.training import scoring
 from tests import testutil
@@ -119,6 +122,51 @@ class ScorePllTest(tf.test.TestCase):
     bad = testutil.write_text(os.path.join(self.tmp, "bad.tsv"), "u1\tonly two\n")
     with self.assertRaisesRegex(scoring.ScoringError, r"bad.tsv:1: expected id<TAB>hypothesis"):
       scoring.read_nbest(bad)
+
+  def test_score_pairs(self):
+    pairs = [("Alice was very tired.", "Alice were very tired.", "agreement_1", "agreement"),
+             ("The cat sat down.", "The cat sat sat.", "agreement_1", "agreement"),
+             ("She saw herself.", "She saw himself.", "anaphor_1", "anaphor")]
+    pair_dir = os.path.join(self.tmp, "pairs")
+    os.makedirs(pair_dir, exist_ok=True)
+    testutil.write_text(os.path.join(pair_dir, "blimp.jsonl"), "".join(
+        json.dumps({"sentence_good": g, "sentence_bad": b, "UID": u, "linguistics_term": t,
+                    "pairID": str(i)}) + "\n" for i, (g, b, u, t) in enumerate(pairs)))
+    model, tokenizer = run_dir.load_model(self.model_dir)
+    for score in ("pll", "discriminator"):
+      out = os.path.join(self.tmp, f"pairs_{score}")
+      result = run(["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={pair_dir}",
+                    f"--score={score}", f"--output_dir={out}"])
+      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+      with open(os.path.join(out, "pairs_results.json")) as f:
+        report = json.load(f)
+      with open(os.path.join(out, "pairs_scores.tsv")) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+      expected = minimal_pairs.SentenceScorer(model, tokenizer, score)(
+          [s for g, b, _, _ in pairs for s in (g, b)]).reshape(-1, 2)
+      self.assertAllClose([[float(r[2]), float(r[3])] for r in rows], expected, atol=1e-3)
+      outcomes = [1.0 if g > b else 0.0 if g < b else 0.5 for g, b in expected]
+      self.assertAllClose(report["paradigms"]["anaphor_1"]["accuracy"], 100 * outcomes[2])
+      self.assertAllClose(report["overall"],
+                          (100 * (outcomes[0] + outcomes[1]) / 2 + 100 * outcomes[2]) / 2)
+      self.assertEqual(report["score"], score)
+      self.assertIn("overall", result.stdout)
+    # Bad input: one line each, nothing written.
+    broken = testutil.write_text(os.path.join(self.tmp, "broken.jsonl"), '{"UID": "x"}\n')
+    out = os.path.join(self.tmp, "pairs_broken")
+    result = run(["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={broken}",
+                  f"--output_dir={out}"])
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("broken.jsonl:1: missing or empty sentence_good", result.stderr)
+    self.assertFalse(os.path.exists(out))
+    result = run(["score_pairs", f"--model_dir={self.model_dir}/export", f"--pairs={pair_dir}",
+                  f"--output_dir={out}"])
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("is an export", result.stderr)
+    result = run(["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={pair_dir}",
+                  "--score=pll_word_l2r", f"--output_dir={out}"])
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("has no masked LM", result.stderr)
 
   def test_word_errors(self):
     self.assertEqual(scoring.word_errors("a b c", "a x c d"), (2, 4))
