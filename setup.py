@@ -22,6 +22,7 @@ setuptools.setup(
         "absl-py",
         "numpy",
         "safetensors",  # export_model --format=huggingface
+        "tokenizers",  # build_vocab's default WordPiece learner
         "matplotlib",  # compare_runs --plot
     ],
     # apache-beam: create_pretraining_data --runner=DirectRunner|DataflowRunner|...; 2.77 is the

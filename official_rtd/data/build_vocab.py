@@ -1,4 +1,6 @@
-"""Learns a WordPiece vocabulary with tensorflow-text's BERT vocabulary learner."""
+"""Learns a WordPiece vocabulary: Hugging Face `tokenizers`' WordPiece trainer (multi-threaded
+Rust, the default) or tensorflow-text's BERT vocabulary learner (`learner="tensorflow_text"`, the
+vocabularies this library learned before; byte-for-byte the same as then)."""
 import os
 import random
 import time
@@ -33,21 +35,74 @@ def reservoir_sample(lines: Iterable[str], size: int, seed: int) -> Tuple[List[s
   return [line for _, line in sorted(sample)], seen
 
 
+LEARNERS = ("tokenizers", "tensorflow_text")
+
+
+class _ReadProgress:
+  """Wraps the line stream: logs the bytes read of the corpus, the rate and an ETA every
+  `every_seconds` (the learners themselves are silent)."""
+
+  def __init__(self, lines: Iterable[str], total_bytes: int, log, every_seconds: float = 10.0):
+    self.lines, self.total, self.log, self.every = lines, max(total_bytes, 1), log, every_seconds
+    self.read = 0
+    self.start = self.last = time.time()
+
+  def __iter__(self):
+    for line in self.lines:
+      self.read += len(line.encode("utf-8")) + 1
+      now = time.time()
+      if now - self.last >= self.every:
+        self.last = now
+        rate = self.read / (now - self.start)
+        eta = max(self.total - self.read, 0) / max(rate, 1.0)
+        self.log(f"build_vocab: read {self.read / 1e6:.1f} of {self.total / 1e6:.1f} MB "
+                 f"({rate / 1e6:.2f} MB/s), ETA {time.strftime('%H:%M:%S', time.gmtime(eta))}")
+      yield line
+
+
+def _learn_tokenizers(lines: Iterable[str], vocab_size: int, lower_case: bool) -> List[str]:
+  """WordPiece vocabulary from Hugging Face `tokenizers` (BERT's normaliser and pre-tokeniser:
+  lower-casing and accent stripping when uncased, CJK characters split, `##` continuations)."""
+  from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
+  tokenizer = BertWordPieceTokenizer(lowercase=lower_case, strip_accents=lower_case,
+                                     clean_text=True, handle_chinese_chars=True)
+  tokenizer.train_from_iterator(
+      lines, vocab_size=vocab_size, min_frequency=2, limit_alphabet=1000,
+      special_tokens=list(vocab_lib.SPECIAL_TOKENS), wordpieces_prefix="##", show_progress=False)
+  vocab = tokenizer.get_vocab()
+  return sorted(vocab, key=vocab.get)
+
+
+def _learn_tensorflow_text(lines: Iterable[str], vocab_size: int, lower_case: bool) -> List[str]:
+  dataset = tf.data.Dataset.from_generator(
+      lambda: lines, output_signature=tf.TensorSpec([], tf.string)).batch(1024).prefetch(2)
+  return bert_vocab.bert_vocab_from_dataset(
+      dataset, vocab_size=vocab_size, reserved_tokens=list(vocab_lib.SPECIAL_TOKENS),
+      bert_tokenizer_params={"lower_case": lower_case},
+      # The learner searches a count threshold in [lower_thresh, upper_thresh] that gives about
+      # vocab_size tokens; its default floor of 10 stops small corpora far short of the size.
+      learn_params={"lower_thresh": 1})
+
+
 def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 30522,
                 lower_case: bool = True, on_decode_error: str = "fail",
                 log: Callable[[str], None] = print, sample_lines: int = 0,
-                seed: int = 12345) -> List[str]:
+                seed: int = 12345, learner: str = "tokenizers") -> List[str]:
   """Learns a vocabulary of at most `vocab_size` tokens and writes it (atomically) to
   `output_file`; the special tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` come first (ids 0-4).
 
   `sample_lines > 0` learns from a uniform sample of that many non-empty lines (one pass over the
   corpus, memory for the sample only) instead of streaming every line through the learner.
+  `learner`: "tokenizers" (words seen at least twice, an alphabet of the 1,000 most frequent
+  characters) or "tensorflow_text" (see the module docstring).
 
   Raises:
     corpus_lib.CorpusError: missing input files, undecodable text, or no text at all.
-    ValueError: `vocab_size` too small to hold the special tokens and some text, or a negative
-      `sample_lines`.
+    ValueError: `vocab_size` too small to hold the special tokens and some text, a negative
+      `sample_lines` or an unknown `learner`.
   """
+  if learner not in LEARNERS:
+    raise ValueError(f"--learner must be one of {LEARNERS}, got {learner!r}")
   if sample_lines < 0:
     raise ValueError(f"--sample_lines={sample_lines} must be >= 0 (0: every line)")
   if vocab_size <= len(vocab_lib.SPECIAL_TOKENS):
@@ -55,7 +110,8 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
                      "special tokens")
   files = corpus_lib.expand_input_files(input_files)
   start = time.time()
-  lines = _lines(files, on_decode_error, log)
+  total_bytes = sum(os.path.getsize(f) for f in files)
+  lines = iter(_ReadProgress(_lines(files, on_decode_error, log), total_bytes, log))
   if sample_lines:
     sample, seen = reservoir_sample(lines, sample_lines, seed)
     log(f"build_vocab: learning from {len(sample)} sampled lines of {seen} "
@@ -70,28 +126,22 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
     yield first
     yield from lines
 
-  dataset = tf.data.Dataset.from_generator(
-      all_lines, output_signature=tf.TensorSpec([], tf.string)).batch(1024).prefetch(2)
   log(f"build_vocab: learning a {'lower-cased' if lower_case else 'cased'} vocabulary of at most "
-      f"{vocab_size} tokens from {len(files)} file(s)")
-  tokens = bert_vocab.bert_vocab_from_dataset(
-      dataset, vocab_size=vocab_size, reserved_tokens=list(vocab_lib.SPECIAL_TOKENS),
-      bert_tokenizer_params={"lower_case": lower_case},
-      # The learner searches a count threshold in [lower_thresh, upper_thresh] that gives about
-      # vocab_size tokens; its default floor of 10 stops small corpora far short of the size.
-      learn_params={"lower_thresh": 1})
+      f"{vocab_size} tokens from {len(files)} file(s) with {learner}")
+  learn = _learn_tokenizers if learner == "tokenizers" else _learn_tensorflow_text
+  tokens = learn(all_lines(), vocab_size, lower_case)
   tmp = f"{output_file}.tmp-{os.getpid()}"
   os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write("".join(t + "\n" for t in tokens))
   try:
+    with open(tmp, "w", encoding="utf-8") as f:
+      f.write("".join(t + "\n" for t in tokens))
     vocab_lib.load_vocab(tmp)  # the learner's output must itself pass our validation
     os.replace(tmp, output_file)
   finally:
     if os.path.exists(tmp):
       os.remove(tmp)
   if not 0.95 * vocab_size <= len(tokens) <= vocab_size:
-    log(f"build_vocab: note: the learner's closest size to {vocab_size} at an integer word-count "
-        f"threshold is {len(tokens)} (a small corpus has few distinct thresholds)")
+    log(f"build_vocab: note: the learner's closest size to {vocab_size} is {len(tokens)} (a "
+        "small corpus has few distinct words and pieces)")
   log(f"build_vocab: wrote {len(tokens)} tokens to {output_file} in {time.time() - start:.1f}s")
   return tokens

@@ -19,6 +19,9 @@ flags.DEFINE_integer("sample_lines", 0,
                      "million lines give word counts close to the full corpus's; words rarer than "
                      "one in --sample_lines lines may be missed (they are still spelled by pieces).")
 flags.DEFINE_integer("seed", 12345, "Seed of the --sample_lines sample.")
+flags.DEFINE_enum("learner", "tokenizers", ["tokenizers", "tensorflow_text"],
+                  "WordPiece learner: tokenizers (Hugging Face's, fast) or tensorflow_text (the "
+                  "learner of earlier versions, for byte-identical vocabularies).")
 flags.mark_flags_as_required(["input_files", "output_file"])
 FLAGS = flags.FLAGS
 
@@ -28,7 +31,8 @@ def main(_):
   build_vocab.build_vocab(cli.split_list(FLAGS.input_files), FLAGS.output_file,
                           vocab_size=FLAGS.vocab_size, lower_case=FLAGS.lower_case,
                           on_decode_error=FLAGS.on_decode_error, log=logging.info,
-                          sample_lines=FLAGS.sample_lines, seed=FLAGS.seed)
+                          sample_lines=FLAGS.sample_lines, seed=FLAGS.seed,
+                          learner=FLAGS.learner)
 
 
 def run():

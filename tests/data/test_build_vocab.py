@@ -1,4 +1,4 @@
-"""build_vocab: tensorflow-text's learner behind our checks."""
+"""build_vocab: Hugging Face tokenizers' and tensorflow-text's learners behind our checks."""
 import os
 import tempfile
 
@@ -30,6 +30,32 @@ class BuildVocabTest(tf.test.TestCase):
     self.assertFalse(any(t != t.lower() for t in tokens[5:]), "uncased vocab has upper case")
     ids = tokenizer_lib.WordPieceTokenizer(vocab).tokenize_to_lists(paragraphs)
     self.assertNotIn(vocab.unk_id, {t for row in ids for t in row})
+
+  def test_tensorflow_text_learner_is_unchanged(self):
+    # The learner of earlier versions, called as they called it: the same tokens, in order.
+    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
+    paragraphs = testutil.sample_paragraphs(200)
+    corpus = testutil.write_text(os.path.join(self.tmp, "c.txt"), "\n".join(paragraphs) + "\n")
+    tokens = build_vocab.build_vocab([corpus], os.path.join(self.tmp, "v.txt"), vocab_size=600,
+                                     log=lambda _: None, learner="tensorflow_text")
+    expected = bert_vocab.bert_vocab_from_dataset(
+        tf.data.Dataset.from_tensor_slices(paragraphs).batch(1024), vocab_size=600,
+        reserved_tokens=list(vocab_lib.SPECIAL_TOKENS), bert_tokenizer_params={"lower_case": True},
+        learn_params={"lower_thresh": 1})
+    self.assertEqual(tokens, expected)
+    tokenizers_tokens = build_vocab.build_vocab([corpus], os.path.join(self.tmp, "w.txt"),
+                                                vocab_size=600, log=lambda _: None)
+    self.assertLen(tokenizers_tokens, 600)  # tokenizers' trainer fills the size exactly
+    with self.assertRaisesRegex(ValueError, "--learner must be one of"):
+      build_vocab.build_vocab([corpus], os.path.join(self.tmp, "x.txt"), learner="bpe")
+
+  def test_progress_with_eta(self):
+    messages = []
+    lines = ["ab cd", "éf"]
+    progress = build_vocab._ReadProgress(iter(lines), 9, messages.append, every_seconds=0.0)
+    self.assertEqual(list(progress), lines)
+    self.assertRegex(messages[-1], r"read 0\.0 of 0\.0 MB .*ETA 00:00:00")
+    self.assertEqual(progress.read, 6 + 4)  # UTF-8 bytes and a newline per line
 
   def test_cased(self):
     corpus = testutil.write_text(os.path.join(self.tmp, "c.txt"),
