@@ -3,6 +3,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.modeling.networks import transformer_encoder
+from official_rtd.modeling.layers.dropout import Dropout
 
 
 class SequenceClassifier(tf_keras.Model):
@@ -13,7 +14,7 @@ class SequenceClassifier(tf_keras.Model):
     super().__init__(**kwargs)
     self.encoder = encoder
     self.num_classes = num_classes
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.dropout = Dropout(dropout_rate)
     self.head = tf_keras.layers.Dense(
         num_classes, kernel_initializer=transformer_encoder.initializer(encoder.config),
         name="classifier")

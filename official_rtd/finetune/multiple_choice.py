@@ -21,6 +21,7 @@ from official_rtd.finetune import race_data
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.modeling.networks import transformer_encoder
+from official_rtd.modeling.layers.dropout import Dropout
 
 PREDICTIONS_NAME = "predictions.jsonl"
 TASKS = ("race",)
@@ -33,7 +34,7 @@ class MultipleChoiceModel(tf_keras.Model):
   def __init__(self, encoder, dropout_rate: float = 0.1, **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.dropout = Dropout(dropout_rate)
     self.scorer = tf_keras.layers.Dense(
         1, kernel_initializer=transformer_encoder.initializer(encoder.config), name="scorer")
 

@@ -25,6 +25,7 @@ from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.modeling.networks import transformer_encoder
+from official_rtd.modeling.layers.dropout import Dropout
 
 # §3.3: batch 128, learning rate 1e-4, layer-wise decay α = 0.9 with layer 0 the closest to the
 # output (lr·α^d: the "corrected" convention of layerwise_decay.py), 6 epochs.
@@ -55,7 +56,7 @@ class MultiTaskClassifier(tf_keras.Model):
     super().__init__(**kwargs)
     self.encoder = encoder
     self.tasks = list(tasks)
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.dropout = Dropout(dropout_rate)
     self.heads = {head_name(t.name): tf_keras.layers.Dense(
         t.num_classes, kernel_initializer=transformer_encoder.initializer(encoder.config),
         name=f"{head_name(t.name)}_head") for t in self.tasks}

@@ -13,6 +13,7 @@ import tensorflow as tf
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import fingerprint
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.training import export
 from official_rtd.training import precision
@@ -105,7 +106,7 @@ class FinetuneRunner:
     final_loss = trials_lib.train(model, self.optimizer, dataset, num_steps, loss_fn, self.log,
                                   cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}",
                                   cfg.jit_compile, checkpoint_dir, cfg.save_checkpoints_steps,
-                                  callback, callback_every_steps)
+                                  callback, callback_every_steps, seed=cfg.seed + trial)
     shutil.rmtree(checkpoint_dir, ignore_errors=True)  # the trial's results replace it
     return model, {"trial": trial, "seed": cfg.seed + trial, "train_steps": num_steps,
                    "final_train_loss": final_loss}
@@ -114,6 +115,11 @@ class FinetuneRunner:
     raise NotImplementedError
 
   def run_trials(self, brief: Callable[[dict], str]) -> List[dict]:
+    """The trials (see `trials.run_trials`) after checking that `--model_dir` is new or holds
+    this same run (`fingerprint`): a directory of another run is refused before anything is
+    written."""
+    fingerprint.check_or_record(self.config.model_dir,
+                                fingerprint.fingerprint(type(self).__name__, self.config))
     return trials_lib.run_trials(self.config.model_dir, self.config.num_trials, self.run_trial,
                                  self.log, brief)
 

@@ -5,6 +5,7 @@ import tf_keras
 
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.ops import crf as crf_lib
+from official_rtd.modeling.layers.dropout import Dropout
 
 
 class TokenTagger(tf_keras.Model):
@@ -18,7 +19,7 @@ class TokenTagger(tf_keras.Model):
     self.encoder = encoder
     self.num_tags = num_tags
     self.crf = crf
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.dropout = Dropout(dropout_rate)
     self.head = tf_keras.layers.Dense(
         num_tags, kernel_initializer=transformer_encoder.initializer(encoder.config),
         name="tagger")

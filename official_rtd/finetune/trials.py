@@ -11,6 +11,7 @@ import tf_keras
 
 from official_rtd import progress
 from official_rtd.data import records
+from official_rtd.modeling.layers import dropout
 from official_rtd.training import export
 from official_rtd.training import layerwise_decay
 from official_rtd.training import optimization
@@ -109,7 +110,7 @@ def median_and_spread(values_by_trial: List[Dict[str, float]]):
 def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str], None],
           log_every_steps: int, label: str, jit_compile: bool = False,
           checkpoint_dir: str = "", save_every_steps: int = 0, callback=None,
-          callback_every_steps: int = 0) -> float:
+          callback_every_steps: int = 0, seed: int = 0) -> float:
   """Runs `num_steps` steps of `loss_fn(model, batch)` over `dataset`, logging the running loss
   and an ETA; returns the mean loss of the last 10 steps (of this process). A float16
   `LossScaleOptimizer` (see `training.precision`) gets a scaled loss; `jit_compile` XLA-compiles
@@ -119,11 +120,12 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
   `save_every_steps` steps, and a run that finds a checkpoint resumes from it: the dataset must be
   deterministic (seeded shuffles), so skipping the steps done replays the same batches.
   `callback(step)` runs every `callback_every_steps` steps before the last (e.g. a dev
-  evaluation).
+  evaluation). Dropout masks are drawn from (`seed`, step) (`dropout.step_seeded`), so a resumed
+  run ends bit-identical to an uninterrupted one.
   """
 
-  def forward_backward(batch):
-    with tf.GradientTape() as tape:
+  def forward_backward(batch, step_seed):
+    with tf.GradientTape() as tape, dropout.step_seeded(step_seed):
       loss = loss_fn(model, batch)
       scaled = precision.scaled(optimizer, loss)
     return loss, precision.unscaled(optimizer, tape.gradient(scaled, model.trainable_variables))
@@ -131,8 +133,8 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
   compute = tf.function(forward_backward, jit_compile=True) if jit_compile else forward_backward
 
   @tf.function
-  def train_step(batch):
-    loss, grads = compute(batch)
+  def train_step(batch, step):
+    loss, grads = compute(batch, tf.stack([tf.constant(seed, tf.int64), step]))
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 
@@ -146,7 +148,7 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
       log(f"{label}: resuming at step {done} from {manager.latest_checkpoint}")
   start, losses, examples = time.time(), [], 0
   for step, batch in enumerate(dataset.skip(done).take(num_steps - done), start=done + 1):
-    losses.append(float(train_step(batch)))
+    losses.append(float(train_step(batch, tf.constant(step, tf.int64))))
     if step == done + 1:  # rates exclude the first step's tracing
       start = time.time()
     else:

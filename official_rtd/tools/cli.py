@@ -70,3 +70,20 @@ def split_list(values):
   return out
 
 
+
+
+def claim_output_dir(path: str, overwrite: bool, flag: str = "--output_dir") -> None:
+  """Refuses an existing, non-empty output directory (another run's files are never deleted), or
+  with `overwrite` moves it aside to `<path>.replaced-<time>` and says so; a file is refused."""
+  import time  # pylint: disable=g-import-not-at-top
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise ValueError(f"{flag}={path} is a file, not a directory")
+  if not os.path.isdir(path) or not os.listdir(path):
+    return
+  if not overwrite:
+    raise ValueError(f"{flag}={path} already holds files ({', '.join(sorted(os.listdir(path))[:4])}"
+                     f"{', ...' if len(os.listdir(path)) > 4 else ''}): nothing was written; give a "
+                     "new directory, or --overwrite to move this one aside")
+  aside = f"{path.rstrip('/')}.replaced-{time.strftime('%Y%m%d-%H%M%S')}"
+  os.replace(path, aside)
+  logging.info("moved the existing %s aside to %s (--overwrite)", path, aside)

@@ -18,9 +18,12 @@ from absl import logging
 flags.DEFINE_string("model_dir", None, "A run_pretraining model_dir (operative_config.gin + "
                     "checkpoints).")
 flags.DEFINE_enum("format", "huggingface", ["huggingface", "saved_model"], "What to write.")
-flags.DEFINE_string("output_dir", None, "Where the export goes (replaced if it exists).")
+flags.DEFINE_string("output_dir", None, "Where the export goes (a new or empty directory).")
+flags.DEFINE_bool("overwrite", False, "Move an existing, non-empty --output_dir aside "
+                  "(<output_dir>.replaced-<time>) instead of refusing it.")
 flags.DEFINE_integer("max_seq_length", 512, "Longest input the tokenizer config / the SavedModel "
-                     "signature allows (capped at the encoder's positions).")
+                     "signature allows (capped at the encoder's positions; >= 3: [CLS], a "
+                     "piece, [SEP]).", lower_bound=3)
 flags.mark_flags_as_required(["model_dir", "output_dir"])
 FLAGS = flags.FLAGS
 
@@ -29,7 +32,10 @@ def main(_):
   from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import saved_model  # pylint: disable=g-import-not-at-top
   from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  if not FLAGS.overwrite:
+    cli.claim_output_dir(FLAGS.output_dir, False)  # refuses now, before the model is loaded
   model, tokenizer = run_dir.load_model(FLAGS.model_dir)
+  cli.claim_output_dir(FLAGS.output_dir, FLAGS.overwrite)
   max_len = min(FLAGS.max_seq_length, model.exported_encoder.config.max_position_embeddings)
   if FLAGS.format == "huggingface":
     written = huggingface.export_huggingface(model, tokenizer.vocab, FLAGS.output_dir,

@@ -42,6 +42,8 @@ flags.DEFINE_integer("generator_num_attention_heads", None, "electra_tf1: genera
                      "(default hidden / 64).")
 flags.DEFINE_multi_string("gin_file", None, "model_garden: a gin/models/ file with the sizes.")
 flags.DEFINE_float("generator_size", 0.25, "model_garden: the generator's width multiplier.")
+flags.DEFINE_bool("overwrite", False, "Move an existing, non-empty --output_dir aside "
+                  "(<output_dir>.replaced-<time>) instead of refusing it.")
 flags.mark_flags_as_required(["source", "checkpoint", "output_dir"])
 FLAGS = flags.FLAGS
 
@@ -51,6 +53,7 @@ def main(_):
   from official_rtd.interop import electra_tf1  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import init_checkpoint  # pylint: disable=g-import-not-at-top
   from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  cli.claim_output_dir(FLAGS.output_dir, FLAGS.overwrite)
   vocab_file, do_lower_case = FLAGS.vocab_file, FLAGS.do_lower_case
   if FLAGS.source == "huggingface":
     from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top

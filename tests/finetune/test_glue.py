@@ -68,6 +68,42 @@ class RunGlueTest(tf.test.TestCase):
     self.assertEqual(sum("already done" in l for l in logs), 2)
     self.assertLen(again["trials"], 3)
 
+  def test_a_model_dir_never_mixes_two_runs(self):
+    model_dir = os.path.join(self.tmp, "mixed")
+    own_data = os.path.join(self.tmp, "RTE_own")
+    shutil.copytree(self.data["rte"], own_data)
+    moved_export = os.path.join(self.tmp, "export_copy")
+    shutil.copytree(self.export_dir, moved_export)
+    config = lambda task="rte", **kwargs: self._config(
+        task, model_dir, **dict(dict(data_dir=own_data, num_trials=1), **kwargs))
+    glue.GlueRunner(config(), log=lambda _: None).run()
+    snapshot = lambda: {os.path.join(root, name): open(os.path.join(root, name), "rb").read()
+                        for root, _, names in os.walk(model_dir) for name in names}
+    before = snapshot()
+    logs = []
+    glue.GlueRunner(config(num_trials=2, log_every_steps=1), log=logs.append).run()  # a resume
+    self.assertEqual(sum("already done" in l for l in logs), 1)
+    before = snapshot()
+    for kwargs, message in [
+        (dict(task="sts-b", data_dir=self.data["sts-b"]),
+         r"holds another run \(--data_dir .*; --task 'rte' → 'sts-b'; .*\): its results were left"),
+        (dict(learning_rate=1e-3), r"--learning_rate None → 0.001"),
+        (dict(init_checkpoint=moved_export), r"--init_checkpoint"),
+    ]:
+      with self.assertRaisesRegex(ValueError, message):
+        glue.GlueRunner(config(**kwargs), log=lambda _: None).run()
+    with open(os.path.join(own_data, "train.tsv"), "a", encoding="utf-8") as f:
+      f.write("64\tA new premise.\tA new hypothesis.\tentailment\n")
+    with self.assertRaisesRegex(ValueError, r"the content of --data_dir changed"):
+      glue.GlueRunner(config(), log=lambda _: None).run()
+    self.assertEqual(snapshot(), before)  # the first run's files are untouched
+    # A directory with other content and no fingerprint is refused too.
+    foreign = os.path.join(self.tmp, "foreign")
+    os.makedirs(foreign)
+    testutil.write_text(os.path.join(foreign, "checkpoint"), "x")
+    with self.assertRaisesRegex(ValueError, "is not empty and has no run_fingerprint.json"):
+      glue.GlueRunner(self._config("rte", foreign, num_trials=1), log=lambda _: None).run()
+
   def test_stsb_regression_double_unordered_and_predictions(self):
     model_dir = os.path.join(self.tmp, "stsb")
     summary = glue.GlueRunner(self._config("sts-b", model_dir, double_unordered=True,

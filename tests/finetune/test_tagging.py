@@ -78,10 +78,14 @@ class RunTaggingTest(tf.test.TestCase):
     self.assertEqual([[g for _, g, _ in s] for s in written], [list(s.tags) for s in dev])
     predicted = [p for s in written for _, _, p in s]
     self.assertAllClose(metrics.accuracy(gold, predicted), accuracy)
-    # A re-run with more trials reuses the finished one.
+    # A re-run with more trials reuses the finished one; other settings are another run.
+    with self.assertRaisesRegex(ValueError, r"holds another run \(--max_train_examples 640 → 32"):
+      tagging.TaggingRunner(self._config("pos", model_dir, num_trials=2, max_train_examples=32,
+                                         num_train_epochs=2, learning_rate=1e-3), print).run()
     logs = []
     again = tagging.TaggingRunner(
-        self._config("pos", model_dir, num_trials=2, max_train_examples=32), logs.append).run()
+        self._config("pos", model_dir, num_trials=2, max_train_examples=640, num_train_epochs=2,
+                     learning_rate=1e-3), logs.append).run()
     self.assertEqual(sum("already done" in line for line in logs), 1)
     self.assertLen(again["trials"], 2)
     self.assertEqual(again["spread"]["accuracy"]["n"], 2)

@@ -99,8 +99,26 @@ class ImportCheckpointCliTest(tf.test.TestCase):
     small_vocab = testutil.write_text(os.path.join(tmp, "small.txt"),
                                       "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nw0\n")
     self.assertIn("has 6 tokens but the checkpoint's embeddings have 60 rows",
-                  one_error(self, run("import_checkpoint", *args, f"--vocab_file={small_vocab}"),
+                  one_error(self, run("import_checkpoint", *args[:-1], f"--output_dir={tmp}/o2",
+                                      f"--vocab_file={small_vocab}"), "import_checkpoint"))
+    # An occupied --output_dir (here a run that continued pre-training) is never overwritten ...
+    before = {os.path.join(r, n): open(os.path.join(r, n), "rb").read()
+              for r, _, names in os.walk(f"{tmp}/continued") for n in names}
+    self.assertIn(f"--output_dir={tmp}/continued already holds files",
+                  one_error(self, run("import_checkpoint", *args[:-1],
+                                      f"--output_dir={tmp}/continued", f"--vocab_file={vocab}"),
                             "import_checkpoint"))
+    self.assertEqual(before, {os.path.join(r, n): open(os.path.join(r, n), "rb").read()
+                              for r, _, names in os.walk(f"{tmp}/continued") for n in names})
+    # ... unless --overwrite, which moves it aside.
+    result = run("import_checkpoint", *args[:-1], f"--output_dir={tmp}/continued",
+                 f"--vocab_file={vocab}", "--overwrite")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    aside = [d for d in os.listdir(tmp) if d.startswith("continued.replaced-")]
+    self.assertLen(aside, 1)
+    self.assertEqual(sorted(os.listdir(os.path.join(tmp, aside[0]))),
+                     sorted({os.path.relpath(p, f"{tmp}/continued").split(os.sep)[0]
+                             for p in before}))
     self.assertIn("--source=model_garden needs --gin_file",
                   one_error(self, run("import_checkpoint", "--source=model_garden",
                                       f"--checkpoint={path}", f"--vocab_file={vocab}",

@@ -1,8 +1,22 @@
 """Inverted dropout from 16-bit uniforms: half the random bits of Keras's, one multiply to apply."""
+import contextlib
+
 import tensorflow as tf
 import tf_keras
 
 _LEVELS = 1 << 16  # a 16-bit uniform takes one of 65,536 values
+_step_seed = []  # [(seed tensor, calls traced so far)] of the enclosing `step_seeded` blocks
+
+
+@contextlib.contextmanager
+def step_seeded(seed: tf.Tensor):
+  """Dropout masks drawn inside this block (while a step function is traced or run eagerly) are
+  stateless functions of `seed` (`[2]` int64) and the order of the dropout calls."""
+  _step_seed.append([tf.cast(seed, tf.int64), 0])
+  try:
+    yield
+  finally:
+    _step_seed.pop()
 
 
 class Dropout(tf_keras.layers.Dropout):
@@ -18,7 +32,10 @@ class Dropout(tf_keras.layers.Dropout):
   in float32.
 
   Fresh masks come from a stateless draw whose seed is drawn by a stateful op each call, so
-  `tf.random.set_seed` (and the layer's `seed`) make runs repeatable as with Keras's layer.
+  `tf.random.set_seed` (and the layer's `seed`) make runs repeatable as with Keras's layer. Inside
+  `step_seeded(seed)` (a `[2]` int64 tensor, e.g. (trial seed, step)) the seed of the k-th dropout
+  call traced in that block is fold_in(seed, k) instead: the masks are a function of the step, so
+  a training loop resumed from a checkpoint draws the masks the uninterrupted run drew.
   """
 
   def __init__(self, rate: float, seed=None, **kwargs):
@@ -41,7 +58,12 @@ class Dropout(tf_keras.layers.Dropout):
     """`m / (1 − p)` in `inputs`' shape and dtype."""
     shape = tf.shape(inputs)
     size = tf.size(inputs)
-    seed = tf.random.uniform([2], maxval=tf.int64.max, dtype=tf.int64, seed=self.seed)
+    if _step_seed:
+      base, index = _step_seed[-1]
+      _step_seed[-1][1] += 1
+      seed = tf.random.experimental.stateless_fold_in(base, index)
+    else:
+      seed = tf.random.uniform([2], maxval=tf.int64.max, dtype=tf.int64, seed=self.seed)
     bits = tf.random.stateless_uniform([(size + 1) // 2], seed, dtype=tf.uint32, minval=None,
                                        maxval=None)
     uniform16 = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:size]

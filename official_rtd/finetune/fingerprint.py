@@ -1,0 +1,94 @@
+"""What defines a fine-tuning run, so a `--model_dir` never mixes two runs' results.
+
+The first run of a directory writes `run_fingerprint.json`: the tool (runner class), every setting
+that changes results (the config's fields but `RESUMABLE`) and a digest of the content of every
+input the settings name (the export, the data files or directories). A re-run resumes only the
+same run; otherwise it stops before writing anything, naming what differs.
+"""
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Dict, List
+
+from official_rtd.data import records
+
+FILE = "run_fingerprint.json"
+# Settings a re-run may change: more trials extend a run; logging, checkpoint intervals and the
+# evaluation batch do not change any result.
+RESUMABLE = frozenset({"model_dir", "num_trials", "log_every_steps", "save_checkpoints_steps",
+                       "eval_batch_size"})
+
+
+class RunMismatchError(ValueError):
+  """A `--model_dir` that holds another run."""
+
+
+def path_digest(path: str) -> str:
+  """SHA-256 over a file's bytes, or over a directory's files (relative names, sizes, bytes)."""
+  digest = hashlib.sha256()
+  files = [path] if os.path.isfile(path) else sorted(
+      os.path.join(root, name) for root, _, names in os.walk(path) for name in names)
+  for name in files:
+    digest.update(os.path.relpath(name, path).encode() + b"\0")
+    with open(name, "rb") as f:
+      for block in iter(lambda: f.read(1 << 20), b""):
+        digest.update(block)
+  return digest.hexdigest()
+
+
+def fingerprint(tool: str, config) -> Dict:
+  """`{"tool", "settings", "inputs"}` of a fine-tuning config dataclass."""
+  settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE}
+  inputs = {}
+  for name, value in sorted(settings.items()):
+    if isinstance(value, str) and value and os.path.exists(value):
+      inputs[name] = path_digest(value)
+  return json.loads(json.dumps({"tool": tool, "settings": settings, "inputs": inputs},
+                               default=str))
+
+
+def differences(old: Dict, new: Dict) -> List[str]:
+  """What differs between two fingerprints, one phrase each."""
+  out = []
+  if old.get("tool") != new["tool"]:
+    out.append(f"tool {old.get('tool')} → {new['tool']}")
+  for key in sorted(set(old.get("settings", {})) | set(new["settings"])):
+    before, after = old.get("settings", {}).get(key), new["settings"].get(key)
+    if before != after:
+      out.append(f"--{key} {before!r} → {after!r}")
+  for key in sorted(set(old.get("inputs", {})) | set(new["inputs"])):
+    if old.get("inputs", {}).get(key) != new["inputs"].get(key):
+      out.append(f"the content of --{key} changed")
+  return out
+
+
+def check_or_record(model_dir: str, current: Dict) -> bool:
+  """Records `current` in a new (or empty) `model_dir`; returns True when `model_dir` already
+  holds this same run (a resume).
+
+  Raises:
+    RunMismatchError: `model_dir` holds another run, or results without a fingerprint; nothing
+      is written.
+  """
+  path = os.path.join(model_dir, FILE)
+  if os.path.isfile(path):
+    with open(path, encoding="utf-8") as f:
+      try:
+        old = json.load(f)
+      except json.JSONDecodeError as e:
+        raise RunMismatchError(f"{path}: not JSON ({e.msg}); move the directory aside") from None
+    changed = differences(old, current)
+    if changed:
+      shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
+      raise RunMismatchError(
+          f"--model_dir={model_dir} holds another run ({shown}): its results were left as they "
+          "are; give a new --model_dir (or move this one aside) to start this run")
+    return True
+  if os.path.isdir(model_dir) and os.listdir(model_dir):
+    raise RunMismatchError(
+        f"--model_dir={model_dir} is not empty and has no {FILE} (another tool's output, or a "
+        "run of an earlier version): give a new --model_dir or move this one aside")
+  os.makedirs(model_dir, exist_ok=True)
+  records.write_json_atomic(path, current)
+  return False

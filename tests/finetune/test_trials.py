@@ -1,0 +1,79 @@
+"""A fine-tuning trial killed after a checkpoint and resumed ends bit-identical to the same trial
+run without interruption (data order, dropout masks, optimizer state and schedule all replayed)."""
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.finetune import classifier
+from official_rtd.finetune import trials
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+
+STEPS = 8
+
+
+class Killed(Exception):
+  pass
+
+
+def build():
+  tf_keras.utils.set_random_seed(0)
+  encoder = TransformerEncoder(EncoderConfig(
+      hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
+      embedding_size=16, max_position_embeddings=16, vocab_size=50), name="encoder")
+  model = classifier.SequenceClassifier(encoder, 2)
+  model({"input_word_ids": tf.ones([1, 8], tf.int32), "input_mask": tf.ones([1, 8], tf.int32),
+         "input_type_ids": tf.zeros([1, 8], tf.int32)})
+  optimizer = trials.build_optimizer(model, encoder, 1e-2, 0.8, "electra", STEPS, 0.25, 0.01)
+  return model, optimizer
+
+
+def dataset():
+  rng = np.random.default_rng(0)
+  ids = rng.integers(5, 50, [40, 8]).astype(np.int32)
+  features = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+              "input_type_ids": np.zeros_like(ids)}
+  labels = (ids[:, 1] > 25).astype(np.int32)
+  return (tf.data.Dataset.from_tensor_slices((features, labels)).shuffle(40, seed=3).repeat()
+          .batch(8, drop_remainder=True))
+
+
+def loss_fn(model, batch):
+  return classifier.loss(model(batch[0], training=True), batch[1])
+
+
+class ExactResumeTest(tf.test.TestCase):
+
+  def test_resumed_trial_equals_the_uninterrupted_one(self):
+    log = lambda _: None
+    model, optimizer = build()
+    trials.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "whole", seed=7)
+    expected = [w.numpy() for w in model.weights]
+
+    checkpoints = tempfile.mkdtemp()
+
+    def kill(step):
+      raise Killed(step)
+
+    model, optimizer = build()
+    with self.assertRaises(Killed):  # killed at step 5, after the checkpoint of step 4
+      trials.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "first", False,
+                   checkpoints, 2, callback=kill, callback_every_steps=5, seed=7)
+    logs = []
+    model, optimizer = build()
+    trials.train(model, optimizer, dataset(), STEPS, loss_fn, logs.append, 100, "resumed", False,
+                 checkpoints, 2, seed=7)
+    self.assertTrue(any("resuming at step 4" in line for line in logs), logs)
+    for got, want, variable in zip(model.weights, expected, model.weights):
+      self.assertAllEqual(got.numpy(), want, msg=variable.name)
+
+    # Dropout is on and seeded by the step: another trial seed gives other weights.
+    model, optimizer = build()
+    trials.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "other seed", seed=8)
+    self.assertNotAllClose(model.weights[0].numpy(), expected[0])
+
+
+if __name__ == "__main__":
+  tf.test.main()
