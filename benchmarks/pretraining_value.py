@@ -102,7 +102,7 @@ def runs(args):
   """(run name, method, seed or None for the random initialisation)."""
   out = []
   for method in args.methods.split(","):
-    out += [(f"{method}_s{seed}", method, int(seed)) for seed in args.seeds.split(",")]
+    out += [(f"{method}_s{seed}", method, int(seed)) for seed in args.seeds.split(",") if seed]
     out.append((f"{method}_random", method, None))
   return out
 
@@ -220,7 +220,7 @@ def stage_report(args):
                        "BLiMP-13 pll pairs/s", "BLiMP-13 discriminator pairs/s")]
   columns = []
   for method in args.methods.split(","):
-    seeds = [figures(args, f"{method}_s{seed}") for seed in args.seeds.split(",")]
+    seeds = [figures(args, f"{method}_s{seed}") for seed in args.seeds.split(",") if seed]
     columns.append((f"{method} ({len(seeds)} seeds)", seeds))
     columns.append((f"{method} random init", [figures(args, f"{method}_random")]))
   lines = ["| figure | " + " | ".join(c for c, _ in columns) + " |",

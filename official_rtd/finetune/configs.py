@@ -6,6 +6,43 @@ import dataclasses
 from typing import Optional
 
 
+# Valid values of the numeric settings every fine-tuning tool shares: (lowest, highest, whether
+# the lowest is allowed); None means unset (the paper's default). Checked before any work starts,
+# and stated in each flag's help.
+RANGES = {
+    "max_seq_length": (3, None, True),
+    "train_batch_size": (1, None, True),
+    "eval_batch_size": (1, None, True),
+    "num_train_epochs": (0, None, False),
+    "learning_rate": (0, None, False),
+    "layerwise_lr_decay": (0, 1, False),
+    "warmup_proportion": (0, 1, True),
+    "weight_decay_rate": (0, None, True),
+    "num_trials": (1, None, True),
+    "max_train_examples": (0, None, True),
+    "log_every_steps": (1, None, True),
+    "save_checkpoints_steps": (0, None, True),
+}
+
+
+def range_text(name: str) -> str:
+  """The valid range of a setting, e.g. `> 0` or `in (0, 1]`."""
+  low, high, inclusive = RANGES[name]
+  if high is None:
+    return f"{'>=' if inclusive else '>'} {low}"
+  return f"in {'[' if inclusive else '('}{low}, {high}]"
+
+
+def check_ranges(config) -> None:
+  """Raises ValueError naming the first flag whose value is outside `RANGES`."""
+  for name, (low, high, inclusive) in RANGES.items():
+    value = getattr(config, name, None)
+    if value is None:
+      continue
+    if (value < low if inclusive else value <= low) or (high is not None and value > high):
+      raise ValueError(f"--{name}={value} must be {range_text(name)}")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FinetuneConfig:
   init_checkpoint: str
@@ -28,6 +65,9 @@ class FinetuneConfig:
   save_checkpoints_steps: int = 1000
   mixed_precision: str = "float32"
   jit_compile: bool = False
+
+  def __post_init__(self):
+    check_ranges(self)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -49,9 +49,12 @@ ENUMS = {"model_size": ["auto", "small", "base", "large"],
 def define_flags(config_class, help_texts):
   """Defines a flag per field of `config_class` named in `help_texts`, with the field's default
   (None for required fields) and type."""
+  from official_rtd.finetune import configs  # pylint: disable=g-import-not-at-top
   fields = {f.name: f for f in dataclasses.fields(config_class)}
   for name, help_text in help_texts.items():
     field = fields[name]
+    if name in configs.RANGES:
+      help_text = f"{help_text} ({configs.range_text(name)})"
     default = None if field.default is dataclasses.MISSING else field.default
     kind = str(field.type)
     if name in ENUMS:
