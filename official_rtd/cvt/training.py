@@ -109,6 +109,14 @@ INPUTS = {"words": tf.TensorSpec([None, None], tf.int32),
 TAGS = tf.TensorSpec([None, None], tf.int32)
 
 
+def remove_words(inputs, keep, removed_id: int):
+  """`inputs` with each word where `keep` (`[batch, time]` bool) is False replaced by the REMOVED
+  token (§4.3.2): its word id and its characters (all padding), so neither the word embedding nor
+  the character CNN still sees the word."""
+  return dict(inputs, words=tf.where(keep, inputs["words"], removed_id),
+              chars=tf.where(keep[..., tf.newaxis], inputs["chars"], tf.zeros_like(inputs["chars"])))
+
+
 class CvtSteps:
   """The compiled labeled and unlabeled steps of a `CvtTagger`."""
 
@@ -158,7 +166,7 @@ class CvtSteps:
     with tf.GradientTape() as tape:
       if self.config.mode == "word_dropout":
         keep = tf.random.uniform(tf.shape(inputs["words"])) >= self.config.word_dropout
-        student_inputs = dict(inputs, words=tf.where(keep, inputs["words"], self.removed_id))
+        student_inputs = remove_words(inputs, keep, self.removed_id)
         student = self.model(student_inputs, self.config.unlabeled_dropout, auxiliary=False)
         loss = tf.add_n([kl_divergence(teacher[t]["primary"], student[t]["primary"], mask)
                          for t in teacher])

@@ -26,6 +26,24 @@ class LossesTest(tf.test.TestCase):
                                                         np.ones([1, 1], np.float32), 0.1),
                         -(targets * log_p).sum())
 
+  def test_word_dropout_removes_the_word_and_its_characters(self):
+    model, vocab = build()
+    inputs = data.make_batch([SENTENCE], vocab).inputs()
+    removed = vocab.words[data.REMOVED]
+    keep = tf.constant([[t != 1 for t in range(len(SENTENCE))]])
+    student = training.remove_words(inputs, keep, removed)
+    self.assertAllEqual(student["words"][0, 1], removed)
+    self.assertAllEqual(student["chars"][0, 1], tf.zeros_like(inputs["chars"][0, 1]))
+    self.assertAllEqual(student["chars"][0, 0], inputs["chars"][0, 0])  # kept words untouched
+    # The removed word's spelling no longer reaches the model: another word there, removed,
+    # gives the same predictions everywhere.
+    other = dict(inputs, words=tf.tensor_scatter_nd_update(inputs["words"], [[0, 1]], [1]),
+                 chars=tf.tensor_scatter_nd_update(inputs["chars"], [[0, 1, 0]], [3]))
+    a = model(training.remove_words(inputs, keep, removed), 0.0, auxiliary=False)
+    b = model(training.remove_words(other, keep, removed), 0.0, auxiliary=False)
+    for task in a:
+      self.assertAllClose(a[task]["primary"], b[task]["primary"], atol=1e-6)
+
   def test_unlabeled_step_holds_the_primary_prediction_fixed(self):
     model, vocab = build()
     inputs = data.make_batch([SENTENCE], vocab).inputs()
