@@ -8,7 +8,9 @@ variable reachable by several paths (weights shared between the generator and th
 is restored from the first of them the checkpoint holds with the right shape. Every variable that
 cannot be restored is named in one error, unless one of its path components is listed in
 `allow_missing` (those keep their fresh initialisation); GDES's E_Δ (`.../embeddings/delta/...`)
-starts at zero when the source has none, which is what a shared-embeddings source implies.
+starts at zero when the source has none, which is what a shared-embeddings source implies. The
+other way round, a GDES source into a model without E_Δ is refused (its discriminator's embeddings
+were E_G + E_Δ) unless `delta` is in `allow_missing`.
 """
 import collections
 import os
@@ -125,11 +127,19 @@ def warm_start(model, init_checkpoint: str, vocab: vocab_lib.Vocab,
         f"{len(problems)} variable(s) cannot be restored: " + "; ".join(problems) + ". Shapes "
         "differ when the sizes differ (compose the source's operative_config.gin); list the "
         "components that should start fresh with --init_checkpoint_allow_missing (e.g. mws_head)")
+  used = {source for _, source in plan}
+  unused = sorted(set(shapes) - used)
+  dropped_delta = [p for p in unused if "delta" in p.split("/")]
+  if dropped_delta and "delta" not in allow_missing:
+    raise WarmStartError(
+        f"--init_checkpoint={init_checkpoint} ({path}) was trained with embedding_sharing = "
+        f"'gdes': its discriminator reads E_G + E_Δ ({dropped_delta[0]}, ...), which this "
+        "model's embeddings cannot hold, so E_Δ would be dropped. Warm-start a model with "
+        "embedding_sharing = 'gdes', or add delta to --init_checkpoint_allow_missing to drop "
+        "E_Δ knowingly (the discriminator then starts from the generator's E_G)")
   for variable, source in plan:
     variable.assign(reader.get_tensor(f"{ROOT}/{source}{SUFFIX}").astype(
         variable.dtype.as_numpy_dtype))
-  used = {source for _, source in plan}
-  unused = sorted(set(shapes) - used)
   top = collections.Counter(p.split("/")[0] for p in unused)
   log(f"warm start from {path}: {len(plan)} variables restored "
       f"({int(sum(np.prod(v.shape) for v, _ in plan)):,} weights); optimizer, step and "

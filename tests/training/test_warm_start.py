@@ -70,6 +70,27 @@ class WarmStartTest(tf.test.TestCase):
       self.assertFalse(np.any(delta.numpy()), msg=role)
     self.assertIn("fresh (allowed): discriminator/embeddings/delta/", lines[0])
 
+  def test_gdes_source_into_shared_is_refused_unless_delta_is_dropped_knowingly(self):
+    gdes = lambda encoder_config: electra.build_electra_pretrainer(encoder_config,
+                                                                     embedding_sharing="gdes")
+    source_dir = os.path.join(self.root, "gdes_source")
+    source, _ = text_trainer(source_dir, self.records, gdes, steps=2, log_every_steps=2)
+    source.train()
+    shutil.copyfile(VOCAB.path, os.path.join(source_dir, "vocab.txt"))
+    trainer, _ = self.target("shared_from_gdes", init_checkpoint=source_dir)
+    before = [v.numpy() for v in trainer.model.weights]
+    with self.assertRaisesRegex(warm_start.WarmStartError,
+                                r"embedding_sharing = 'gdes'.*E_G \+ E_Δ .*delta"):
+      trainer.restore()
+    for v, b in zip(trainer.model.weights, before):  # nothing was assigned
+      self.assertAllEqual(v, b)
+    trainer, lines = self.target("shared_from_gdes_2", init_checkpoint=source_dir,
+                                 init_checkpoint_allow_missing=("delta",))
+    trainer.restore()
+    self.assertAllEqual(trainer.model.discriminator.get_embedding_table(),
+                        source.model.generator.get_embedding_table())  # E_G, as asked
+    self.assertIn("unused in the checkpoint", lines[0])
+
   def test_teams_from_electra_with_fresh_heads(self):
     build = lambda encoder_config: teams.build_teams_pretrainer(encoder_config, vocab=VOCAB)
     with self.assertRaises(warm_start.WarmStartError) as error:
