@@ -27,6 +27,9 @@ class TaskSpec:
   dev_files: Tuple[str, ...] = ("dev.tsv",)
   test_files: Tuple[str, ...] = ("test.tsv",)
   tfds_name: str = ""
+  # The header names of the text_a, text_b and label columns of train/dev files (checked, so
+  # another task's files are refused instead of read by column number).
+  column_names: Tuple[Optional[str], ...] = ()
 
   @property
   def is_regression(self) -> bool:
@@ -41,23 +44,31 @@ TASKS = {t.name: t for t in [
     TaskSpec("cola", labels=("0", "1"), header=False, text_a=3, text_b=None, label=1,
              test_text_a=1, test_text_b=None, submission_name="CoLA", tfds_name="glue/cola"),
     TaskSpec("sst-2", labels=("0", "1"), header=True, text_a=0, text_b=None, label=1,
-             test_text_a=1, test_text_b=None, submission_name="SST-2", tfds_name="glue/sst2"),
+             test_text_a=1, test_text_b=None, submission_name="SST-2", tfds_name="glue/sst2",
+             column_names=("sentence", None, "label")),
     TaskSpec("mrpc", labels=("0", "1"), header=True, text_a=3, text_b=4, label=0,
-             test_text_a=3, test_text_b=4, submission_name="MRPC", tfds_name="glue/mrpc"),
+             test_text_a=3, test_text_b=4, submission_name="MRPC", tfds_name="glue/mrpc",
+             column_names=("#1 String", "#2 String", "Quality")),
     TaskSpec("sts-b", labels=None, header=True, text_a=7, text_b=8, label=9,
-             test_text_a=7, test_text_b=8, submission_name="STS-B", tfds_name="glue/stsb"),
+             test_text_a=7, test_text_b=8, submission_name="STS-B", tfds_name="glue/stsb",
+             column_names=("sentence1", "sentence2", "score")),
     TaskSpec("qqp", labels=("0", "1"), header=True, text_a=3, text_b=4, label=5,
-             test_text_a=1, test_text_b=2, submission_name="QQP", tfds_name="glue/qqp"),
+             test_text_a=1, test_text_b=2, submission_name="QQP", tfds_name="glue/qqp",
+             column_names=("question1", "question2", "is_duplicate")),
     TaskSpec("mnli", labels=("contradiction", "entailment", "neutral"), header=True, text_a=8,
              text_b=9, label=-1, test_text_a=8, test_text_b=9, submission_name="MNLI",
              dev_files=("dev_matched.tsv", "dev_mismatched.tsv"),
-             test_files=("test_matched.tsv", "test_mismatched.tsv"), tfds_name="glue/mnli"),
+             test_files=("test_matched.tsv", "test_mismatched.tsv"), tfds_name="glue/mnli",
+             column_names=("sentence1", "sentence2", "gold_label")),
     TaskSpec("qnli", labels=("entailment", "not_entailment"), header=True, text_a=1, text_b=2,
-             label=3, test_text_a=1, test_text_b=2, submission_name="QNLI", tfds_name="glue/qnli"),
+             label=3, test_text_a=1, test_text_b=2, submission_name="QNLI", tfds_name="glue/qnli",
+             column_names=("question", "sentence", "label")),
     TaskSpec("rte", labels=("entailment", "not_entailment"), header=True, text_a=1, text_b=2,
-             label=3, test_text_a=1, test_text_b=2, submission_name="RTE", tfds_name="glue/rte"),
+             label=3, test_text_a=1, test_text_b=2, submission_name="RTE", tfds_name="glue/rte",
+             column_names=("sentence1", "sentence2", "label")),
     TaskSpec("wnli", labels=("0", "1"), header=True, text_a=1, text_b=2, label=3,
-             test_text_a=1, test_text_b=2, submission_name="WNLI", tfds_name="glue/wnli"),
+             test_text_a=1, test_text_b=2, submission_name="WNLI", tfds_name="glue/wnli",
+             column_names=("sentence1", "sentence2", "label")),
 ]}
 ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "sts": "sts-b", "sst": "sst-2"}
 
@@ -77,6 +88,18 @@ class Example:
   label: Optional[float]  # class index, or the score for STS-B; None for test rows
 
 
+def check_header(path: str, task: TaskSpec, header: Sequence[str]) -> None:
+  """Raises GlueDataError (`path:1`) when a train/dev header does not name `task`'s columns."""
+  for column, name in zip((task.text_a, task.text_b, task.label), task.column_names):
+    if name is None or column is None:
+      continue
+    found = header[column].strip() if -len(header) <= column < len(header) else None
+    if found != name:
+      raise GlueDataError(
+          f"{path}:1: column {column} of the header is {found!r}, not {task.name}'s {name!r}: "
+          f"is this a {task.name} folder (header: {chr(9).join(header)[:80]!r})?")
+
+
 def read_tsv(path: str, task: TaskSpec, split: str) -> List[Example]:
   """Reads `train`/`dev`/`test` rows of `task` from `path`.
 
@@ -93,6 +116,8 @@ def read_tsv(path: str, task: TaskSpec, split: str) -> List[Example]:
   with open(path, encoding="utf-8-sig") as f:
     for line_number, line in enumerate(f, start=1):
       if line_number == 1 and (task.header or test):
+        if task.header and not test:
+          check_header(path, task, line.rstrip("\r\n").split("\t"))
         continue
       line = line.rstrip("\r\n")
       if not line:

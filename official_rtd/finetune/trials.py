@@ -85,7 +85,12 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
       log(f"trial {trial + 1}/{num_trials}: already done, reusing {path}")
       continue
     os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there
-    result = run_trial(trial)
+    try:
+      result = run_trial(trial)
+    except BaseException:
+      if not os.listdir(os.path.dirname(path)):  # no checkpoint to resume from: no debris
+        os.rmdir(os.path.dirname(path))
+      raise
     records.write_json_atomic(path, result)
     log(f"trial {trial + 1}/{num_trials}: {brief(result)}")
     trials.append(result)
@@ -149,6 +154,12 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
   start, losses, examples = time.time(), [], 0
   for step, batch in enumerate(dataset.skip(done).take(num_steps - done), start=done + 1):
     losses.append(float(train_step(batch, tf.constant(step, tf.int64))))
+    if not np.isfinite(losses[-1]):
+      rate = optimizer.learning_rate
+      rate = float(rate(step - 1)) if callable(rate) else float(rate)
+      raise ValueError(f"{label}: the training loss is {losses[-1]} at step {step} (learning "
+                       f"rate {rate:.3g}): the trial diverged and was stopped; nothing of it was "
+                       "kept as a result. Lower --learning_rate")
     if step == done + 1:  # rates exclude the first step's tracing
       start = time.time()
     else:

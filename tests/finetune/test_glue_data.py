@@ -57,6 +57,20 @@ class GlueTsvTest(tf.test.TestCase):
     with self.assertRaisesRegex(glue_data.GlueDataError, "unknown GLUE task 'squad'"):
       glue_data.get_task("squad")
 
+  def test_another_tasks_files_are_refused_by_their_header(self):
+    glue = os.path.join(testutil.REPO, "..", "shared", "data", "glue")
+    for task, folder, message in [
+        ("sst-2", "CoLA", r"CoLA/train.tsv:1: column 0 of the header is 'gj04', not sst-2's "
+                          r"'sentence'"),
+        ("qnli", "RTE", r"RTE/train.tsv:1: column 1 of the header is 'sentence1', not qnli's "
+                        r"'question'"),
+        ("mrpc", "STS-B", r"STS-B/train.tsv:1: column 3 of the header is 'year', not mrpc's "
+                          r"'#1 String'"),
+    ]:
+      with self.assertRaisesRegex(glue_data.GlueDataError, message):
+        glue_data.read_tsv(os.path.join(glue, folder, "train.tsv"), glue_data.get_task(task),
+                           "train")
+
   def test_tfds_without_a_prepared_cache_fails_fast(self):
     start = time.time()
     with self.assertRaisesRegex(glue_data.GlueDataError, r"glue/rte .*(not prepared|cannot read)"):

@@ -75,5 +75,15 @@ class ExactResumeTest(tf.test.TestCase):
     self.assertNotAllClose(model.weights[0].numpy(), expected[0])
 
 
+class DivergenceTest(tf.test.TestCase):
+
+  def test_a_non_finite_loss_stops_the_trial_naming_the_step(self):
+    model, optimizer = build()
+    nan_after = lambda m, batch: loss_fn(m, batch) * tf.constant(float("nan"))
+    with self.assertRaisesRegex(ValueError, r"the training loss is nan at step 1 \(learning rate "
+                                r"0\)"):
+      trials.train(model, optimizer, dataset(), STEPS, nan_after, lambda _: None, 100, "trial 1/1")
+
+
 if __name__ == "__main__":
   tf.test.main()
