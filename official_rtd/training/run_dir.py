@@ -8,8 +8,9 @@ model from them.
 """
 import json
 import os
+import re
 import shutil
-from typing import List
+from typing import Dict, List
 
 import gin
 import tensorflow as tf
@@ -38,6 +39,52 @@ def write_run_config(model_dir: str, gin_config: str, flags: dict, vocab, do_low
   shutil.copyfile(vocab.path, os.path.join(model_dir, VOCAB))
   records.write_json_atomic(os.path.join(model_dir, RUN_FLAGS), dict(
       flags, do_lower_case=do_lower_case, vocab_sha256=vocab.sha256))
+
+
+# Bindings a resumed run may change: train longer (steps, FLOPs budget), log, checkpoint and
+# evaluate at other intervals. Every other binding defines the run.
+RESUMABLE_BINDINGS = ("TrainConfig.num_train_steps", "TrainConfig.train_flops_budget",
+                      "TrainConfig.log_every_steps", "TrainConfig.save_checkpoints_steps",
+                      "TrainConfig.keep_checkpoint_max", "EvalConfig.")
+
+
+def gin_bindings(config_str: str) -> Dict[str, str]:
+  """`{name: value}` of a gin config string's bindings (a value may span several lines)."""
+  bindings, name = {}, None
+  for line in config_str.splitlines():
+    if not line.strip() or line.lstrip().startswith("#"):
+      continue
+    match = re.match(r"^([A-Za-z_%][\w.%/]*)\s*=\s*(.*)$", line)
+    if match and not line[0].isspace():
+      name = match.group(1)
+      bindings[name] = match.group(2).strip()
+    elif name is not None:
+      bindings[name] += " " + line.strip()
+  return bindings
+
+
+def check_same_run(model_dir: str, config_str: str) -> None:
+  """Before a run writes anything into `model_dir`: if it holds checkpoints and the gin config
+  they were trained with, the new config must be the same but for `RESUMABLE_BINDINGS`.
+
+  Raises:
+    RunDirError: naming the differing bindings (nothing is written).
+  """
+  path = os.path.join(model_dir, OPERATIVE_CONFIG)
+  if not (os.path.isfile(path) and tf.train.latest_checkpoint(model_dir)):
+    return
+  with open(path, encoding="utf-8") as f:
+    old = gin_bindings(f.read())
+  new = gin_bindings(config_str)
+  changed = [f"{k} {old.get(k, '(unset)')} → {new.get(k, '(unset)')}"
+             for k in sorted(set(old) | set(new))
+             if old.get(k) != new.get(k) and not k.startswith(RESUMABLE_BINDINGS)]
+  if changed:
+    raise RunDirError(
+        f"--model_dir={model_dir} holds a run trained with other settings ("
+        + "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
+        + f"): its checkpoints and config were left as they are. Resume it with its own settings "
+        f"(--gin_file={path}; more steps are allowed), or give a new --model_dir")
 
 
 def load_model(model_dir: str):

@@ -37,6 +37,11 @@ def run_pretraining(gin_files, gin_params, input_records, model_dir,
   if mode == "eval":
     return trainer, trainer.evaluate_checkpoints(evaluator, all_checkpoints)
   if trainer.is_chief:
+    # Nothing is written before the directory is known to hold this run (or none) and its
+    # checkpoint restores into this model.
+    run_dir.check_same_run(model_dir, gin.config_str())
+  trainer.restore()
+  if trainer.is_chief:
     run_dir.write_run_config(model_dir, gin.config_str(), {
         "gin_file": list(gin_files), "gin_param": list(gin_params or []),
         "input_records": input_records, "distribution_strategy": distribution_strategy},

@@ -148,6 +148,7 @@ class Trainer:
     self.step_fn = train_step.TrainStep(self.model, self.optimizer, self.optimizer_config.clip_norm,
                                         self.metrics, self.train_config.jit_compile)
     self._train_fn = None
+    self.iterator = None  # set by restore()
 
   # --- set-up checks -----------------------------------------------------------------------------
   def _check_inputs(self, input_path, vocab_file, encoder_config):
@@ -235,7 +236,13 @@ class Trainer:
     cfg = self.train_config
     latest = tf.train.latest_checkpoint(self.model_dir)
     if latest:
-      self.checkpoint.restore(latest).assert_consumed()
+      try:
+        self.checkpoint.restore(latest).assert_consumed()
+      except (AssertionError, ValueError, tf.errors.OpError) as e:
+        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        raise TrainingSetupError(
+            f"{latest} does not restore into this model (a run of other sizes or another "
+            f"method?): {first[:300]}; the directory was left as it is") from None
       self.log(f"restored {latest} (step {self.step})"
                + (" (this run's own checkpoint: init_checkpoint is not read again)"
                   if cfg.init_checkpoint else ""))
@@ -263,7 +270,8 @@ class Trainer:
     at the end when an `evaluation.Evaluator` is given; exports the discriminator encoder and
     returns the last logged metrics."""
     cfg = self.train_config
-    self.restore()
+    if self.iterator is None:
+      self.restore()
     writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
               if self.is_chief else tf.summary.create_noop_writer())
     train_steps = self._train_steps()

@@ -72,5 +72,33 @@ class RunPretrainingCliTest(RecordsTestCase):
     self.assertTrue(re.search(r"fine-tunable export in .*export", result.stderr))
 
 
+  def test_a_rerun_with_other_settings_changes_nothing(self):
+    model_dir = os.path.join(self.tmp, "settled")
+    args = [f"--input_records={self.records}", f"--model_dir={model_dir}",
+            "--gin_param=TrainConfig.train_batch_size = 8",
+            "--gin_param=TrainConfig.save_checkpoints_steps = 2",
+            "--gin_param=EncoderConfig.num_layers = 1"]
+    result = self._run(*args, "--gin_param=TrainConfig.num_train_steps = 2")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    snapshot = lambda: {n: open(os.path.join(model_dir, n), "rb").read()
+                        for n in sorted(os.listdir(model_dir))
+                        if os.path.isfile(os.path.join(model_dir, n))}
+    before = snapshot()
+    for extra, message in [
+        ("--gin_param=EncoderConfig.hidden_size = 64", r"EncoderConfig.hidden_size 128 → 64"),
+        ("--gin_param=OptimizerConfig.learning_rate = 5e-4", r"OptimizerConfig.learning_rate "
+                                                              r"0.001 → 0.0005"),
+    ]:
+      result = self._run(*args, extra, "--gin_param=TrainConfig.num_train_steps = 4")
+      self.assertEqual(result.returncode, 1, result.stderr[-2000:])
+      errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining: error:")]
+      self.assertLen(errors, 1, result.stderr[-2000:])
+      self.assertRegex(errors[0], rf"holds a run trained with other settings \({message}\)")
+      self.assertEqual(snapshot(), before)  # config, flags, vocab and checkpoints as they were
+    result = self._run(*args, "--gin_param=TrainConfig.num_train_steps = 4")  # train longer
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("(step 2)", result.stderr)
+
+
 if __name__ == "__main__":
   tf.test.main()
