@@ -13,6 +13,9 @@ Stages (each skipped when its output exists, so a killed run resumes):
   evaluate  per run: held-out pre-training figures (`--mode=eval`), BLiMP (`score_pairs`: PLL for
             both, the discriminator score for ELECTRA), frozen probes (`run_probes`: PTB POS and
             SST-2) and SST-2 fine-tuned with `run_glue` (`--sst2_train_examples` rows, 3 epochs);
+  representations  how distinct each export's last-layer token vectors are (mean cosine of random
+            token pairs, effective rank) on 128 SST-2 dev sentences: a collapsed encoder maps
+            every token near one vector;
   report    the table (median and [min, max] over seeds) in Markdown.
 `--parallel=2` runs two processes at a time, one core each (taskset).
 """
@@ -40,7 +43,7 @@ def parse_args(argv=None):
   parser.add_argument("--sst2_train_examples", type=int, default=8000)
   parser.add_argument("--max_eval_batches", type=int, default=40)
   parser.add_argument("--parallel", type=int, default=1)
-  parser.add_argument("--stages", default="data,pretrain,evaluate,report")
+  parser.add_argument("--stages", default="data,pretrain,evaluate,representations,report")
   parser.add_argument("--output_file", default="", help="Also write the report here.")
   args = parser.parse_args(argv)
   if args.train_flops_budget <= 0 or args.parallel < 1 or args.sst2_train_examples < 1:
@@ -165,6 +168,47 @@ def stage_evaluate(args):
   run_jobs(jobs, args.parallel)
 
 
+def stage_representations(args):
+  """Per run: how distinct the export's last-layer token vectors are on 128 SST-2 dev sentences
+  (mean cosine of random token pairs; effective rank = exp(entropy of the centred outputs'
+  normalised squared singular values)). A collapsed encoder maps every token near one vector."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import glue_data  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  task = glue_data.get_task("sst-2")
+  sentences = [e.text_a for e in glue_data.read_tsv(
+      os.path.join(SHARED, "glue", "SST-2", "dev.tsv"), task, "dev")[:128]]
+  for name, _, _ in runs(args):
+    out = os.path.join(args.work_dir, "eval", name, "representations.json")
+    export_dir = os.path.join(args.work_dir, name, "export")
+    if os.path.exists(out) or not os.path.isdir(export_dir):
+      continue
+    encoder = export.load_encoder(export_dir)
+    vocab = vocab_lib.load_vocab(os.path.join(export_dir, "vocab.txt"))
+    tokenizer = tokenizer_lib.WordPieceTokenizer(vocab)
+    vectors = []
+    for pieces in tokenizer.tokenize_to_lists(sentences):
+      ids = np.array([[vocab.cls_id, *pieces[:62], vocab.sep_id]], np.int32)
+      sequence = encoder({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                          "input_type_ids": np.zeros_like(ids)}, training=False)["sequence_output"]
+      vectors.append(sequence.numpy()[0, 1:-1])
+    x = np.concatenate(vectors)
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    rng = np.random.default_rng(0)
+    i, j = rng.integers(0, len(x), 4000), rng.integers(0, len(x), 4000)
+    singular = np.linalg.svd(x - x.mean(0), compute_uv=False)
+    p = singular ** 2 / np.sum(singular ** 2)
+    row = {"token_cosine": float(np.mean(np.sum(unit[i] * unit[j], 1))),
+           "effective_rank": float(np.exp(-np.sum(p * np.log(p + 1e-12)))),
+           "hidden_size": int(x.shape[1]), "tokens": int(len(x))}
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w", encoding="utf-8") as f:
+      json.dump(row, f)
+    log(f"{name}: {row}")
+
+
 def read_json(path):
   with open(path, encoding="utf-8") as f:
     return json.load(f)
@@ -196,10 +240,16 @@ def figures(args, name):
     for key, value in probes["random_init"].items():
       if not key.endswith("_all"):
         row[f"{key.replace('probe_', 'probe ').replace('_accuracy', '')} (random init)"] = value
+  path = os.path.join(out, "representations.json")
+  if os.path.exists(path):
+    rep = read_json(path)
+    row["last-layer token cosine"] = rep["token_cosine"]
+    row["last-layer effective rank"] = rep["effective_rank"]
   path = os.path.join(out, "sst2", "eval_results.json")
   if os.path.exists(path):
     summary = read_json(path)
-    row["SST-2 fine-tuned"] = summary.get("median", summary).get("accuracy")
+    median = summary["median"]
+    row["SST-2 fine-tuned"] = median.get("dev", median).get("accuracy")
   return row
 
 
@@ -207,9 +257,10 @@ def summarize(values):
   values = [v for v in values if v is not None]
   if not values:
     return "—"
+  fmt = (lambda v: f"{v:.3g}") if max(abs(v) for v in values) >= 1000 else (lambda v: f"{v:.4f}")
   if len(values) == 1:
-    return f"{values[0]:.4f}"
-  return f"{statistics.median(values):.4f} [{min(values):.4f}, {max(values):.4f}]"
+    return fmt(values[0])
+  return f"{fmt(statistics.median(values))} [{fmt(min(values))}, {fmt(max(values))}]"
 
 
 def stage_report(args):
@@ -217,6 +268,7 @@ def stage_report(args):
                        "held-out pll_swap_accuracy", "held-out mlm_accuracy", "held-out rtd_auc",
                        "BLiMP-13 pll", "BLiMP-13 discriminator", "probe pos", "probe pos (random init)",
                        "probe sst-2", "probe sst-2 (random init)", "SST-2 fine-tuned",
+                       "last-layer token cosine", "last-layer effective rank",
                        "BLiMP-13 pll pairs/s", "BLiMP-13 discriminator pairs/s")]
   columns = []
   for method in args.methods.split(","):
@@ -240,7 +292,7 @@ def main(argv=None):
   args = parse_args(argv)
   os.makedirs(args.work_dir, exist_ok=True)
   stages = {"data": stage_data, "pretrain": stage_pretrain, "evaluate": stage_evaluate,
-            "report": stage_report}
+            "representations": stage_representations, "report": stage_report}
   for stage in args.stages.split(","):
     if stage not in stages:
       raise SystemExit(f"--stages: unknown stage {stage!r} (one of {', '.join(stages)})")
