@@ -272,8 +272,9 @@ def stage_report(args):
                        "BLiMP-13 pll pairs/s", "BLiMP-13 discriminator pairs/s")]
   columns = []
   for method in args.methods.split(","):
-    seeds = [figures(args, f"{method}_s{seed}") for seed in args.seeds.split(",") if seed]
-    columns.append((f"{method} ({len(seeds)} seeds)", seeds))
+    seeds = [row for row in (figures(args, f"{method}_s{seed}")
+                             for seed in args.seeds.split(",") if seed) if row]
+    columns.append((f"{method} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})", seeds))
     columns.append((f"{method} random init", [figures(args, f"{method}_random")]))
   lines = ["| figure | " + " | ".join(c for c, _ in columns) + " |",
            "|---|" + "---|" * len(columns)]
