@@ -9,6 +9,7 @@ from typing import Callable, Iterable, List, Sequence, Tuple
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
 
+from official_rtd import progress
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import vocab as vocab_lib
 
@@ -56,7 +57,7 @@ class _ReadProgress:
         rate = self.read / (now - self.start)
         eta = max(self.total - self.read, 0) / max(rate, 1.0)
         self.log(f"build_vocab: read {self.read / 1e6:.1f} of {self.total / 1e6:.1f} MB "
-                 f"({rate / 1e6:.2f} MB/s), ETA {time.strftime('%H:%M:%S', time.gmtime(eta))}")
+                 f"({rate / 1e6:.2f} MB/s), ETA {progress.format_duration(eta)}")
       yield line
 
 

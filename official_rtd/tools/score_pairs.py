@@ -38,11 +38,12 @@ def main(_):
   from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.training import minimal_pairs  # pylint: disable=g-import-not-at-top
   from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   pairs = minimal_pairs.read_pairs(FLAGS.pairs)
   if os.path.exists(FLAGS.output_dir) and not os.path.isdir(FLAGS.output_dir):
     raise ValueError(f"--output_dir={FLAGS.output_dir} is a file")
   model, tokenizer = run_dir.load_model(FLAGS.model_dir)
-  scorer = minimal_pairs.SentenceScorer(model, tokenizer, FLAGS.score, FLAGS.max_seq_length,
+  scorer = scoring.SentenceScorer(model, tokenizer, FLAGS.score, FLAGS.max_seq_length,
                                         FLAGS.batch_size)
   logging.info("scoring %d pairs (%s) from %s", len(pairs), FLAGS.score, FLAGS.model_dir)
   report = minimal_pairs.score_pairs(scorer, pairs, log=logging.info)

@@ -54,7 +54,7 @@ class BuildVocabTest(tf.test.TestCase):
     lines = ["ab cd", "éf"]
     progress = build_vocab._ReadProgress(iter(lines), 9, messages.append, every_seconds=0.0)
     self.assertEqual(list(progress), lines)
-    self.assertRegex(messages[-1], r"read 0\.0 of 0\.0 MB .*ETA 00:00:00")
+    self.assertRegex(messages[-1], r"read 0\.0 of 0\.0 MB .*ETA 0:00:00")
     self.assertEqual(progress.read, 6 + 4)  # UTF-8 bytes and a newline per line
 
   def test_cased(self):

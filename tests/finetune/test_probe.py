@@ -93,6 +93,11 @@ class RunProbesTest(tf.test.TestCase):
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     self.assertEqual(result.returncode, 1)
     self.assertIn("exceeds the encoder's 64 positions", result.stderr)
+    result = subprocess.run(
+        ["run_probes", f"--init_checkpoint={path}", f"--output_file={out}"], cwd=testutil.REPO,
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("run_probes: error: give --pos_data_dir, --glue_data_dir or both", result.stderr)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,13 @@ class ExportModelCliTest(tf.test.TestCase):
     self.assertIn("is not a run_pretraining directory",
                   one_error(self, run("export_model", f"--model_dir={tmp}",
                                       f"--output_dir={tmp}/x"), "export_model"))
+    # An occupied --output_dir (the SavedModel written above) is refused, left as it was.
+    before = sorted(os.listdir(f"{tmp}/saved"))
+    self.assertIn(f"--output_dir={tmp}/saved already holds files",
+                  one_error(self, run("export_model", f"--model_dir={tmp}/run",
+                                      "--format=huggingface", f"--output_dir={tmp}/saved"),
+                            "export_model"))
+    self.assertEqual(sorted(os.listdir(f"{tmp}/saved")), before)
 
 
 class ImportCheckpointCliTest(tf.test.TestCase):

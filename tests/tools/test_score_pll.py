@@ -7,7 +7,6 @@ import tempfile
 
 import tensorflow as tf
 
-from official_rtd.training import minimal_pairs
 from official_rtd.training import run_dir
 from official_rtd.training import scoring
 from tests import testutil
@@ -142,7 +141,7 @@ class ScorePllTest(tf.test.TestCase):
         report = json.load(f)
       with open(os.path.join(out, "pairs_scores.tsv")) as f:
         rows = [line.rstrip("\n").split("\t") for line in f][1:]
-      expected = minimal_pairs.SentenceScorer(model, tokenizer, score)(
+      expected = scoring.SentenceScorer(model, tokenizer, score)(
           [s for g, b, _, _ in pairs for s in (g, b)]).reshape(-1, 2)
       self.assertAllClose([[float(r[2]), float(r[3])] for r in rows], expected, atol=1e-3)
       outcomes = [1.0 if g > b else 0.0 if g < b else 0.5 for g, b in expected]

@@ -75,7 +75,7 @@ class SentenceScorerTest(tf.test.TestCase):
     self.assertTrue(any(t.startswith("##") for t in tokens))
 
   def test_pll_equals_one_copy_at_a_time(self):
-    scores = minimal_pairs.SentenceScorer(self.electra, self.tokenizer, "pll", batch_size=2)(
+    scores = scoring.SentenceScorer(self.electra, self.tokenizer, "pll", batch_size=2)(
         SENTENCES)
     encoder, head = self.electra.generator, self.electra.masked_lm
     expected = [reference_pll(encoder, head, self.vocab, pieces_of(self.tokenizer, s))
@@ -83,7 +83,7 @@ class SentenceScorerTest(tf.test.TestCase):
     self.assertAllClose(scores, expected, atol=1e-3)
 
   def test_pll_word_l2r_equals_one_copy_at_a_time(self):
-    scores = minimal_pairs.SentenceScorer(self.electra, self.tokenizer, "pll_word_l2r",
+    scores = scoring.SentenceScorer(self.electra, self.tokenizer, "pll_word_l2r",
                                           batch_size=3)(SENTENCES)
     encoder, head = self.electra.generator, self.electra.masked_lm
     expected = [reference_pll(encoder, head, self.vocab, pieces_of(self.tokenizer, s), l2r=True)
@@ -94,7 +94,7 @@ class SentenceScorerTest(tf.test.TestCase):
     self.assertGreater(np.max(np.abs(np.array(scores) - plain)), 0.01)  # differs where words split
 
   def test_discriminator_score_from_logits_by_hand(self):
-    scores = minimal_pairs.SentenceScorer(self.electra, self.tokenizer, "discriminator")(SENTENCES)
+    scores = scoring.SentenceScorer(self.electra, self.tokenizer, "discriminator")(SENTENCES)
     for sentence, score in zip(SENTENCES, scores):
       ids = tf.constant([[self.vocab.cls_id, *pieces_of(self.tokenizer, sentence),
                           self.vocab.sep_id]])
@@ -106,7 +106,7 @@ class SentenceScorerTest(tf.test.TestCase):
 
   def test_masked_lm_baseline_and_truncation(self):
     model = mlm.build_mlm_pretrainer(config(self.vocab))
-    scorer = minimal_pairs.SentenceScorer(model, self.tokenizer, "pll", max_seq_length=6)
+    scorer = scoring.SentenceScorer(model, self.tokenizer, "pll", max_seq_length=6)
     score = scorer(SENTENCES[:1])[0]
     expected = reference_pll(model.encoder, model.masked_lm, self.vocab,
                              pieces_of(self.tokenizer, SENTENCES[0])[:4])
@@ -116,9 +116,9 @@ class SentenceScorerTest(tf.test.TestCase):
     model = noise_generator.build_noise_generator_electra(config(self.vocab), vocab=self.vocab,
                                                           distribution="uniform")
     with self.assertRaisesRegex(scoring.ScoringError, "has no masked LM"):
-      minimal_pairs.SentenceScorer(model, self.tokenizer, "pll_word_l2r")
+      scoring.SentenceScorer(model, self.tokenizer, "pll_word_l2r")
     with self.assertRaisesRegex(scoring.ScoringError, "score must be one of"):
-      minimal_pairs.SentenceScorer(self.electra, self.tokenizer, "perplexity")
+      scoring.SentenceScorer(self.electra, self.tokenizer, "perplexity")
 
 
 def pair(paradigm, phenomenon="p"):
