@@ -7,6 +7,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from official_rtd import textio
 from official_rtd.data import corpus
 
 PAD, UNK, REMOVED = "<pad>", "<unk>", "<removed>"  # REMOVED: the word-dropout baseline's token
@@ -61,22 +62,21 @@ def load_glove(path: str, vocab_words: Optional[Dict[str, int]] = None):
       values are not numbers.
   """
   words, vectors, dim = [], [], None
-  with open(path, encoding="utf-8") as f:
-    for number, line in enumerate(f, start=1):
-      fields = line.rstrip("\n").rstrip().split(" ")
-      if len(fields) < 2:
-        continue
-      if dim is None:
-        dim = len(fields) - 1
-      if len(fields) - 1 != dim:
-        raise ValueError(f"{path}:{number}: {len(fields) - 1} values where line 1 has {dim}")
-      if vocab_words is not None and fields[0] not in vocab_words:
-        continue
-      try:
-        vectors.append(np.array(fields[1:], np.float32))
-      except ValueError:
-        raise ValueError(f"{path}:{number}: a value of {fields[0]!r} is not a number") from None
-      words.append(fields[0])
+  for number, line in textio.numbered_lines(path):
+    fields = line.rstrip("\n").rstrip().split(" ")
+    if len(fields) < 2:
+      continue
+    if dim is None:
+      dim = len(fields) - 1
+    if len(fields) - 1 != dim:
+      raise ValueError(f"{path}:{number}: {len(fields) - 1} values where line 1 has {dim}")
+    if vocab_words is not None and fields[0] not in vocab_words:
+      continue
+    try:
+      vectors.append(np.array(fields[1:], np.float32))
+    except ValueError:
+      raise ValueError(f"{path}:{number}: a value of {fields[0]!r} is not a number") from None
+    words.append(fields[0])
   if dim is None:
     raise ValueError(f"{path}: no vectors")
   return words, np.stack(vectors) if vectors else np.zeros([0, dim], np.float32)

@@ -270,6 +270,7 @@ def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = pri
   """
   config.validate()
   vocab = vocab_lib.load_vocab(config.vocab_file)
+  vocab.check_casing(config.do_lower_case)
   plan = plan_input(config)
   start = time.time()
   if config.runner == "local":

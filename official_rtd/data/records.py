@@ -19,6 +19,8 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from official_rtd import textio
+
 SIDECAR_NAME = "pretraining_data.json"
 SHARD_PREFIX = "pretrain"
 _TMP_PREFIX = ".tmp-"
@@ -200,8 +202,7 @@ def read_sidecar(records_dir: str) -> dict:
         "is empty" if not shards else f"has no {SIDECAR_NAME} (an interrupted run, or not "
         "written by create_pretraining_data)")
     raise RecordsError(f"records directory {records_dir} {what}")
-  with open(path, encoding="utf-8") as f:
-    sidecar = json.load(f)
+  sidecar = textio.load_json(path)
   if sidecar.get("counts", {}).get("examples", 0) == 0:
     raise RecordsError(f"records directory {records_dir} holds no examples (see {path})")
   return sidecar

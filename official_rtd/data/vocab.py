@@ -15,6 +15,11 @@ SPECIAL_TOKENS: Tuple[str, ...] = (PAD, UNK, CLS, SEP, MASK)
 CONTINUATION_PREFIX = "##"
 
 
+# Over this fraction of tokens with capitals, a vocabulary is cased (BERT's cased vocabularies:
+# about 20%; a lowercased one has none, bar letters such as 'ℂ' that lowercasing keeps).
+CASED_FRACTION = 0.02
+
+
 class VocabError(ValueError):
   """A vocabulary file that cannot be used."""
 
@@ -76,6 +81,29 @@ class Vocab:
     out = np.zeros([self.size], dtype=bool)
     out[self.special_ids] = True
     return out
+
+  def cased_fraction(self) -> float:
+    """The fraction of non-special tokens with a letter that lowercasing changes."""
+    words = [t for t in self.tokens if t not in SPECIAL_TOKENS]
+    return sum(t.lower() != t for t in words) / max(len(words), 1)
+
+  def check_casing(self, do_lower_case: bool) -> None:
+    """Refuses a vocabulary whose casing contradicts `do_lower_case`: a cased one (over 2% of
+    its tokens have capitals) with lowercased text never uses those tokens; a lowercase one (none
+    has, though most are in a script with case) with cased text turns every capitalised word into
+    rarer pieces or [UNK]."""
+    fraction = self.cased_fraction()
+    if do_lower_case and fraction > CASED_FRACTION:
+      examples = [t for t in self.tokens if t.lower() != t and t not in SPECIAL_TOKENS][:3]
+      raise VocabError(f"{self.path} is a cased vocabulary ({fraction:.0%} of its tokens have "
+                       f"capitals, e.g. {examples}) but --do_lower_case lowercases the text, so "
+                       "those tokens are never used: pass --nodo_lower_case")
+    words = [t for t in self.tokens if t not in SPECIAL_TOKENS]
+    bicameral = sum(t.upper() != t for t in words) / max(len(words), 1)
+    if not do_lower_case and fraction == 0 and bicameral > 0.5:  # not a caseless script's
+      raise VocabError(f"{self.path} is a lowercase vocabulary (no token has a capital) but "
+                       "--nodo_lower_case keeps the text's capitals, so capitalised words become "
+                       "rarer pieces or [UNK]: pass --do_lower_case")
 
 
 def load_vocab(path: str) -> Vocab:

@@ -5,6 +5,8 @@ head options."""
 import dataclasses
 from typing import Optional
 
+from official_rtd import ranges
+
 
 # Valid values of the numeric settings every fine-tuning tool shares: (lowest, highest, whether
 # the lowest is allowed); None means unset (the paper's default). Checked before any work starts,
@@ -27,20 +29,12 @@ RANGES = {
 
 def range_text(name: str) -> str:
   """The valid range of a setting, e.g. `> 0` or `in (0, 1]`."""
-  low, high, inclusive = RANGES[name]
-  if high is None:
-    return f"{'>=' if inclusive else '>'} {low}"
-  return f"in {'[' if inclusive else '('}{low}, {high}]"
+  return ranges.range_text(RANGES[name])
 
 
 def check_ranges(config) -> None:
   """Raises ValueError naming the first flag whose value is outside `RANGES`."""
-  for name, (low, high, inclusive) in RANGES.items():
-    value = getattr(config, name, None)
-    if value is None:
-      continue
-    if (value < low if inclusive else value <= low) or (high is not None and value > high):
-      raise ValueError(f"--{name}={value} must be {range_text(name)}")
+  ranges.check_ranges(config, RANGES)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -122,6 +116,7 @@ class TaggingConfig(FinetuneConfig):
   tag_scheme: str = "bioes"
   window_stride: int = 0
   crf: bool = False
+  allow_unseen_dev_tags: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -7,12 +7,12 @@ value on the label scale). The student minimises
   ℓ(λ·y + (1 − λ)·f_τ(x, θ_τ), f_τ(x, θ))
 with λ raised linearly from 0 to 1 over training (teacher annealing), or held fixed.
 """
-import json
 import os
 from typing import Callable, Dict, Sequence
 
 import numpy as np
 
+from official_rtd import textio
 from official_rtd.data import records
 
 ANNEALING = ("linear", "fixed")
@@ -40,8 +40,7 @@ def read_predictions(path: str, task: str, num_examples: int, num_classes: int) 
   if not os.path.isfile(path):
     raise ValueError(f"teacher file {path} does not exist (write it with run_glue "
                      "--write_train_predictions)")
-  with open(path, encoding="utf-8") as f:
-    data = json.load(f)
+  data = textio.load_json(path)
   problems = []
   if data.get("task") != task:
     problems.append(f"it is for task {data.get('task')!r}, not {task!r}")

@@ -7,6 +7,8 @@ import dataclasses
 import os
 from typing import List, Optional, Sequence, Tuple
 
+from official_rtd import textio
+
 
 class GlueDataError(ValueError):
   """A GLUE file or TFDS source that cannot be read."""
@@ -113,35 +115,34 @@ def read_tsv(path: str, task: TaskSpec, split: str) -> List[Example]:
   b_col = task.test_text_b if test else task.text_b
   needed = max(c for c in (a_col, b_col, None if test else task.label) if c is not None and c >= 0)
   examples = []
-  with open(path, encoding="utf-8-sig") as f:
-    for line_number, line in enumerate(f, start=1):
-      if line_number == 1 and (task.header or test):
-        if task.header and not test:
-          check_header(path, task, line.rstrip("\r\n").split("\t"))
-        continue
-      line = line.rstrip("\r\n")
-      if not line:
-        continue
-      columns = line.split("\t")
-      if len(columns) <= needed:
-        raise GlueDataError(f"{path}:{line_number}: expected at least {needed + 1} tab-separated "
-                            f"columns for {task.name}, got {len(columns)}")
-      label = None
-      if not test:
-        raw = columns[task.label].strip()
-        if task.is_regression:
-          try:
-            label = float(raw)
-          except ValueError:
-            raise GlueDataError(f"{path}:{line_number}: score {raw!r} is not a number") from None
-        elif raw in task.labels:
-          label = task.labels.index(raw)
-        else:
-          raise GlueDataError(f"{path}:{line_number}: label {raw!r} is not one of "
-                              f"{list(task.labels)}")
-      examples.append(Example(
-          guid=columns[0] if test else f"{split}-{line_number}", text_a=columns[a_col],
-          text_b=columns[b_col] if b_col is not None else None, label=label))
+  for line_number, line in textio.numbered_lines(path, "utf-8-sig"):
+    if line_number == 1 and (task.header or test):
+      if task.header and not test:
+        check_header(path, task, line.rstrip("\r\n").split("\t"))
+      continue
+    line = line.rstrip("\r\n")
+    if not line:
+      continue
+    columns = line.split("\t")
+    if len(columns) <= needed:
+      raise GlueDataError(f"{path}:{line_number}: expected at least {needed + 1} tab-separated "
+                          f"columns for {task.name}, got {len(columns)}")
+    label = None
+    if not test:
+      raw = columns[task.label].strip()
+      if task.is_regression:
+        try:
+          label = float(raw)
+        except ValueError:
+          raise GlueDataError(f"{path}:{line_number}: score {raw!r} is not a number") from None
+      elif raw in task.labels:
+        label = task.labels.index(raw)
+      else:
+        raise GlueDataError(f"{path}:{line_number}: label {raw!r} is not one of "
+                            f"{list(task.labels)}")
+    examples.append(Example(
+        guid=columns[0] if test else f"{split}-{line_number}", text_a=columns[a_col],
+        text_b=columns[b_col] if b_col is not None else None, label=label))
   if not examples:
     raise GlueDataError(f"GLUE file {path} holds no rows")
   return examples

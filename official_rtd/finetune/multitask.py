@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune import glue
@@ -147,8 +148,7 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
     if not os.path.isfile(path):
       raise ValueError(f"--single_task_finetune={model_dir} holds no {runner_lib.RESULTS_NAME}"
                        " (a finished multi-task run_glue --tasks=... model_dir)")
-    with open(path, encoding="utf-8") as f:
-      source = json.load(f)
+    source = textio.load_json(path)
     missing = [t.name for t in self.tasks if t.name not in source.get("tasks", [])]
     if missing:
       raise ValueError(f"--single_task_finetune={model_dir} was not trained on {missing}")

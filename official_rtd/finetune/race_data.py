@@ -10,12 +10,13 @@ article is truncated first.
 """
 import dataclasses
 import glob
-import json
 import os
 import re
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
+
+from official_rtd import textio
 
 LEVELS = ("middle", "high")
 
@@ -59,25 +60,15 @@ def questions_of(passage: dict, source: str, level: str = "") -> List[Question]:
 
 def read_jsonl(path: str) -> List[Question]:
   out = []
-  with open(path, encoding="utf-8") as f:
-    for number, line in enumerate(f, start=1):
-      if not line.strip():
-        continue
-      try:
-        passage = json.loads(line)
-      except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{number}: not JSON ({e.msg})") from None
-      out.extend(questions_of(passage, f"{path}:{number}"))
+  for number, line in textio.numbered_lines(path):
+    if line.strip():
+      out.extend(questions_of(textio.json_line(path, number, line), f"{path}:{number}"))
   return out
 
 
 def read_original(path: str) -> List[Question]:
   """One passage per file; the level is its directory's name."""
-  with open(path, encoding="utf-8") as f:
-    try:
-      passage = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ValueError(f"{path}: not JSON ({e.msg})") from None
+  passage = textio.load_json(path)
   return questions_of(passage, path, level_of(passage.get("id", ""),
                                                os.path.dirname(path)))
 

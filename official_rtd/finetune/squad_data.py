@@ -7,12 +7,12 @@ then each punctuation or CJK character on its own); within a piece, word pieces 
 character spans whenever the normalised piece has the original's length (always for ASCII).
 """
 import dataclasses
-import json
 import unicodedata
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from official_rtd import textio
 from official_rtd.data import tokenizer as tokenizer_lib
 
 
@@ -57,13 +57,9 @@ def read_squad(path: str, version_2_with_negative: bool) -> List[SquadExample]:
       an unanswerable question in a 1.1 file).
   """
   try:
-    with open(path, encoding="utf-8-sig") as f:
-      data = json.load(f)
-  except json.JSONDecodeError as e:
-    raise SquadDataError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: "
-                         f"{e.msg})") from None
-  except UnicodeDecodeError as e:
-    raise SquadDataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    data = textio.load_json(path, "utf-8-sig")
+  except textio.InputFileError as e:
+    raise SquadDataError(str(e)) from None
   articles = _field(data, "data", list, path)
   examples, seen = [], set()
   for a, article in enumerate(articles):

@@ -23,6 +23,12 @@ def split_tag(tag: str) -> Tuple[str, str]:
   return "I", tag
 
 
+def is_span_tag(tag: str) -> bool:
+  """`O`, or a known prefix, a dash and a non-empty type (`B-PER`, `I-NP`, `S-LOC`)."""
+  prefix, dash, kind = tag.partition("-")
+  return tag == "O" or bool(dash and prefix in ("B", "I", "E", "S") and kind)
+
+
 def _ends(prev: str, prev_type: str, prefix: str, kind: str) -> bool:
   """conlleval `endOfChunk`, plus S (always one token)."""
   if prev in ("O", ""):

@@ -42,6 +42,7 @@ class TaggingRunner(runner_lib.FinetuneRunner):
         self.task, config.data_dir, config.label_column, config.train_file, config.dev_file,
         config.carve_dev_sentences)
     train = self.subset(train)
+    self.check_dev_tags(train)
     if self.task.spans:
       train = tagging_data.with_scheme(train, config.tag_scheme)
     self.labels = sorted({tag for sentence in train for tag in sentence.tags})
@@ -56,6 +57,22 @@ class TaggingRunner(runner_lib.FinetuneRunner):
         f"{len(self.dev_windows)} windows, {len(self.labels)} tags"
         f"{' (' + config.tag_scheme + ')' if self.task.spans else ''}"
         f"{', CRF' if config.crf else ''}; {self.defaults_line(self.epochs)}")
+
+  def check_dev_tags(self, train):
+    """Dev tags (span types) absent from the training sentences are refused, or with
+    --allow_unseen_dev_tags logged: the model cannot predict them, so they count as errors."""
+    unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.task.spans)
+    if not unseen:
+      return
+    what = "span types" if self.task.spans else "tags"
+    listed = ", ".join(f"{tag} ({n})" for tag, n in list(unseen.items())[:8])
+    subset = (f" (the --max_train_examples={self.config.max_train_examples} used)"
+              if self.config.max_train_examples else "")
+    if not self.config.allow_unseen_dev_tags:
+      raise ValueError(f"dev {what} never seen in the training sentences{subset}: {listed} (dev "
+                       "tokens); the model cannot predict them. Use training data that has them, "
+                       "or --allow_unseen_dev_tags to count them as errors")
+    self.log(f"run_tagging: dev {what} unseen in training{subset}, counted as errors: {listed}")
 
   @property
   def primary_metric(self) -> str:

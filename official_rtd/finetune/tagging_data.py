@@ -9,12 +9,14 @@ carry no label. A sentence longer than the window is split into overlapping wind
 words, and each word is owned by (predicted from, and trained in) the window where it has the
 most context on its smaller side, as BERT does for SQuAD windows; no word is ever dropped.
 """
+import collections
 import dataclasses
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from official_rtd import textio
 from official_rtd.finetune import tag_schemes
 
 
@@ -48,12 +50,13 @@ def get_task(name: str) -> TaggingTask:
   return TASKS[name]
 
 
-def read_conll(path: str, label_column: int = -1) -> List[Sentence]:
-  """Sentences of a column file.
+def read_conll(path: str, label_column: int = -1, span_tags: bool = False) -> List[Sentence]:
+  """Sentences of a column file; with `span_tags` every tag must be `O` or a span tag
+  (`B-`, `I-`, `E-` or `S-` and a type).
 
   Raises:
-    ValueError: `path:line` of the first line with too few columns or a column count different
-      from the file's first token line.
+    ValueError: `path:line` of the first line with too few columns, a column count different
+      from the file's first token line, or (`span_tags`) a tag that is not a span tag.
   """
   sentences, words, tags = [], [], []
   width, first = None, 0
@@ -64,25 +67,28 @@ def read_conll(path: str, label_column: int = -1) -> List[Sentence]:
       words.clear()
       tags.clear()
 
-  with open(path, encoding="utf-8") as f:
-    for number, line in enumerate(f, start=1):
-      fields = line.split()
-      if not fields or fields[0] == "-DOCSTART-":
-        flush()
-        continue
-      if width is None:
-        width, first = len(fields), number
-        if width < 2:
-          raise ValueError(f"{path}:{number}: one column {line.strip()!r}; expected "
-                           "`word ... label` columns")
-        if not -width <= label_column < width:
-          raise ValueError(f"{path}:{number}: --label_column={label_column} but lines have "
-                           f"{width} columns")
-      if len(fields) != width:
-        raise ValueError(f"{path}:{number}: {len(fields)} columns where line {first} has "
-                         f"{width}: {line.rstrip()!r}")
-      words.append(fields[0])
-      tags.append(fields[label_column])
+  for number, line in textio.numbered_lines(path):
+    fields = line.split()
+    if not fields or fields[0] == "-DOCSTART-":
+      flush()
+      continue
+    if width is None:
+      width, first = len(fields), number
+      if width < 2:
+        raise ValueError(f"{path}:{number}: one column {line.strip()!r}; expected "
+                         "`word ... label` columns")
+      if not -width <= label_column < width:
+        raise ValueError(f"{path}:{number}: --label_column={label_column} but lines have "
+                         f"{width} columns")
+    if len(fields) != width:
+      raise ValueError(f"{path}:{number}: {len(fields)} columns where line {first} has "
+                       f"{width}: {line.rstrip()!r}")
+    if span_tags and not tag_schemes.is_span_tag(fields[label_column]):
+      raise ValueError(f"{path}:{number}: tag {fields[label_column]!r} is not a span tag (O, or "
+                       "B-/I-/E-/S- and a type): span tasks (chunk, ner) read IOB or BIOES tags; "
+                       "is this a part-of-speech file (--task=pos), or the wrong --label_column?")
+    words.append(fields[0])
+    tags.append(fields[label_column])
   flush()
   if not sentences:
     raise ValueError(f"{path}: no sentences")
@@ -98,14 +104,25 @@ def load_task(task: TaggingTask, data_dir: str, label_column: int = -1, train_fi
               dev_file: str = "", carve_dev_sentences: int = 1000
               ) -> Tuple[List[Sentence], List[Sentence]]:
   """`(train, dev)` sentences; with no dev file the last `carve_dev_sentences` of train are dev."""
-  train = read_conll(os.path.join(data_dir, train_file or task.train_file), label_column)
+  train = read_conll(os.path.join(data_dir, train_file or task.train_file), label_column,
+                     task.spans)
   dev_name = dev_file or task.dev_file
   if dev_name:
-    return train, read_conll(os.path.join(data_dir, dev_name), label_column)
+    return train, read_conll(os.path.join(data_dir, dev_name), label_column, task.spans)
   if not 0 < carve_dev_sentences < len(train):
     raise ValueError(f"--carve_dev_sentences={carve_dev_sentences} must be in (0, "
                      f"{len(train)}) for {task.train_file}")
   return train[:-carve_dev_sentences], train[-carve_dev_sentences:]
+
+
+def unseen_dev_tags(train: Sequence[Sentence], dev: Sequence[Sentence], spans: bool
+                    ) -> Dict[str, int]:
+  """{dev tag (span tasks: span type): dev tokens} of those no training sentence has: the
+  model can never predict them."""
+  kind = (lambda tag: tag_schemes.split_tag(tag)[1]) if spans else (lambda tag: tag)
+  seen = {kind(tag) for sentence in train for tag in sentence.tags}
+  counts = collections.Counter(kind(tag) for sentence in dev for tag in sentence.tags)
+  return {tag: n for tag, n in sorted(counts.items()) if tag not in seen and tag != ""}
 
 
 @dataclasses.dataclass

@@ -1,6 +1,5 @@
 """What every fine-tuning tool shares: the papers' per-size defaults, ELECTRA's fine-tuning
 optimizer, and N resumable trials summarised by their median and spread."""
-import json
 import os
 import time
 from typing import Callable, Dict, List
@@ -10,6 +9,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd import progress
+from official_rtd import textio
 from official_rtd.data import records
 from official_rtd.modeling.layers import dropout
 from official_rtd.training import export
@@ -80,8 +80,7 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
   for trial in range(num_trials):
     path = trial_dir(model_dir, trial, "results.json")
     if os.path.isfile(path):
-      with open(path, encoding="utf-8") as f:
-        trials.append(json.load(f))
+      trials.append(textio.load_json(path))
       log(f"trial {trial + 1}/{num_trials}: already done, reusing {path}")
       continue
     os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there

@@ -18,6 +18,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import textio
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.methods import electra
 from official_rtd.methods import registry
@@ -233,7 +234,11 @@ def read_tensors(directory: str) -> Dict[str, np.ndarray]:
   h5_path = os.path.join(directory, TF_H5_NAME)
   if os.path.isfile(safetensors_path):
     from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
-    tensors = load_file(safetensors_path)
+    try:
+      tensors = load_file(safetensors_path)
+    except Exception as e:  # pylint: disable=broad-except; safetensors raises its own types
+      raise HuggingFaceImportError(f"{safetensors_path} is not a readable safetensors file "
+                                   f"(truncated or damaged?): {e}") from None
     if any("/" in name for name in tensors):
       tensors = _from_tf_layout(tensors)
   elif os.path.isfile(h5_path):
@@ -373,6 +378,5 @@ def tokenizer_options(directory: str) -> dict:
   path = os.path.join(directory, "tokenizer_config.json")
   if not os.path.isfile(path):
     return {}
-  with open(path, encoding="utf-8") as f:
-    config = json.load(f)
+  config = textio.load_json(path)
   return {"do_lower_case": config["do_lower_case"]} if "do_lower_case" in config else {}

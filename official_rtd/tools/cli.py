@@ -14,6 +14,20 @@ from absl import logging  # pylint: disable=g-import-not-at-top
 USER_ERRORS = (ValueError, OSError)
 
 
+def user_error_message(error: BaseException):
+  """One line for an error caused by the user's input or machine, else None (a defect: its
+  traceback is shown). `USER_ERRORS` and TensorFlow's runtime errors (a damaged checkpoint or
+  record file, a missing path, memory exhausted) count; a TensorFlow error keeps only its first
+  line, with its kind (e.g. `DataLossError`)."""
+  if isinstance(error, USER_ERRORS):
+    return str(error)
+  tf = sys.modules.get("tensorflow")
+  if tf is not None and isinstance(error, tf.errors.OpError):
+    first = (error.message or "").strip().split("\n")[0]
+    return f"{type(error).__name__}: {first}"
+  return None
+
+
 HELP_ARGS = ("-h", "--help", "-help", "--helpshort", "-?")
 
 
@@ -52,12 +66,16 @@ def run_main(main, tool_name: str):
     logging.set_verbosity(logging.INFO)
     try:
       main(argv)
-    except USER_ERRORS as e:
-      sys.stderr.write(f"{tool_name}: error: {e}\n")
-      sys.exit(1)
     except KeyboardInterrupt:
-      sys.stderr.write(f"{tool_name}: interrupted; no partial output was left behind\n")
+      sys.stderr.write(f"{tool_name}: interrupted: finished outputs and checkpoints are kept, "
+                       "unfinished files removed; the same command resumes or redoes the rest\n")
       sys.exit(130)
+    except Exception as e:  # pylint: disable=broad-except; only the user errors are caught
+      message = user_error_message(e)
+      if message is None:
+        raise
+      sys.stderr.write(f"{tool_name}: error: {message}\n")
+      sys.exit(1)
 
   app.run(wrapped)
 

@@ -30,6 +30,8 @@ finetune_flags.define_flags(configs.TaggingConfig, {
     "window_stride": "Word pieces between the starts of two windows of a long sentence; "
                      "0: half a window.",
     "crf": "Linear-chain CRF over the words' scores, Viterbi decoding.",
+    "allow_unseen_dev_tags": "Accept dev tags (span types) the training sentences lack, counted "
+                             "as errors; otherwise they are refused.",
 })
 flags.mark_flags_as_required(["task", "data_dir", "init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS

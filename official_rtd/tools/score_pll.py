@@ -12,6 +12,7 @@ score + lm_weight·PLL; with `--references` (`id<TAB>reference`) it also reports
 before and after re-ranking. `--tune_lm_weight_on` chooses lm_weight instead, as §5.4.5 does: the
 value of `--lm_weight_grid` (0.05, 0.1, ..., 1.0) with the lowest WER on a dev n-best list.
 """
+from official_rtd import textio
 from official_rtd.tools import cli
 
 from absl import flags  # pylint: disable=g-bad-import-order
@@ -52,8 +53,8 @@ def main(_):
     raise ValueError("give exactly one of --input_file and --nbest_file")
   model, tokenizer = run_dir.load_model(FLAGS.model_dir)
   if FLAGS.input_file:
-    with open(FLAGS.input_file, encoding="utf-8") as f:
-      sentences = [line.strip() for line in f if line.strip()]
+    sentences = [line.strip() for _, line in textio.numbered_lines(FLAGS.input_file)
+                 if line.strip()]
     if not sentences:
       raise ValueError(f"{FLAGS.input_file} holds no sentences")
     plls, lengths = scoring.score_sentences(model, tokenizer, sentences, FLAGS.max_seq_length,

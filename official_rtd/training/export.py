@@ -1,10 +1,10 @@
 """Export of the fine-tunable encoder: `<model_dir>/export/{encoder.*, encoder_config.json, vocab.txt}`."""
-import json
 import os
 import shutil
 
 import tensorflow as tf
 
+from official_rtd import textio
 from official_rtd.data import records
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -49,8 +49,7 @@ def read_export_config(export_dir: str) -> dict:
   if not os.path.isfile(path):
     raise ExportError(f"{export_dir} is not an encoder export: it has no {CONFIG_NAME} "
                       f"(run_pretraining writes one to <model_dir>/{EXPORT_DIR})")
-  with open(path, encoding="utf-8") as f:
-    config = json.load(f)
+  config = textio.load_json(path)
   vocab = vocab_lib.load_vocab(os.path.join(export_dir, VOCAB_NAME))
   if vocab.sha256 != config["vocab_sha256"] or vocab.size != config["encoder"]["vocab_size"]:
     raise ExportError(f"{export_dir}: {VOCAB_NAME} does not match the encoder (vocab size "

@@ -7,6 +7,8 @@ import tensorflow as tf
 import tf_keras
 from official.modeling import optimization
 
+from official_rtd import ranges
+
 # Variables whose name contains one of these get no weight decay (ELECTRA/BERT).
 NO_DECAY = ["LayerNorm", "layer_norm", "bias"]
 
@@ -27,6 +29,17 @@ class OptimizerConfig:
   beta_2: float = 0.999
   epsilon: float = 1e-6
   clip_norm: float = 1.0
+
+  def __post_init__(self):
+    ranges.check_ranges(self, OPTIMIZER_CONFIG_RANGES, "OptimizerConfig.{name} = {value}")
+
+
+# Valid values of OptimizerConfig's numbers (`ranges.Range`); clip_norm 0 turns clipping off.
+OPTIMIZER_CONFIG_RANGES = {
+    "learning_rate": (0, None, False), "warmup_steps": (0, None, True),
+    "end_learning_rate": (0, None, True), "weight_decay_rate": (0, None, True),
+    "beta_1": (0, 1, True), "beta_2": (0, 1, True), "epsilon": (0, None, False),
+    "clip_norm": (0, None, True)}
 
 
 class WarmupLinearDecay(tf_keras.optimizers.schedules.LearningRateSchedule):

@@ -15,6 +15,7 @@ from typing import Dict, List
 import gin
 import tensorflow as tf
 
+from official_rtd import textio
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
@@ -73,8 +74,7 @@ def check_same_run(model_dir: str, config_str: str) -> None:
   path = os.path.join(model_dir, OPERATIVE_CONFIG)
   if not (os.path.isfile(path) and tf.train.latest_checkpoint(model_dir)):
     return
-  with open(path, encoding="utf-8") as f:
-    old = gin_bindings(f.read())
+  old = gin_bindings(textio.read_text(path))
   new = gin_bindings(config_str)
   changed = [f"{k} {old.get(k, '(unset)')} → {new.get(k, '(unset)')}"
              for k in sorted(set(old) | set(new))
@@ -102,8 +102,7 @@ def load_model(model_dir: str):
     raise RunDirError(f"no checkpoint in {model_dir}")
   from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
   from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(model_dir, RUN_FLAGS), encoding="utf-8") as f:
-    flags = json.load(f)
+  flags = textio.load_json(os.path.join(model_dir, RUN_FLAGS))
   vocab = vocab_lib.load_vocab(os.path.join(model_dir, VOCAB))
   gin.clear_config()
   try:  # the run's bindings are used to build the model, then dropped again
@@ -135,5 +134,5 @@ def read_results(model_dir: str) -> List[dict]:
   if not os.path.isfile(path):
     raise FileNotFoundError(f"{model_dir} has no {RESULTS_NAME} (run with --mode=eval or "
                             "--mode=train_and_eval first)")
-  with open(path, encoding="utf-8") as f:
-    return [json.loads(line) for line in f if line.strip()]
+  return [textio.json_line(path, number, line)
+          for number, line in textio.numbered_lines(path) if line.strip()]

@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import textio
 from official_rtd.methods import base
 from official_rtd.methods import objectives
 
@@ -123,18 +124,17 @@ def score_sentences(model, tokenizer, sentences: Sequence[str], max_seq_length: 
 def read_nbest(path: str) -> Dict[str, List[Tuple[str, float]]]:
   """`id<TAB>hypothesis<TAB>score` lines -> {id: [(hypothesis, score)]} in file order."""
   out = collections.OrderedDict()
-  with open(path, encoding="utf-8") as f:
-    for number, line in enumerate(f, start=1):
-      if not line.strip():
-        continue
-      columns = line.rstrip("\n").split("\t")
-      if len(columns) != 3:
-        raise ScoringError(f"{path}:{number}: expected id<TAB>hypothesis<TAB>score")
-      try:
-        score = float(columns[2])
-      except ValueError:
-        raise ScoringError(f"{path}:{number}: score {columns[2]!r} is not a number") from None
-      out.setdefault(columns[0], []).append((columns[1], score))
+  for number, line in textio.numbered_lines(path):
+    if not line.strip():
+      continue
+    columns = line.rstrip("\n").split("\t")
+    if len(columns) != 3:
+      raise ScoringError(f"{path}:{number}: expected id<TAB>hypothesis<TAB>score")
+    try:
+      score = float(columns[2])
+    except ValueError:
+      raise ScoringError(f"{path}:{number}: score {columns[2]!r} is not a number") from None
+    out.setdefault(columns[0], []).append((columns[1], score))
   if not out:
     raise ScoringError(f"{path} holds no hypotheses")
   return out
@@ -165,13 +165,12 @@ LM_WEIGHT_GRID = tuple(round(0.05 * i, 2) for i in range(1, 21))
 def read_references(path: str, ids) -> Dict[str, str]:
   """`id<TAB>reference` lines; every id of `ids` must have one."""
   references = {}
-  with open(path, encoding="utf-8") as f:
-    for number, line in enumerate(f, start=1):
-      if line.strip():
-        key, tab, text = line.rstrip("\n").partition("\t")
-        if not tab:
-          raise ScoringError(f"{path}:{number}: expected id<TAB>reference")
-        references[key] = text
+  for number, line in textio.numbered_lines(path):
+    if line.strip():
+      key, tab, text = line.rstrip("\n").partition("\t")
+      if not tab:
+        raise ScoringError(f"{path}:{number}: expected id<TAB>reference")
+      references[key] = text
   missing = [k for k in ids if k not in references]
   if missing:
     raise ScoringError(f"{path} has no reference for id(s) {missing[:5]}")

@@ -19,6 +19,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd import progress
+from official_rtd import ranges
 from official_rtd.data import pretrain_dataloader
 from official_rtd.data import records
 from official_rtd.data import vocab as vocab_lib
@@ -56,6 +57,18 @@ class TrainConfig:
   # when this run has none of its own; the components left fresh if the source lacks them.
   init_checkpoint: str = ""
   init_checkpoint_allow_missing: Tuple[str, ...] = ()
+
+  def __post_init__(self):
+    ranges.check_ranges(self, TRAIN_CONFIG_RANGES, "TrainConfig.{name} = {value}")
+
+
+# Valid values of TrainConfig's numbers (`ranges.Range`), checked when the config is built.
+TRAIN_CONFIG_RANGES = {
+    "train_batch_size": (1, None, True), "num_train_steps": (1, None, True),
+    "max_seq_length": (3, None, True), "max_predictions_per_seq": (1, None, True),
+    "save_checkpoints_steps": (1, None, True), "keep_checkpoint_max": (1, None, True),
+    "log_every_steps": (1, None, True), "shuffle_buffer_size": (1, None, True),
+    "train_flops_budget": (0, None, True)}
 
 
 @gin.configurable

@@ -34,6 +34,32 @@ class VocabTest(tf.test.TestCase):
       vocab_lib.load_vocab(testutil.write_text(os.path.join(tmp, "c.txt"),
                                                b"[PAD]\n\xff\xfe\n", "wb"))
 
+  def _vocab(self, name, words):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words
+    return vocab_lib.load_vocab(testutil.write_text(
+        os.path.join(self.get_temp_dir(), name), "\n".join(tokens) + "\n"))
+
+  def test_casing_must_match_do_lower_case(self):
+    cased = self._vocab("cased.txt", ["The", "the", "Paris", "river", "##s", ".", "a", "of"])
+    self.assertAllClose(cased.cased_fraction(), 2 / 8)
+    cased.check_casing(False)
+    with self.assertRaisesRegex(vocab_lib.VocabError,
+                                r"cased.txt is a cased vocabulary \(25% .*'The', 'Paris'.*"
+                                r"pass --nodo_lower_case"):
+      cased.check_casing(True)
+    lower = self._vocab("lower.txt", ["the", "paris", "river", "##s", ".", "a", "of", "ℂ"])
+    self.assertEqual(lower.cased_fraction(), 0.0)  # 'ℂ' has no lowercase form
+    lower.check_casing(True)
+    with self.assertRaisesRegex(vocab_lib.VocabError,
+                                r"lower.txt is a lowercase vocabulary .*pass --do_lower_case"):
+      lower.check_casing(False)
+    caseless = self._vocab("zh.txt", ["的", "是", "##们", "中", "国", "a"])
+    caseless.check_casing(False)  # a script without case: keeping the text as is is fine
+    caseless.check_casing(True)
+
+  def test_the_shipped_sample_vocabulary_is_lowercase(self):
+    self.assertEqual(vocab_lib.load_vocab(testutil.SAMPLE_VOCAB).cased_fraction(), 0.0)
+
 
 if __name__ == "__main__":
   tf.test.main()

@@ -48,7 +48,7 @@ class ReadersTest(tf.test.TestCase):
                                             r"letter among 4 options"):
       race_data.read_split(self.tmp, "dev")
     testutil.write_text(path, "{not json\n")
-    with self.assertRaisesRegex(ValueError, r"dev\.jsonl:1: not JSON"):
+    with self.assertRaisesRegex(ValueError, r"dev\.jsonl:1: not valid JSON"):
       race_data.read_split(self.tmp, "dev")
     testutil.write_text(path, json.dumps({"id": "x", "article": "a"}) + "\n")
     with self.assertRaisesRegex(ValueError, r"dev\.jsonl:1: passage lacks \['questions'"):

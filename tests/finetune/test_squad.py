@@ -109,7 +109,7 @@ class RunSquadTest(tf.test.TestCase):
     for args, message in [
         ([f"--train_file={bad}", "--max_seq_length=64", "--max_query_length=16",
           "--doc_stride=24"],
-         f"{bad}: not valid JSON (line 1, column 11"),
+         f"{bad}:1:11: not valid JSON"),
         ([f"--train_file={self.data}", "--max_seq_length=512"],
          "--max_seq_length=512 exceeds the encoder's max_position_embeddings 64"),
     ]:

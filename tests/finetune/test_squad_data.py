@@ -125,7 +125,7 @@ class ErrorsTest(tf.test.TestCase):
     good_qa = {"id": "q1", "question": "Who sat?", "answers": [{"text": "cat",
                                                                  "answer_start": 4}]}
     cases = [
-        ('{"data": [', "not valid JSON (line 1, column"),
+        ('{"data": [', r":1:11: not valid JSON"),
         (self._data({**good_qa, "answers": [{"text": "cat", "answer_start": 3}]}),
          "article 0 ('Cats') paragraph 0 question 'q1' answer 0: 'cat' does not match the "
          "context at answer_start=3 (which reads ' ca')"),

@@ -117,6 +117,23 @@ class RunTaggingTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "--carve_dev_sentences=9000"):
       tagging.TaggingRunner(self._config("chunk", self.tmp, carve_dev_sentences=9000),
                             lambda _: None)
+    # NER on the POS files: the first POS tag is refused with its file and line.
+    pos_dir = os.path.join(TAGGING, "pos_ptb")
+    with self.assertRaisesRegex(ValueError, r"train\.tsv:1: tag '\w+' is not a span tag"):
+      tagging.TaggingRunner(self._config("ner", self.tmp, data_dir=pos_dir,
+                                         train_file="train.tsv", dev_file="dev.tsv"),
+                            lambda _: None)
+
+  def test_dev_tags_unseen_in_training_are_refused_or_allowed(self):
+    dev = testutil.write_text(os.path.join(self.tmp, "dev_unseen.tsv"),
+                              "The\tDT\ncat\tNN\n...\tNEWTAG\n")
+    with self.assertRaisesRegex(ValueError, r"dev tags never seen in the training sentences \(the "
+                                r"--max_train_examples=64 used\): NEWTAG \(1\)"):
+      tagging.TaggingRunner(self._config("pos", self.tmp, dev_file=dev), lambda _: None)
+    logged = []
+    tagging.TaggingRunner(self._config("pos", self.tmp, dev_file=dev,
+                                       allow_unseen_dev_tags=True), logged.append)
+    self.assertTrue(any("counted as errors: NEWTAG (1)" in line for line in logged), logged)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,26 @@ class ReadConllTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "--task must be one of"):
       tagging_data.get_task("srl")
 
+  def test_span_tasks_refuse_tags_that_are_not_span_tags(self):
+    pos = self.write("pos.txt", "EU NNP\nrejects VBZ\n\nGerman JJ\n")
+    self.assertEqual(tagging_data.read_conll(pos)[0].tags, ("NNP", "VBZ"))  # fine for POS
+    with self.assertRaisesRegex(ValueError, r"pos\.txt:1: tag 'NNP' is not a span tag .*"
+                                r"is this a part-of-speech file"):
+      tagging_data.read_conll(pos, span_tags=True)
+    ner = self.write("ner.txt", "EU I-ORG\nrejects O\n\nGerman S-MISC\nto B-\n")
+    with self.assertRaisesRegex(ValueError, r"ner\.txt:5: tag 'B-' is not a span tag"):
+      tagging_data.read_conll(ner, span_tags=True)
+
+  def test_unseen_dev_tags(self):
+    s = tagging_data.Sentence
+    train = [s(("a", "b"), ("NN", "VB")), s(("c",), ("DT",))]
+    dev = [s(("a", "b", "c"), ("NN", "SYM", "SYM")), s(("x",), ("LS",))]
+    self.assertEqual(tagging_data.unseen_dev_tags(train, dev, spans=False), {"LS": 1, "SYM": 2})
+    self.assertEqual(tagging_data.unseen_dev_tags(train, train, spans=False), {})
+    train = [s(("EU", "x"), ("B-ORG", "O"))]
+    dev = [s(("EU", "Bonn", "y"), ("S-ORG", "I-LOC", "O"))]  # a span type, not a tag, is new
+    self.assertEqual(tagging_data.unseen_dev_tags(train, dev, spans=True), {"LOC": 1})
+
 
 
 @testutil.requires(TAGGING)

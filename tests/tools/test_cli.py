@@ -106,3 +106,37 @@ class BuildVocabCliTest(tf.test.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+class RunMainTest(tf.test.TestCase):
+  """`cli.run_main`: user errors (ours, OSError, TensorFlow's runtime errors) are one line and
+  exit 1; a defect keeps its traceback."""
+
+  def _run(self, raise_statement):
+    script = ("import sys\nimport tensorflow as tf\nfrom official_rtd.tools import cli\n"
+              f"def main(argv):\n  {raise_statement}\n"
+              "cli.run_main(main, 'tool')\n")
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+
+  def test_user_errors_are_one_line(self):
+    for statement, line in (
+        ("raise ValueError('bad value')", "tool: error: bad value"),
+        ("raise FileNotFoundError('no such file: x')", "tool: error: no such file: x"),
+        ("raise tf.errors.DataLossError(None, None, 'truncated record at 12\\nmore detail')",
+         "tool: error: DataLossError: truncated record at 12")):
+      result = self._run(statement)
+      self.assertEqual(result.returncode, 1, result.stderr)
+      self.assertEqual(result.stderr.strip().splitlines()[-1], line)
+      self.assertNotIn("Traceback", result.stderr)
+
+  def test_defects_keep_their_traceback(self):
+    result = self._run("raise RuntimeError('a defect')")
+    self.assertNotEqual(result.returncode, 0)
+    self.assertIn("Traceback", result.stderr)
+    self.assertIn("RuntimeError: a defect", result.stderr)
+
+  def test_interrupt_says_what_is_kept(self):
+    result = self._run("raise KeyboardInterrupt()")
+    self.assertEqual(result.returncode, 130)
+    self.assertIn("finished outputs and checkpoints are kept", result.stderr)

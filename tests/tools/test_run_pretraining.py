@@ -33,6 +33,10 @@ class RunPretrainingCliTest(RecordsTestCase):
         (["--gin_param=TrainConfig.mixed_precision = 'half'"],
          r"--mixed_precision must be one of \['bfloat16', 'float16', 'float32'\], got 'half'"),
         (["--mode=eval", f"--eval_input={self.records}"], r"no checkpoint to evaluate in"),
+        (["--gin_param=TrainConfig.num_train_steps = -2"],
+         r"TrainConfig.num_train_steps = -2 must be >= 1"),
+        (["--gin_param=OptimizerConfig.learning_rate = -0.001"],
+         r"OptimizerConfig.learning_rate = -0.001 must be > 0"),
     ]
     for extra, message in cases:
       result = self._run(f"--input_records={self.records}", f"--model_dir={model_dir}", *extra)

@@ -210,5 +210,24 @@ class LearningRateTest(tf.test.TestCase):
     self.assertIn("0.00047", warning)
 
 
+class ConfigRangesTest(tf.test.TestCase):
+
+  def test_out_of_range_numbers_are_refused_naming_the_binding(self):
+    for build, message in (
+        (lambda: trainer_lib.TrainConfig(num_train_steps=-2),
+         "TrainConfig.num_train_steps = -2 must be >= 1"),
+        (lambda: trainer_lib.TrainConfig(train_batch_size=0),
+         "TrainConfig.train_batch_size = 0 must be >= 1"),
+        (lambda: trainer_lib.TrainConfig(train_flops_budget=-1.0),
+         "TrainConfig.train_flops_budget = -1.0 must be >= 0"),
+        (lambda: optimization.OptimizerConfig(learning_rate=0.0),
+         "OptimizerConfig.learning_rate = 0.0 must be > 0"),
+        (lambda: optimization.OptimizerConfig(beta_2=1.5),
+         r"OptimizerConfig.beta_2 = 1.5 must be in \[0, 1\]")):
+      with self.assertRaisesRegex(ValueError, message):
+        build()
+    trainer_lib.TrainConfig(num_train_steps=1, train_flops_budget=0.0)  # the bounds are valid
+
+
 if __name__ == "__main__":
   tf.test.main()

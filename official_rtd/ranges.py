@@ -1,0 +1,28 @@
+"""Valid ranges of numeric settings, checked before any work starts and stated in `--help`.
+
+A range is `(lowest, highest, whether the lowest is allowed)`; `highest` None is unbounded and is
+always allowed. A value of None means "unset" (a default resolved later) and is not checked.
+"""
+from typing import Dict, Optional, Tuple
+
+Range = Tuple[float, Optional[float], bool]
+
+
+def range_text(valid: Range) -> str:
+  """E.g. `>= 1`, `> 0` or `in (0, 1]`."""
+  low, high, inclusive = valid
+  if high is None:
+    return f"{'>=' if inclusive else '>'} {low}"
+  return f"in {'[' if inclusive else '('}{low}, {high}]"
+
+
+def check_ranges(config, ranges: Dict[str, Range], setting: str = "--{name}={value}") -> None:
+  """Raises ValueError naming the first setting of `config` outside its range, written as
+  `setting` (a flag `--{name}={value}`, or a gin binding `TrainConfig.{name} = {value}`)."""
+  for name, (low, high, inclusive) in ranges.items():
+    value = getattr(config, name, None)
+    if value is None:
+      continue
+    if (value < low if inclusive else value <= low) or (high is not None and value > high):
+      raise ValueError(f"{setting.format(name=name, value=value)} must be "
+                       f"{range_text((low, high, inclusive))}")
