@@ -1,6 +1,7 @@
 """Shared command-line plumbing: `--help` lists the tool's own flags, user errors become one
 `<tool>: error: ...` line and exit 1."""
 import os
+import signal
 import sys
 import textwrap
 import types
@@ -53,6 +54,15 @@ def tool_help(main, tool_name: str) -> str:
   return "\n\n".join(sections) + "\n"
 
 
+class Terminated(KeyboardInterrupt):
+  """SIGTERM (a scheduler's or `kill`'s stop), raised like Ctrl-C so that every cleanup runs:
+  temporary files and staging directories are removed and worker pools are stopped."""
+
+
+def _raise_terminated(signum, frame):  # pylint: disable=unused-argument
+  raise Terminated()
+
+
 def run_main(main, tool_name: str):
   """`absl.app.run` with `--help` / `-h` printing this tool's flags (exit 0) and user errors
   (ValueError subclasses, OSError) reported on one line."""
@@ -64,12 +74,14 @@ def run_main(main, tool_name: str):
     if len(argv) > 1:
       raise app.UsageError(f"unexpected positional arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(logging.INFO)
+    signal.signal(signal.SIGTERM, _raise_terminated)
     try:
       main(argv)
-    except KeyboardInterrupt:
-      sys.stderr.write(f"{tool_name}: interrupted: finished outputs and checkpoints are kept, "
+    except KeyboardInterrupt as e:
+      what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+      sys.stderr.write(f"{tool_name}: {what}: finished outputs and checkpoints are kept, "
                        "unfinished files removed; the same command resumes or redoes the rest\n")
-      sys.exit(130)
+      sys.exit(128 + signal.SIGTERM if isinstance(e, Terminated) else 130)
     except Exception as e:  # pylint: disable=broad-except; only the user errors are caught
       message = user_error_message(e)
       if message is None:

@@ -34,7 +34,11 @@ def compare(model_dirs, figures=()) -> str:
   if missing:
     raise ValueError(f"no evaluation at or below {budget:.3g} FLOPs in {', '.join(missing)}")
   shared = set.intersection(*(set(r) for r in chosen.values())) - {"step", "train_flops"}
-  names = [f for f in figures if f in shared] if figures else sorted(shared)
+  unknown = [f for f in figures if f not in shared]
+  if unknown:
+    raise ValueError(f"--figures={','.join(unknown)}: not a figure every run has (shared: "
+                     f"{', '.join(sorted(shared)) or 'none'})")
+  names = list(figures) if figures else sorted(shared)
   lines = [f"equal budget: {budget:.3g} train FLOPs",
            "| run | step | train FLOPs | " + " | ".join(names) + " |",
            "|---|---|---|" + "---|" * len(names)]

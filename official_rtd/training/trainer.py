@@ -249,9 +249,13 @@ class Trainer:
     cfg = self.train_config
     latest = tf.train.latest_checkpoint(self.model_dir)
     if latest:
+      status = None
       try:
-        self.checkpoint.restore(latest).assert_consumed()
+        status = self.checkpoint.restore(latest)
+        status.assert_consumed()
       except (AssertionError, ValueError, tf.errors.OpError) as e:
+        if status is not None:  # no per-value "could not be found" warnings after the error
+          status.expect_partial()
         first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
         raise TrainingSetupError(
             f"{latest} does not restore into this model (a run of other sizes or another "

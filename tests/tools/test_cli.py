@@ -18,6 +18,16 @@ def run_tool(args, cwd):
                         stdin=subprocess.DEVNULL)
 
 
+def descendants(pid):
+  out, queue = [], [str(pid)]
+  while queue:
+    children = subprocess.run(["pgrep", "-P", queue.pop()], capture_output=True,
+                              text=True).stdout.split()
+    out += children
+    queue += children
+  return out
+
+
 class CreatePretrainingDataCliTest(tf.test.TestCase):
 
   def setUp(self):
@@ -85,6 +95,33 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
     # The next run cleans the dead run's temporary files away.
     records.ShardedWriter(out, 1).abort()
     self.assertEqual(os.listdir(out), [])
+
+  def test_sigterm_removes_the_staging_directory_and_stops_the_workers(self):
+    out = os.path.join(self.tmp, "out")
+    with open(testutil.SAMPLE_CORPUS) as f:
+      sample = f.read()
+    corpus = testutil.write_text(os.path.join(self.tmp, "big.txt"), sample * 20)
+    process = subprocess.Popen(
+        ["create_pretraining_data", f"--input_files={corpus}",
+         f"--vocab_file={testutil.SAMPLE_VOCAB}", f"--output_dir={out}", "--dupe_factor=40",
+         "--num_workers=2"], cwd=self.tmp, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:  # wait until it is writing
+      if "worker(s)" in line:
+        break
+    time.sleep(3)
+    self.assertTrue(any(n.startswith(".tmp-") for n in os.listdir(out)))
+    children = descendants(process.pid)  # the fork server, its workers, the resource tracker
+    self.assertGreaterEqual(len(children), 3, children)
+    process.send_signal(signal.SIGTERM)
+    rest = process.stderr.read()
+    process.wait(timeout=60)
+    self.assertEqual(process.returncode, 128 + signal.SIGTERM, rest[-2000:])
+    self.assertIn("create_pretraining_data: terminated (SIGTERM)", rest)
+    self.assertEqual(os.listdir(out), [])  # no staging directory, no shard, no sidecar
+    time.sleep(1)
+    alive = [pid for pid in children if os.path.exists(f"/proc/{pid}")
+             and open(f"/proc/{pid}/stat").read().split()[2] != "Z"]
+    self.assertEqual(alive, [], "worker or fork-server processes outlived the tool")
 
 
 class BuildVocabCliTest(tf.test.TestCase):

@@ -45,6 +45,11 @@ class CompareTest(tf.test.TestCase):
     self.assertRegex(table, r"b \| 20 \| 2.5e\+09 \| 4.1000")
     with self.assertRaisesRegex(FileNotFoundError, "has no eval_results.jsonl"):
       compare_runs.compare([tmp])
+    dirs = [os.path.join(tmp, "a"), os.path.join(tmp, "b")]
+    self.assertIn("| mlm_loss |", compare_runs.compare(dirs, ["mlm_loss"]))
+    with self.assertRaisesRegex(ValueError, r"--figures=mlm_los: not a figure every run has "
+                                r"\(shared: mlm_loss\)"):
+      compare_runs.compare(dirs, ["mlm_loss", "mlm_los"])
 
 
 class PlotTest(tf.test.TestCase):
