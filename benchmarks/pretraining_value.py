@@ -149,7 +149,8 @@ def stage_evaluate(args):
       if not os.path.exists(os.path.join(out, f"blimp_{score}", "pairs_results.json")):
         jobs.append((f"{name} BLiMP {score}", [
             "score_pairs", f"--model_dir={model_dir}", f"--pairs={os.path.join(SHARED, 'blimp')}",
-            f"--score={score}", f"--output_dir={os.path.join(out, f'blimp_{score}')}"],
+            f"--score={score}", f"--output_dir={os.path.join(out, f'blimp_{score}')}",
+            "--overwrite"],  # an earlier, killed attempt may have left pairs_scores.tsv
             os.path.join(out, f"blimp_{score}.log")))
     export = os.path.join(model_dir, "export")
     if seed is not None and not os.path.exists(os.path.join(out, "probes.json")):

@@ -102,6 +102,26 @@ def split_list(values):
 
 
 
+def define_overwrite_flag(what: str = "--output_dir"):
+  """`--overwrite`, shared by the tools that write one output directory or file."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flags.DEFINE_bool("overwrite", False, f"Replace an existing {what} (a directory is moved aside "
+                    "to <dir>.replaced-<time>) instead of refusing it before any work.")
+
+
+def claim_output_file(path: str, overwrite: bool, flag: str = "--output_file") -> None:
+  """Refuses an existing output file unless `overwrite` (then it is replaced, atomically, only
+  when the new one is complete), a directory, or a path whose directory does not exist."""
+  if os.path.isdir(path):
+    raise ValueError(f"{flag}={path} is a directory, not a file")
+  parent = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(parent):
+    raise ValueError(f"{flag}={path}: its directory {parent} does not exist")
+  if os.path.exists(path) and not overwrite:
+    raise ValueError(f"{flag}={path} already exists: nothing was written; give a new path, or "
+                     "--overwrite to replace it")
+
+
 def claim_output_dir(path: str, overwrite: bool, flag: str = "--output_dir") -> None:
   """Refuses an existing, non-empty output directory (another run's files are never deleted), or
   with `overwrite` moves it aside to `<path>.replaced-<time>` and says so; a file is refused."""

@@ -19,8 +19,7 @@ flags.DEFINE_string("model_dir", None, "A run_pretraining model_dir (operative_c
                     "checkpoints).")
 flags.DEFINE_enum("format", "huggingface", ["huggingface", "saved_model"], "What to write.")
 flags.DEFINE_string("output_dir", None, "Where the export goes (a new or empty directory).")
-flags.DEFINE_bool("overwrite", False, "Move an existing, non-empty --output_dir aside "
-                  "(<output_dir>.replaced-<time>) instead of refusing it.")
+cli.define_overwrite_flag()
 flags.DEFINE_integer("max_seq_length", 512, "Longest input the tokenizer config / the SavedModel "
                      "signature allows (capped at the encoder's positions; >= 3: [CLS], a "
                      "piece, [SEP]).", lower_bound=3)

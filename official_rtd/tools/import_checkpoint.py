@@ -42,8 +42,7 @@ flags.DEFINE_integer("generator_num_attention_heads", None, "electra_tf1: genera
                      "(default hidden / 64).")
 flags.DEFINE_multi_string("gin_file", None, "model_garden: a gin/models/ file with the sizes.")
 flags.DEFINE_float("generator_size", 0.25, "model_garden: the generator's width multiplier.")
-flags.DEFINE_bool("overwrite", False, "Move an existing, non-empty --output_dir aside "
-                  "(<output_dir>.replaced-<time>) instead of refusing it.")
+cli.define_overwrite_flag()
 flags.mark_flags_as_required(["source", "checkpoint", "output_dir"])
 FLAGS = flags.FLAGS
 

@@ -33,6 +33,7 @@ flags.DEFINE_integer("random_init_seeds", 1, "Random initialisations probed (>= 
 flags.DEFINE_integer("seed", 0, "Seed of the probes' subsets and of the first random "
                      "initialisation.")
 flags.DEFINE_string("output_file", None, "Where the JSON results go.")
+cli.define_overwrite_flag("--output_file")
 flags.mark_flags_as_required(["init_checkpoint", "output_file"])
 FLAGS = flags.FLAGS
 
@@ -53,6 +54,7 @@ def main(_):
   if FLAGS.max_seq_length > positions:
     raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the encoder's "
                      f"{positions} positions")
+  cli.claim_output_file(FLAGS.output_file, FLAGS.overwrite)
   vocab = vocab_lib.load_vocab(os.path.join(FLAGS.init_checkpoint, export.VOCAB_NAME))
   lower = config.get("do_lower_case", True)
   probes = []

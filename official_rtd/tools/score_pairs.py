@@ -26,6 +26,7 @@ flags.DEFINE_integer("max_seq_length", 128, "Pieces per sentence, [CLS]/[SEP] in
                      lower_bound=3)
 flags.DEFINE_integer("batch_size", 32, "Sentences per forward pass (a PLL scores one masked copy "
                      "per piece of each) (>= 1).", lower_bound=1)
+cli.define_overwrite_flag()
 flags.mark_flags_as_required(["model_dir", "pairs", "output_dir"])
 FLAGS = flags.FLAGS
 
@@ -40,14 +41,15 @@ def main(_):
   from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   pairs = minimal_pairs.read_pairs(FLAGS.pairs)
-  if os.path.exists(FLAGS.output_dir) and not os.path.isdir(FLAGS.output_dir):
-    raise ValueError(f"--output_dir={FLAGS.output_dir} is a file")
+  if not FLAGS.overwrite:  # refuse an occupied --output_dir before the slow scoring
+    cli.claim_output_dir(FLAGS.output_dir, False)
   model, tokenizer = run_dir.load_model(FLAGS.model_dir)
   scorer = scoring.SentenceScorer(model, tokenizer, FLAGS.score, FLAGS.max_seq_length,
                                         FLAGS.batch_size)
   logging.info("scoring %d pairs (%s) from %s", len(pairs), FLAGS.score, FLAGS.model_dir)
   report = minimal_pairs.score_pairs(scorer, pairs, log=logging.info)
   scores = report.pop("scores")
+  cli.claim_output_dir(FLAGS.output_dir, FLAGS.overwrite)  # moved aside only now, if at all
   os.makedirs(FLAGS.output_dir, exist_ok=True)
   records.write_lines_atomic(os.path.join(FLAGS.output_dir, SCORES_TSV), [
       "paradigm\tpair_id\tgood_score\tbad_score\toutcome\tsentence_good\tsentence_bad"] + [

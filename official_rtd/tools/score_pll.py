@@ -32,6 +32,7 @@ flags.DEFINE_list("lm_weight_grid", None, "λ values --tune_lm_weight_on tries; 
 flags.DEFINE_string("output_file", None, "Where to write the TSV output.")
 flags.DEFINE_integer("max_seq_length", 128, "Pieces per sentence, [CLS]/[SEP] included.")
 flags.DEFINE_integer("batch_size", 16, "Sentences per batch.")
+cli.define_overwrite_flag("--output_file")
 flags.mark_flags_as_required(["model_dir", "output_file"])
 FLAGS = flags.FLAGS
 
@@ -51,6 +52,14 @@ def main(_):
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   if bool(FLAGS.input_file) == bool(FLAGS.nbest_file):
     raise ValueError("give exactly one of --input_file and --nbest_file")
+  if bool(FLAGS.tune_lm_weight_on) != bool(FLAGS.tune_references):
+    raise ValueError("--tune_lm_weight_on and --tune_references go together")
+  try:
+    grid = ([float(w) for w in FLAGS.lm_weight_grid] if FLAGS.lm_weight_grid
+            else scoring.LM_WEIGHT_GRID)
+  except ValueError:
+    raise ValueError(f"--lm_weight_grid must be numbers, got {FLAGS.lm_weight_grid}") from None
+  cli.claim_output_file(FLAGS.output_file, FLAGS.overwrite)
   model, tokenizer = run_dir.load_model(FLAGS.model_dir)
   if FLAGS.input_file:
     sentences = [line.strip() for _, line in textio.numbered_lines(FLAGS.input_file)
@@ -63,13 +72,6 @@ def main(_):
         f"{i + 1}\t{p:.4f}\t{n}\t{s}" for i, (p, n, s) in enumerate(zip(plls, lengths, sentences))])
     logging.info("scored %d sentences -> %s", len(sentences), FLAGS.output_file)
     return
-  if bool(FLAGS.tune_lm_weight_on) != bool(FLAGS.tune_references):
-    raise ValueError("--tune_lm_weight_on and --tune_references go together")
-  try:
-    grid = ([float(w) for w in FLAGS.lm_weight_grid] if FLAGS.lm_weight_grid
-            else scoring.LM_WEIGHT_GRID)
-  except ValueError:
-    raise ValueError(f"--lm_weight_grid must be numbers, got {FLAGS.lm_weight_grid}") from None
   nbest = scoring.read_nbest(FLAGS.nbest_file)
   lm_weight = FLAGS.lm_weight
   if FLAGS.tune_lm_weight_on:

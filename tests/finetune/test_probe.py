@@ -98,6 +98,14 @@ class RunProbesTest(tf.test.TestCase):
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     self.assertEqual(result.returncode, 1)
     self.assertIn("run_probes: error: give --pos_data_dir, --glue_data_dir or both", result.stderr)
+    result = subprocess.run(
+        ["run_probes", f"--init_checkpoint={path}", f"--pos_data_dir={POS_DIR}",
+         "--max_seq_length=64", f"--output_file={out}"], cwd=testutil.REPO, capture_output=True,
+        text=True, timeout=300, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn(f"--output_file={out} already exists: nothing was written", result.stderr)
+    with open(out) as f:
+      self.assertEqual(json.load(f), report)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,18 @@ class ScorePllTest(tf.test.TestCase):
                   "--lm_weight_grid=0.1,heavy", f"--output_file={out}"])
     self.assertEqual(result.returncode, 1)
     self.assertIn("score_pll: error: --lm_weight_grid must be numbers", result.stderr)
+    # The output exists now: refused before any scoring, replaced with --overwrite.
+    with open(out) as f:
+      before = f.read()
+    again = ["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+             f"--output_file={out}", "--lm_weight=0"]
+    result = run(again)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn(f"--output_file={out} already exists: nothing was written", result.stderr)
+    with open(out) as f:
+      self.assertEqual(f.read(), before)
+    result = run(again + ["--overwrite"])
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
 
   def test_tune_lm_weight_by_hand(self):
     nbest = {"a": [("x y", 0.0), ("x z", -1.0)], "b": [("p q", 0.0), ("p r", -0.5)]}
@@ -166,6 +178,21 @@ class ScorePllTest(tf.test.TestCase):
                   "--score=pll_word_l2r", f"--output_dir={out}"])
     self.assertEqual(result.returncode, 1)
     self.assertIn("has no masked LM", result.stderr)
+    # An occupied --output_dir is refused before scoring (its files unchanged); --overwrite
+    # moves it aside once the scores are ready.
+    done = os.path.join(self.tmp, "pairs_pll")
+    with open(os.path.join(done, "pairs_results.json")) as f:
+      before = f.read()
+    again = ["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={pair_dir}",
+             f"--output_dir={done}"]
+    result = run(again)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn(f"--output_dir={done} already holds files", result.stderr)
+    with open(os.path.join(done, "pairs_results.json")) as f:
+      self.assertEqual(f.read(), before)
+    result = run(again + ["--overwrite"])
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertLen([n for n in os.listdir(self.tmp) if n.startswith("pairs_pll.replaced-")], 1)
 
   def test_word_errors(self):
     self.assertEqual(scoring.word_errors("a b c", "a x c d"), (2, 4))
