@@ -20,6 +20,7 @@ from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import model as model_lib
 from official_rtd.cvt import training
 from official_rtd.data import records
+from official_rtd.finetune import fingerprint
 from official_rtd.finetune import tagging
 from official_rtd.finetune import tagging_data
 from official_rtd.finetune import trials as trials_lib
@@ -248,7 +249,8 @@ class CvtRunner:
     """Writes `vocab.json` (what reading `trial_<k>/model` back needs: words, characters, each
     task's tags, the model's sizes), then runs the trials and writes `eval_results.json`."""
     cfg = self.config
-    os.makedirs(cfg.model_dir, exist_ok=True)
+    # A re-run resumes only this same run; another run's directory is refused, nothing written.
+    fingerprint.check_or_record(cfg.model_dir, fingerprint.fingerprint(type(self).__name__, cfg))
     records.write_json_atomic(os.path.join(cfg.model_dir, VOCAB_NAME), {
         **self.vocab.to_json(), "tags": self.labels,
         "model": dataclasses.asdict(self.model_config)})

@@ -59,6 +59,13 @@ class RunCvtTest(tf.test.TestCase):
     self.assertEqual(sorted(saved["tags"]), ["chunk", "pos"])
     self.assertEqual(saved["model"]["word_dim"], 24)
     self.assertEqual(saved["words"]["<removed>"], 2)
+    # Another run into this directory is refused before anything is written.
+    before = {n: os.path.getmtime(os.path.join(model_dir, n)) for n in os.listdir(model_dir)}
+    with self.assertRaisesRegex(ValueError, r"holds another run \(--mode 'cvt' → 'supervised'"):
+      runner.CvtRunner(self.config(model_dir, tasks="chunk,pos", eval_every_steps=4,
+                                   mode="supervised"), lambda _: None).run()
+    self.assertEqual(before, {n: os.path.getmtime(os.path.join(model_dir, n))
+                              for n in os.listdir(model_dir)})
 
   def test_baselines_and_encoder_initialisation(self):
     tmp = tempfile.mkdtemp()
