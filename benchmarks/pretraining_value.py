@@ -16,6 +16,8 @@ Stages (each skipped when its output exists, so a killed run resumes):
   representations  how distinct each export's last-layer token vectors are (mean cosine of random
             token pairs, effective rank) on 128 SST-2 dev sentences: a collapsed encoder maps
             every token near one vector;
+  context   whether each export reads word order: attention entropy ÷ uniform per layer and the
+            order sensitivity (1 − cosine of a token's vector with its context shuffled);
   report    the table (median and [min, max] over seeds) in Markdown.
 `--parallel=2` runs two processes at a time, one core each (taskset).
 """
@@ -43,7 +45,8 @@ def parse_args(argv=None):
   parser.add_argument("--sst2_train_examples", type=int, default=8000)
   parser.add_argument("--max_eval_batches", type=int, default=40)
   parser.add_argument("--parallel", type=int, default=1)
-  parser.add_argument("--stages", default="data,pretrain,evaluate,representations,report")
+  parser.add_argument("--stages",
+                      default="data,pretrain,evaluate,representations,context,report")
   parser.add_argument("--output_file", default="", help="Also write the report here.")
   args = parser.parse_args(argv)
   if args.train_flops_budget <= 0 or args.parallel < 1 or args.sst2_train_examples < 1:
@@ -210,6 +213,41 @@ def stage_representations(args):
     log(f"{name}: {row}")
 
 
+def stage_context(args):
+  """Per run: does the encoder read word order? On 32 windows of 64 pieces of held-out wiki
+  text: each layer's attention entropy ÷ the uniform one's (1: attention averages the sequence,
+  a bag of words) and the order sensitivity (1 − cosine of a token's last-layer vector with its
+  context in order vs shuffled; 0: blind to order). `modeling/networks/attention_maps.py`."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.networks import attention_maps  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(SHARED, "wiki", "wiki_63.txt"), encoding="utf-8") as f:
+    text = " ".join(line.strip() for _, line in zip(range(400), f))
+  for name, _, _ in runs(args):
+    out = os.path.join(args.work_dir, "eval", name, "context.json")
+    export_dir = os.path.join(args.work_dir, name, "export")
+    if os.path.exists(out) or not os.path.isdir(export_dir):
+      continue
+    encoder = export.load_encoder(export_dir)
+    vocab = vocab_lib.load_vocab(os.path.join(export_dir, "vocab.txt"))
+    pieces = tokenizer_lib.WordPieceTokenizer(vocab).tokenize_to_lists([text])[0]
+    width = 64
+    rows = np.array([[vocab.cls_id, *pieces[i * (width - 2):(i + 1) * (width - 2)], vocab.sep_id]
+                     for i in range(32)], np.int32)
+    inputs = {"input_word_ids": rows, "input_mask": np.ones_like(rows),
+              "input_type_ids": np.zeros_like(rows)}
+    ratios = [float(attention_maps.entropy_ratio(m, inputs["input_mask"]).mean())
+              for m in attention_maps.attention_maps(encoder, inputs)]
+    row = {"attention_entropy_ratio": ratios,
+           "order_sensitivity": attention_maps.order_sensitivity(encoder, rows)}
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w", encoding="utf-8") as f:
+      json.dump(row, f)
+    log(f"{name}: {row}")
+
+
 def read_json(path):
   with open(path, encoding="utf-8") as f:
     return json.load(f)
@@ -246,6 +284,12 @@ def figures(args, name):
     rep = read_json(path)
     row["last-layer token cosine"] = rep["token_cosine"]
     row["last-layer effective rank"] = rep["effective_rank"]
+  path = os.path.join(out, "context.json")
+  if os.path.exists(path):
+    context = read_json(path)
+    row["attention entropy ÷ uniform (mean of layers)"] = statistics.mean(
+        context["attention_entropy_ratio"])
+    row["order sensitivity (1 − cosine)"] = context["order_sensitivity"]
   path = os.path.join(out, "sst2", "eval_results.json")
   if os.path.exists(path):
     summary = read_json(path)
@@ -258,7 +302,9 @@ def summarize(values):
   values = [v for v in values if v is not None]
   if not values:
     return "—"
-  fmt = (lambda v: f"{v:.3g}") if max(abs(v) for v in values) >= 1000 else (lambda v: f"{v:.4f}")
+  largest = max(abs(v) for v in values)
+  fmt = ((lambda v: f"{v:.3g}") if largest >= 1000 else
+         (lambda v: f"{v:.2e}") if 0 < largest < 0.01 else (lambda v: f"{v:.4f}"))
   if len(values) == 1:
     return fmt(values[0])
   return f"{fmt(statistics.median(values))} [{fmt(min(values))}, {fmt(max(values))}]"
@@ -270,6 +316,8 @@ def stage_report(args):
                        "BLiMP-13 pll", "BLiMP-13 discriminator", "probe pos", "probe pos (random init)",
                        "probe sst-2", "probe sst-2 (random init)", "SST-2 fine-tuned",
                        "last-layer token cosine", "last-layer effective rank",
+                       "attention entropy ÷ uniform (mean of layers)",
+                       "order sensitivity (1 − cosine)",
                        "BLiMP-13 pll pairs/s", "BLiMP-13 discriminator pairs/s")]
   columns = []
   for method in args.methods.split(","):
@@ -294,7 +342,8 @@ def main(argv=None):
   args = parse_args(argv)
   os.makedirs(args.work_dir, exist_ok=True)
   stages = {"data": stage_data, "pretrain": stage_pretrain, "evaluate": stage_evaluate,
-            "representations": stage_representations, "report": stage_report}
+            "representations": stage_representations, "context": stage_context,
+            "report": stage_report}
   for stage in args.stages.split(","):
     if stage not in stages:
       raise SystemExit(f"--stages: unknown stage {stage!r} (one of {', '.join(stages)})")
