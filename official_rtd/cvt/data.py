@@ -3,7 +3,7 @@ labeled sentences, and a stream of unlabeled sentences split on the fly from a c
 (one paragraph per line, blank lines between documents)."""
 import dataclasses
 import re
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -148,15 +148,17 @@ def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:
 
 
 def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
-                        buffer_size: int = 20000) -> Iterator[List[str]]:
+                        buffer_size: int = 20000, on_decode_error: str = "fail",
+                        warn: Callable[[str], None] = print) -> Iterator[List[str]]:
   """An endless, shuffled (through a `buffer_size` reservoir) stream of corpus sentences,
-  read lazily, file after file, again and again."""
+  read lazily, file after file, again and again; a line that is not UTF-8 fails naming its
+  `file:line`, or with `on_decode_error="skip"` is skipped with a warning."""
   files = corpus.expand_input_files(patterns)
   rng = np.random.default_rng(seed)
   buffer: List[List[str]] = []
   while True:
     produced = False
-    for chunk in corpus.read_chunks(files, 1 << 20):
+    for chunk in corpus.read_chunks(files, 1 << 20, on_decode_error, warn):
       for line in chunk.lines:
         for sentence in split_sentences(line, max_words):
           produced = True

@@ -47,6 +47,7 @@ class CvtRunConfig:
   train_steps: int = 20000
   batch_size: int = 64
   max_sentence_length: int = 100
+  on_decode_error: str = "fail"
   max_train_sentences: int = 0
   learning_rate: float = 0.5
   warmup_steps: int = 0
@@ -172,7 +173,9 @@ class CvtRunner:
 
   def _unlabeled_batches(self, seed: int):
     stream = data_lib.unlabeled_sentences(self.config.unlabeled_data.split(","),
-                                          self.config.max_sentence_length, seed)
+                                          self.config.max_sentence_length, seed,
+                                          on_decode_error=self.config.on_decode_error,
+                                          warn=self.log)
     while True:
       yield data_lib.make_batch([next(stream) for _ in range(self.config.batch_size)],
                                 self.vocab)

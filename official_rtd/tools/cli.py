@@ -1,6 +1,7 @@
 """Shared command-line plumbing: `--help` lists the tool's own flags, user errors become one
 `<tool>: error: ...` line and exit 1."""
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -24,8 +25,9 @@ def user_error_message(error: BaseException):
     return str(error)
   tf = sys.modules.get("tensorflow")
   if tf is not None and isinstance(error, tf.errors.OpError):
-    first = (error.message or "").strip().split("\n")[0]
-    return f"{type(error).__name__}: {first}"
+    first = re.sub(r"\{\{[^}]*\}\}\s*", "", (error.message or "").strip().split("\n")[0])
+    inner = re.match(r"\w*Error: (.*)", first)  # our error raised inside a tf.data function
+    return inner.group(1) if inner else f"{type(error).__name__}: {first}"
   return None
 
 

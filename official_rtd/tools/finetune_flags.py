@@ -43,7 +43,8 @@ ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "mixed_precision": ["float32", "bfloat16", "float16"],
          "tag_scheme": ["iob1", "iob2", "bioes"],
          "teacher_annealing": ["linear", "fixed"],
-         "mode": ["cvt", "supervised", "word_dropout"]}
+         "mode": ["cvt", "supervised", "word_dropout"],
+         "on_decode_error": ["fail", "skip"]}
 
 
 def define_flags(config_class, help_texts):

@@ -41,6 +41,8 @@ finetune_flags.define_flags(runner.CvtRunConfig, {
     "train_steps": "Labeled steps (each followed by an unlabeled step unless supervised).",
     "batch_size": "Sentences per minibatch.",
     "max_sentence_length": "Longest unlabeled sentence kept, in words.",
+    "on_decode_error": "A line of --unlabeled_data that is not UTF-8: fail (naming file:line) "
+                       "or skip (with a warning).",
     "max_train_sentences": "Use a random subset of each task's training sentences (0: all).",
     "learning_rate": "Base SGD learning rate: lr/(1 + 0.005*sqrt(t)).",
     "warmup_steps": "Linear warm-up of the learning rate (cvt_text used 5000; the paper none).",

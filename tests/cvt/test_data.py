@@ -64,6 +64,16 @@ class BatchesTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "matches no file"):
       next(data.unlabeled_sentences(["/nonexistent/*.txt"], 40, 0))
 
+  def test_undecodable_unlabeled_line_fails_or_is_skipped(self):
+    path = testutil.write_text(os.path.join(self.get_temp_dir(), "bad.txt"),
+                               b"Good words come first here.\n\nA bad \xff line.\n", "wb")
+    with self.assertRaisesRegex(ValueError, r"bad\.txt:3: invalid UTF-8 .*--on_decode_error=skip"):
+      next(data.unlabeled_sentences([path], 40, 0))
+    warnings = []
+    stream = data.unlabeled_sentences([path], 40, 0, on_decode_error="skip", warn=warnings.append)
+    self.assertEqual(next(stream), ["Good", "words", "come", "first", "here", "."])
+    self.assertTrue(any("bad.txt:3: skipping" in w for w in warnings), warnings)
+
 
 if __name__ == "__main__":
   tf.test.main()

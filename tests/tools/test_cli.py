@@ -161,7 +161,9 @@ class RunMainTest(tf.test.TestCase):
         ("raise ValueError('bad value')", "tool: error: bad value"),
         ("raise FileNotFoundError('no such file: x')", "tool: error: no such file: x"),
         ("raise tf.errors.DataLossError(None, None, 'truncated record at 12\\nmore detail')",
-         "tool: error: DataLossError: truncated record at 12")):
+         "tool: error: DataLossError: truncated record at 12"),
+        ("raise tf.errors.InvalidArgumentError(None, None, '{{function_node __wrapped__x}} "
+         "CorpusError: a.txt:3: invalid UTF-8')", "tool: error: a.txt:3: invalid UTF-8")):
       result = self._run(statement)
       self.assertEqual(result.returncode, 1, result.stderr)
       self.assertEqual(result.stderr.strip().splitlines()[-1], line)
