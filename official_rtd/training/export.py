@@ -68,6 +68,14 @@ def load_encoder(export_dir: str, restore: bool = True) -> TransformerEncoder:
   restores its weights."""
   encoder = build_encoder(read_export_config(export_dir))
   if restore:
-    tf.train.Checkpoint(encoder=encoder).read(
-        os.path.join(export_dir, WEIGHTS_PREFIX)).assert_existing_objects_matched()
+    status = None
+    try:
+      status = tf.train.Checkpoint(encoder=encoder).read(os.path.join(export_dir, WEIGHTS_PREFIX))
+      status.assert_existing_objects_matched()
+    except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
+      if status is not None:
+        status.expect_partial()
+      first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+      raise ExportError(f"{export_dir}: the weights do not fit {CONFIG_NAME} (a damaged or "
+                        f"hand-edited export?): {first[:300]}") from None
   return encoder

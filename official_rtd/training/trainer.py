@@ -253,7 +253,7 @@ class Trainer:
       try:
         status = self.checkpoint.restore(latest)
         status.assert_consumed()
-      except (AssertionError, ValueError, tf.errors.OpError) as e:
+      except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
         if status is not None:  # no per-value "could not be found" warnings after the error
           status.expect_partial()
         first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
