@@ -64,7 +64,14 @@ def pipeline_options(config: "pretraining_data.DataConfig") -> beam_options.Pipe
     args.append(f"--direct_num_workers={workers}")
     if workers > 1 and not any(a.startswith("--direct_running_mode") for a in args):
       args.append("--direct_running_mode=multi_processing")
-  return beam_options.PipelineOptions(args)
+  options = beam_options.PipelineOptions(args)
+  unknown = sorted(set(options.get_all_options(retain_unknown_options=True))
+                   - set(options.get_all_options()))
+  if unknown:  # Beam itself only logs "Discarding unparseable args" and runs on
+    raise pretraining_data.ConfigError(
+        f"--beam_pipeline_options: Beam has no option {', '.join('--' + u for u in unknown)} "
+        "(a typo, or a runner's options package that is not installed?)")
+  return options
 
 
 class _ProcessUnit(beam.DoFn):

@@ -272,6 +272,17 @@ def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = pri
   vocab = vocab_lib.load_vocab(config.vocab_file)
   vocab.check_casing(config.do_lower_case)
   plan = plan_input(config)
+  created = not os.path.exists(config.output_dir)
+  try:
+    return _create(config, vocab, plan, log)
+  except BaseException:
+    if created and os.path.isdir(config.output_dir) and not os.listdir(config.output_dir):
+      os.rmdir(config.output_dir)  # no empty directory left behind by a failed first run
+    raise
+
+
+def _create(config: DataConfig, vocab, plan: "InputPlan", log) -> dict:
+  """The pipeline of `create_pretraining_data` once its inputs are checked."""
   start = time.time()
   if config.runner == "local":
     num_workers = worker_pool.num_workers(config.num_workers)

@@ -103,6 +103,9 @@ class BeamPipelineTest(tf.test.TestCase):
     fails("--beam_pipeline_options needs a Beam --runner", beam_pipeline_options="--x=1")
     fails("give the runner with --runner", runner="DirectRunner",
           beam_pipeline_options="--runner=DataflowRunner")
+    # Beam only logs and drops an option it does not know; we refuse it, leaving nothing behind.
+    fails("--beam_pipeline_options: Beam has no option --direct_num_workrs", runner="DirectRunner",
+          beam_pipeline_options="--direct_num_workrs=2")
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "local")))
 
 

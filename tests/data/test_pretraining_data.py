@@ -154,6 +154,7 @@ class CreatePretrainingDataTest(tf.test.TestCase):
     fails("does not exist", corpus_lib.CorpusError, input_files=(os.path.join(self.tmp, "x.txt"),))
     empty = testutil.write_text(os.path.join(self.tmp, "empty.txt"), "\n\n   \n")
     fails("the corpus is empty", corpus_lib.CorpusError, input_files=(empty,))
+    self.assertFalse(os.path.exists(os.path.join(self.tmp, "out")))  # no empty directory left
     bad_vocab = testutil.write_text(os.path.join(self.tmp, "vocab.txt"), "a\nb\n")
     fails(r"lacks the special token\(s\) \[PAD\] \[UNK\] \[CLS\] \[SEP\] \[MASK\]",
           vocab_lib.VocabError, vocab_file=bad_vocab)
