@@ -128,6 +128,8 @@ class Trainer:
     self.optimizer_config = optimizer_config or optimization.OptimizerConfig()
     self.log = log
     self.is_chief = _is_chief(strategy)
+    resolver = getattr(strategy, "cluster_resolver", None)
+    self._multi_worker = bool(resolver is not None and resolver.task_type)
     self.input_config, self.vocab = self._check_inputs(input_path, vocab_file,
                                                        encoder_config or EncoderConfig())
     tf_keras.utils.set_random_seed(self.train_config.seed)
@@ -292,10 +294,24 @@ class Trainer:
     writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
               if self.is_chief else tf.summary.create_noop_writer())
     train_steps = self._train_steps()
+    eval_every = eval_every_steps if evaluator is not None and eval_every_steps > 0 else 0
+    try:
+      last = self._train_loop(train_steps, writer, evaluator, eval_every)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (tools/cli.py): keep the steps done
+      self._save_on_interrupt()
+      raise
+    if self.is_chief:
+      export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
+                                         max_seq_length=cfg.max_seq_length,
+                                         do_lower_case=self.do_lower_case)
+      self.log(f"exported the discriminator encoder to {export_dir}")
+    return last
+
+  def _train_loop(self, train_steps, writer, evaluator, eval_every: int) -> Dict[str, float]:
+    cfg = self.train_config
     step, last = self.step, {}
     start_step, start_time = step, time.time()
     interval_start, interval_steps = time.time(), 0
-    eval_every = eval_every_steps if evaluator is not None and eval_every_steps > 0 else 0
     while step < cfg.num_train_steps:
       n = min(cfg.log_every_steps - step % cfg.log_every_steps,
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
@@ -312,12 +328,22 @@ class Trainer:
       if evaluator is not None and self.is_chief and (
           (eval_every and step % eval_every == 0) or step == cfg.num_train_steps):
         self.evaluate(evaluator, step)
-    if self.is_chief:
-      export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
-                                         max_seq_length=cfg.max_seq_length,
-                                         do_lower_case=self.do_lower_case)
-      self.log(f"exported the discriminator encoder to {export_dir}")
     return last
+
+  def _save_on_interrupt(self):
+    """Writes a checkpoint of the last finished step (unless one exists, or a weight is not
+    finite), so an interrupted or preempted run loses no step; one process only (under
+    MultiWorkerMirrored every worker must take part in a save)."""
+    step = self.step
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    if step == 0 or (latest and latest.endswith(f"-{step}")) or self._multi_worker:
+      return
+    if not all(bool(tf.reduce_all(tf.math.is_finite(v))) for v in self.model.trainable_variables):
+      self.log(f"interrupted at step {step}: not saved (non-finite weights); the last checkpoint "
+               f"is {latest}")
+      return
+    self._save(step)
+    self.log(f"interrupted at step {step}: saved that step; re-run the same command to resume")
 
   def evaluate(self, evaluator, step: int) -> dict:
     """Runs `evaluator` on the current weights; logs, writes `eval/` summaries and a JSON row."""

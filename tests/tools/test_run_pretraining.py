@@ -75,6 +75,33 @@ class RunPretrainingCliTest(RecordsTestCase):
                      r"examples/s=[\d.]+ tokens/s=\d+ train_flops=\S+ ETA \d+:\d\d:\d\d")
     self.assertTrue(re.search(r"fine-tunable export in .*export", result.stderr))
 
+  def test_sigterm_saves_the_step_in_flight_and_resumes_there(self):
+    model_dir = os.path.join(self.tmp, "preempted")
+    args = [f"--input_records={self.records}", f"--model_dir={model_dir}",
+            "--gin_param=TrainConfig.train_batch_size = 8",
+            "--gin_param=TrainConfig.save_checkpoints_steps = 1000",
+            "--gin_param=TrainConfig.log_every_steps = 1",
+            "--gin_param=EncoderConfig.num_layers = 1"]
+    process = subprocess.Popen(BASE + args + ["--gin_param=TrainConfig.num_train_steps = 1000"],
+                               cwd=testutil.REPO, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+      if re.search(r"step 3/1000 ", line):
+        break
+    process.send_signal(signal.SIGTERM)  # what a preemption or a scheduler sends first
+    rest = process.stderr.read()
+    process.wait(timeout=300)
+    self.assertEqual(process.returncode, 143, rest[-3000:])
+    latest = tf.train.latest_checkpoint(model_dir)
+    self.assertIsNotNone(latest, rest[-3000:])  # no periodic save happened before step 1000
+    saved_step = int(latest.rsplit("-", 1)[1])
+    self.assertGreaterEqual(saved_step, 3)
+    self.assertIn(f"interrupted at step {saved_step}: saved that step", rest)
+    self.assertIn("run_pretraining: terminated (SIGTERM)", rest)
+    self.assertFalse(os.path.exists(os.path.join(model_dir, "export")))
+    result = self._run(*args, f"--gin_param=TrainConfig.num_train_steps = {saved_step + 2}")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn(f"restored {latest} (step {saved_step})", result.stderr)
+    self.assertRegex(result.stderr, rf"step {saved_step + 2}/{saved_step + 2} total_loss=")
 
   def test_a_rerun_with_other_settings_changes_nothing(self):
     model_dir = os.path.join(self.tmp, "settled")
