@@ -8,6 +8,7 @@ be checkpointed), so a killed run restarts with the same step, optimizer state a
 The skip re-reads (but does not decode) those records: seconds per million examples.
 """
 import dataclasses
+import math
 import os
 import shutil
 import time
@@ -92,6 +93,10 @@ def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=No
 
 class TrainingSetupError(ValueError):
   """Inputs and configuration that do not fit together; raised before training starts."""
+
+
+class NonFiniteError(ValueError):
+  """A loss or weight that went NaN or infinite during training."""
 
 
 def _is_chief(strategy) -> bool:
@@ -317,8 +322,13 @@ class Trainer:
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
               cfg.num_train_steps - step,
               *([eval_every - step % eval_every] if eval_every else []))
-      train_steps(self.iterator, tf.constant(n))
+      try:
+        train_steps(self.iterator, tf.constant(n))
+      except tf.errors.InvalidArgumentError:  # e.g. a token sampled from NaN logits
+        self._check_finite(step + n)
+        raise
       step, interval_steps = step + n, interval_steps + n
+      self._check_finite(step)
       if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
         last = self._log(writer, step, interval_steps, time.time() - interval_start,
                          (time.time() - start_time) / max(step - start_step, 1))
@@ -329,6 +339,25 @@ class Trainer:
           (eval_every and step % eval_every == 0) or step == cfg.num_train_steps):
         self.evaluate(evaluator, step)
     return last
+
+  def _check_finite(self, step: int):
+    """Stops the run, before any checkpoint or export is written, when a loss of the steps up
+    to `step` or a weight is not finite, naming it, the learning rate and the last checkpoint."""
+    losses = {name: float(metric.result()) for name, metric in self.metrics.items()
+              if name.endswith("loss")}
+    bad = [name for name, value in losses.items() if not math.isfinite(value)]
+    if not bad and all(bool(tf.reduce_all(tf.math.is_finite(v)))
+                       for v in self.model.trainable_variables):
+      return
+    rate = self.optimizer.learning_rate
+    rate = float(rate(self.optimizer.iterations - 1)) if callable(rate) else float(rate)
+    what = f"{bad[0]} = {losses[bad[0]]}" if bad else "a weight"
+    raise NonFiniteError(
+        f"{what} is not finite by step {step} (learning rate {rate:.3g}, OptimizerConfig."
+        f"learning_rate = {self.optimizer_config.learning_rate:g}): the run stopped before "
+        f"writing a checkpoint of it; the last checkpoint is "
+        f"{tf.train.latest_checkpoint(self.model_dir) or 'none'}. Lower the learning rate, or "
+        "lengthen the warmup, and re-run")
 
   def _save_on_interrupt(self):
     """Writes a checkpoint of the last finished step (unless one exists, or a weight is not

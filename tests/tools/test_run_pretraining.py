@@ -5,6 +5,7 @@ import signal
 import subprocess
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
 from tests import testutil
@@ -102,6 +103,34 @@ class RunPretrainingCliTest(RecordsTestCase):
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertIn(f"restored {latest} (step {saved_step})", result.stderr)
     self.assertRegex(result.stderr, rf"step {saved_step + 2}/{saved_step + 2} total_loss=")
+
+  def test_a_diverging_run_stops_before_saving_non_finite_weights(self):
+    for task in ("mlm", "electra"):
+      model_dir = os.path.join(self.tmp, f"diverging_{task}")
+      result = subprocess.run(
+          ["run_pretraining", "--gin_file=gin/models/tiny.gin", f"--gin_file=gin/tasks/{task}.gin",
+           f"--input_records={self.records}", f"--model_dir={model_dir}",
+           "--gin_param=TrainConfig.train_batch_size = 8",
+           "--gin_param=TrainConfig.num_train_steps = 30",
+           "--gin_param=TrainConfig.save_checkpoints_steps = 2",
+           "--gin_param=TrainConfig.log_every_steps = 2",
+           "--gin_param=OptimizerConfig.warmup_steps = 0",
+           "--gin_param=OptimizerConfig.learning_rate = 1e6"],
+          cwd=testutil.REPO, capture_output=True, text=True, timeout=600,
+          stdin=subprocess.DEVNULL)
+      self.assertEqual(result.returncode, 1, result.stderr[-3000:])
+      errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining: error:")]
+      self.assertLen(errors, 1, result.stderr[-3000:])
+      self.assertRegex(errors[0], r"is not finite by step \d+ \(learning rate .*"
+                       r"OptimizerConfig.learning_rate = 1e\+06\): the run stopped before")
+      self.assertFalse(os.path.exists(os.path.join(model_dir, "export")), task)
+      latest = tf.train.latest_checkpoint(model_dir)
+      if latest:  # only checkpoints of finite steps were written
+        reader = tf.train.load_checkpoint(latest)
+        for name in reader.get_variable_to_shape_map():
+          value = reader.get_tensor(name)
+          if hasattr(value, "dtype") and value.dtype.kind == "f":
+            self.assertTrue(np.all(np.isfinite(value)), (task, latest, name))
 
   def test_a_rerun_with_other_settings_changes_nothing(self):
     model_dir = os.path.join(self.tmp, "settled")
