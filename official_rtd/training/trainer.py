@@ -169,6 +169,10 @@ class Trainer:
                                         self.metrics, self.train_config.jit_compile)
     self._train_fn = None
     self.iterator = None  # set by restore()
+    clip = self.optimizer_config.clip_norm
+    self.log(f"gradients clipped to global norm {clip:g} by the trainer after the cross-replica "
+             "sum (the optimizer's own gradient_clip_norm is 0, unused)" if clip > 0 else
+             "no gradient clipping (OptimizerConfig.clip_norm = 0)")
 
   # --- set-up checks -----------------------------------------------------------------------------
   def _check_inputs(self, input_path, vocab_file, encoder_config):
