@@ -14,10 +14,10 @@ from typing import Dict, List
 from official_rtd.data import records
 
 FILE = "run_fingerprint.json"
-# Settings a re-run may change: more trials extend a run; logging, checkpoint intervals and the
-# evaluation batch do not change any result.
+# Settings a re-run may change: more trials extend a run; logging, checkpoint intervals, the
+# evaluation batch and permission for unseen dev tags do not change any result.
 RESUMABLE = frozenset({"model_dir", "num_trials", "log_every_steps", "save_checkpoints_steps",
-                       "eval_batch_size"})
+                       "eval_batch_size", "allow_unseen_dev_tags"})
 
 
 class RunMismatchError(ValueError):

@@ -81,7 +81,8 @@ class RunTaggingTest(tf.test.TestCase):
     # A re-run with more trials reuses the finished one; other settings are another run.
     with self.assertRaisesRegex(ValueError, r"holds another run \(--max_train_examples 640 → 32"):
       tagging.TaggingRunner(self._config("pos", model_dir, num_trials=2, max_train_examples=32,
-                                         num_train_epochs=2, learning_rate=1e-3), print).run()
+                                         num_train_epochs=2, learning_rate=1e-3,
+                                         allow_unseen_dev_tags=True), print).run()
     logs = []
     again = tagging.TaggingRunner(
         self._config("pos", model_dir, num_trials=2, max_train_examples=640, num_train_epochs=2,
