@@ -208,6 +208,11 @@ class HuggingFaceImportTest(tf.test.TestCase):
         r"2 problem\(s\): .*electra.embeddings.LayerNorm.bias has shape \[3\], expected "
         r"\[32\]; .*missing electra.encoder.layer.1.output.dense.weight"):
       huggingface.import_huggingface(os.path.join(out, "discriminator"))
+    with open(path, "r+b") as f:  # a download cut short
+      f.truncate(os.path.getsize(path) // 2)
+    with self.assertRaisesRegex(huggingface.HuggingFaceImportError,
+                                rf"{path} is not a readable safetensors file \(truncated"):
+      huggingface.import_huggingface(os.path.join(out, "discriminator"))
     os.remove(path)
     with self.assertRaisesRegex(huggingface.HuggingFaceImportError,
                                 "no model.safetensors or tf_model.h5 .*found: config.json"):
