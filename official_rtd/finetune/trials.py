@@ -45,7 +45,7 @@ def build_optimizer(model, encoder, learning_rate: float, layerwise_lr_decay: fl
   `model` must be built (its variables exist)."""
   multipliers = layerwise_decay.learning_rate_multipliers(model, encoder, layerwise_lr_decay,
                                                           convention)
-  schedule = optimization.WarmupLinearDecay(
+  schedule = optimization.WarmupDecay(
       learning_rate, int(warmup_proportion * num_steps), num_steps)
   return precision.wrap_optimizer(layerwise_decay.LayerwiseAdamWeightDecay(
       multipliers, learning_rate=schedule, weight_decay_rate=weight_decay_rate,

@@ -1,6 +1,7 @@
 """Pre-training optimizers from Model Garden (AdamW or LAMB) with ELECTRA's learning-rate
 schedule: linear warmup, then linear decay to `end_learning_rate` at the last step."""
 import dataclasses
+import math
 
 import gin
 import tensorflow as tf
@@ -29,9 +30,21 @@ class OptimizerConfig:
   beta_2: float = 0.999
   epsilon: float = 1e-6
   clip_norm: float = 1.0
+  # After the warmup: "linear" (BERT/ELECTRA), "polynomial" ((1 − progress)^decay_power; NVIDIA's
+  # BERT/ELECTRA recipes use 0.5) or "cosine" (half a cosine from learning_rate to the end).
+  decay: str = "linear"
+  decay_power: float = 1.0
 
   def __post_init__(self):
     ranges.check_ranges(self, OPTIMIZER_CONFIG_RANGES, "OptimizerConfig.{name} = {value}")
+    if self.decay not in DECAYS:
+      raise ValueError(f"OptimizerConfig.decay = {self.decay!r} must be one of {DECAYS}")
+    if self.decay_power != 1.0 and self.decay != "polynomial":
+      raise ValueError(f"OptimizerConfig.decay_power = {self.decay_power} needs "
+                       f"OptimizerConfig.decay = 'polynomial' (it is {self.decay!r})")
+
+
+DECAYS = ("linear", "polynomial", "cosine")
 
 
 # Valid values of OptimizerConfig's numbers (`ranges.Range`); clip_norm 0 turns clipping off.
@@ -39,30 +52,44 @@ OPTIMIZER_CONFIG_RANGES = {
     "learning_rate": (0, None, False), "warmup_steps": (0, None, True),
     "end_learning_rate": (0, None, True), "weight_decay_rate": (0, None, True),
     "beta_1": (0, 1, True), "beta_2": (0, 1, True), "epsilon": (0, None, False),
-    "clip_norm": (0, None, True)}
+    "clip_norm": (0, None, True), "decay_power": (0, None, False)}
 
 
-class WarmupLinearDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
-  """BERT/ELECTRA's schedule: `peak · step / warmup` while `step < warmup`, else
-  `(peak − end) · (1 − step / total) + end` (linear decay over the *whole* run, as in the original
-  code; Model Garden's `LinearWarmup` instead warms up to the already-decayed value)."""
+class WarmupDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
+  """BERT/ELECTRA's schedule and its variants: `peak · step / warmup` while `step < warmup`,
+  else, with p = step / total (the decay runs over the *whole* run, as in the original code; Model
+  Garden's `LinearWarmup` instead warms up to the already-decayed value):
+    linear      (peak − end) · (1 − p) + end
+    polynomial  (peak − end) · (1 − p)^power + end
+    cosine      end + (peak − end) · (1 + cos(π p)) / 2
+  """
 
-  def __init__(self, peak: float, warmup_steps: int, total_steps: int, end: float = 0.0):
+  def __init__(self, peak: float, warmup_steps: int, total_steps: int, end: float = 0.0,
+               decay: str = "linear", power: float = 1.0):
     super().__init__()
+    if decay not in DECAYS:
+      raise ValueError(f"decay must be one of {DECAYS}, got {decay!r}")
     self.peak, self.warmup_steps, self.total_steps, self.end = peak, warmup_steps, total_steps, end
+    self.decay, self.power = decay, power
 
   def __call__(self, step):
     step = tf.cast(step, tf.float32)
     progress = tf.minimum(step, float(self.total_steps)) / float(max(self.total_steps, 1))
-    decayed = (self.peak - self.end) * (1.0 - progress) + self.end
+    if self.decay == "cosine":
+      fraction = 0.5 * (1.0 + tf.cos(math.pi * progress))
+    elif self.decay == "polynomial":
+      fraction = tf.pow(1.0 - progress, self.power)
+    else:
+      fraction = 1.0 - progress
+    decayed = (self.peak - self.end) * fraction + self.end
     if self.warmup_steps <= 0:
       return decayed
     warmup = self.peak * step / float(self.warmup_steps)
     return tf.where(step < self.warmup_steps, warmup, decayed)
 
   def get_config(self):
-    return {"peak": self.peak, "warmup_steps": self.warmup_steps,
-            "total_steps": self.total_steps, "end": self.end}
+    return {"peak": self.peak, "warmup_steps": self.warmup_steps, "total_steps": self.total_steps,
+            "end": self.end, "decay": self.decay, "power": self.power}
 
 
 def schedule_warning(config: OptimizerConfig, num_train_steps: int):
@@ -91,6 +118,6 @@ def build_optimizer(config: OptimizerConfig, num_train_steps: int):
       "optimizer": {"type": config.optimizer, config.optimizer: params},
       # Required by the factory; the schedule passed to build_optimizer is what is used.
       "learning_rate": {"type": "constant", "constant": {"learning_rate": config.learning_rate}}})
-  schedule = WarmupLinearDecay(config.learning_rate, config.warmup_steps, num_train_steps,
-                               config.end_learning_rate)
+  schedule = WarmupDecay(config.learning_rate, config.warmup_steps, num_train_steps,
+                         config.end_learning_rate, config.decay, config.decay_power)
   return optimization.OptimizerFactory(opt_config).build_optimizer(schedule)

@@ -1,5 +1,6 @@
 """The trainer on real text: losses fall, resume is exact, exports load, bad set-ups fail early."""
 import functools
+import math
 import os
 import shutil
 import tempfile
@@ -197,9 +198,27 @@ class FlopsBudgetTest(RecordsTestCase):
 class LearningRateTest(tf.test.TestCase):
 
   def test_warmup_then_linear_decay(self):
-    schedule = optimization.WarmupLinearDecay(peak=1e-3, warmup_steps=10, total_steps=100)
+    schedule = optimization.WarmupDecay(peak=1e-3, warmup_steps=10, total_steps=100)
     values = [float(schedule(step)) for step in (0, 5, 10, 55, 100, 200)]
     self.assertAllClose(values, [0.0, 5e-4, 9e-4, 4.5e-4, 0.0, 0.0])
+
+  def test_cosine_and_polynomial_decays_by_hand(self):
+    # After a 10-step warmup to 1e-3, p = step / 100, end 1e-4.
+    cosine = optimization.WarmupDecay(1e-3, 10, 100, end=1e-4, decay="cosine")
+    polynomial = optimization.WarmupDecay(1e-3, 10, 100, end=1e-4, decay="polynomial", power=0.5)
+    for step, p in ((10, 0.1), (50, 0.5), (75, 0.75), (100, 1.0), (150, 1.0)):
+      self.assertAllClose(float(cosine(step)), 1e-4 + 9e-4 * (1 + math.cos(math.pi * p)) / 2)
+      self.assertAllClose(float(polynomial(step)), 1e-4 + 9e-4 * (1 - p) ** 0.5)
+    self.assertAllClose(float(cosine(5)), 5e-4)  # the warmup is the same for every decay
+    self.assertAllClose(float(cosine(50)), 5.5e-4)  # half way: the mean of peak and end
+    with self.assertRaisesRegex(ValueError, "OptimizerConfig.decay = 'step' must be one of"):
+      optimization.OptimizerConfig(decay="step")
+    with self.assertRaisesRegex(ValueError, "decay_power = 0.5 needs OptimizerConfig.decay = "
+                                "'polynomial'"):
+      optimization.OptimizerConfig(decay_power=0.5)
+    optimizer = optimization.build_optimizer(
+        optimization.OptimizerConfig(learning_rate=1e-3, warmup_steps=0, decay="cosine"), 100)
+    self.assertAllClose(float(optimizer.learning_rate(50)), 5e-4)
 
   def test_warns_when_the_warmup_outlasts_the_run(self):
     config = optimization.OptimizerConfig(learning_rate=1e-3, warmup_steps=100)
