@@ -46,6 +46,9 @@ class TrainConfig:
   max_predictions_per_seq: int = 20
   save_checkpoints_steps: int = 1000
   keep_checkpoint_max: int = 5
+  # > 0: also keep the checkpoint of every multiple of this step for good, in <model_dir>/milestones
+  # (hard links, no copy), for evaluating a long run's curve later.
+  keep_checkpoint_every_steps: int = 0
   log_every_steps: int = 100
   shuffle_buffer_size: int = 10000
   seed: int = 0
@@ -68,6 +71,7 @@ TRAIN_CONFIG_RANGES = {
     "train_batch_size": (1, None, True), "num_train_steps": (1, None, True),
     "max_seq_length": (3, None, True), "max_predictions_per_seq": (1, None, True),
     "save_checkpoints_steps": (1, None, True), "keep_checkpoint_max": (1, None, True),
+    "keep_checkpoint_every_steps": (0, None, True),
     "log_every_steps": (1, None, True), "shuffle_buffer_size": (1, None, True),
     "train_flops_budget": (0, None, True)}
 
@@ -89,6 +93,24 @@ def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=No
   run's resources it declares (`methods.registry`): the vocab, and the training records' token
   counts (a callable, so only methods that need them pay for the counting pass)."""
   return registry.build(method, encoder_config, vocab=vocab, token_counts=token_counts)
+
+
+MILESTONES = "milestones"
+
+
+def keep_milestone(path: str, directory: str) -> str:
+  """Hard-links (or copies, across file systems) the files of checkpoint `path` into
+  `directory`, where the checkpoint manager's retention never deletes them; returns the new
+  prefix."""
+  os.makedirs(directory, exist_ok=True)
+  for name in tf.io.gfile.glob(path + ".*"):
+    target = os.path.join(directory, os.path.basename(name))
+    if not os.path.exists(target):
+      try:
+        os.link(name, target)
+      except OSError:
+        shutil.copyfile(name, target)
+  return os.path.join(directory, os.path.basename(path))
 
 
 class TrainingSetupError(ValueError):
@@ -398,6 +420,12 @@ class Trainer:
     """`--mode=eval`: evaluates the latest checkpoint (or every one kept) of `model_dir`."""
     state = tf.train.get_checkpoint_state(self.model_dir)
     paths = list(state.all_model_checkpoint_paths) if state else []
+    if all_checkpoints:  # the milestones too, in step order, each once
+      kept = {os.path.basename(p) for p in paths}
+      milestones = [p[:-len(".index")] for p in tf.io.gfile.glob(
+          os.path.join(self.model_dir, MILESTONES, "ckpt-*.index"))]
+      paths += [p for p in milestones if os.path.basename(p) not in kept]
+      paths.sort(key=lambda p: int(p.rsplit("-", 1)[1]))
     if not paths:
       raise TrainingSetupError(f"no checkpoint to evaluate in {self.model_dir}")
     rows = []
@@ -410,8 +438,11 @@ class Trainer:
     path = self.manager.save(checkpoint_number=step)
     if not self.is_chief:
       shutil.rmtree(self.manager.directory, ignore_errors=True)
-    else:
-      self.log(f"saved checkpoint {path}")
+      return
+    self.log(f"saved checkpoint {path}")
+    every = self.train_config.keep_checkpoint_every_steps
+    if every and step % every == 0:
+      self.log(f"kept milestone {keep_milestone(path, os.path.join(self.model_dir, MILESTONES))}")
 
   def _log(self, writer, step, steps, seconds, seconds_per_step) -> Dict[str, float]:
     cfg = self.train_config

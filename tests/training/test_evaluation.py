@@ -96,6 +96,16 @@ class EvaluatorTest(RecordsTestCase):
     eval_rows = trainer.evaluate_checkpoints(evaluator, all_checkpoints=True)
     self.assertEqual([r["step"] for r in eval_rows], [10, 20])
     self.assertAllClose(eval_rows[1]["mlm_loss"], rows[1]["mlm_loss"])
+    # A milestone the manager no longer lists is evaluated too, in step order, each step once.
+    trainer_lib.keep_milestone(os.path.join(model_dir, "ckpt-10"),
+                               os.path.join(model_dir, trainer_lib.MILESTONES))
+    trainer_lib.keep_milestone(os.path.join(model_dir, "ckpt-20"),
+                               os.path.join(model_dir, trainer_lib.MILESTONES))
+    tf.compat.v1.train.update_checkpoint_state(model_dir, os.path.join(model_dir, "ckpt-20"),
+                                               [os.path.join(model_dir, "ckpt-20")])
+    eval_rows = trainer.evaluate_checkpoints(evaluator, all_checkpoints=True)
+    self.assertEqual([r["step"] for r in eval_rows], [10, 20])
+    self.assertAllClose(eval_rows[0]["mlm_loss"], rows[0]["mlm_loss"])
     self.assertTrue(tf.io.gfile.glob(os.path.join(model_dir, "eval", "events.out.*")))
 
   def test_each_loss_is_averaged_over_its_own_count(self):

@@ -118,6 +118,20 @@ class TrainerTest(RecordsTestCase):
       self.assertAllEqual(a, b)
     self.assertTrue(os.path.isfile(os.path.join(model_dir, "export", "vocab.txt")))
 
+  def test_retention_keeps_the_last_checkpoints_and_every_milestone(self):
+    model_dir = os.path.join(self.tmp, "retention")
+    trainer = self._trainer(model_dir, steps=6, save_checkpoints_steps=1, log_every_steps=1,
+                            keep_checkpoint_max=2, keep_checkpoint_every_steps=3)
+    trainer.train()
+    steps = lambda d: sorted(int(n.split("-")[1].split(".")[0])
+                             for n in os.listdir(d) if n.startswith("ckpt-") and n.endswith(".index"))
+    self.assertEqual(steps(model_dir), [5, 6])  # the manager's last two
+    self.assertEqual(steps(os.path.join(model_dir, trainer_lib.MILESTONES)), [3, 6])
+    milestone = os.path.join(model_dir, trainer_lib.MILESTONES, "ckpt-3")
+    reader = tf.train.load_checkpoint(milestone)  # complete: its data file survived the deletion
+    self.assertIn("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE", reader.get_variable_to_shape_map())
+    self.assertEqual(int(reader.get_tensor("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE")), 3)
+
   def test_resume_restores_step_optimizer_state_and_data_position(self):
     model_dir = os.path.join(self.tmp, "resume")
     first = self._trainer(model_dir, steps=20)
