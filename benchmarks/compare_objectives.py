@@ -41,10 +41,10 @@ FLAGS = flags.FLAGS
 def pretrain(objective, records_dir, work_dir):
   """Trains (or resumes) one objective; returns (export dir, steps, train FLOPs)."""
   import gin  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   gin.clear_config()
   model_dir = os.path.join(work_dir, "runs", objective)
-  trainer, _ = train_lib.run_pretraining(
+  trainer, _ = runs.run_pretraining(
       [FLAGS.model_gin, f"gin/tasks/{objective}.gin"],
       [f"TrainConfig.train_flops_budget = {FLAGS.train_flops_budget}",
        "TrainConfig.save_checkpoints_steps = 100"], records_dir, model_dir, log=logging.info)

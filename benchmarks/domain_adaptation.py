@@ -39,18 +39,18 @@ def build_source():
   if tf.train.latest_checkpoint(FLAGS.source_model_dir):
     return
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   out = os.path.dirname(FLAGS.source_model_dir.rstrip("/"))
   records_dir = pretraining_data.vocab_and_records(out, [heldout.SAMPLE], 8000, logging.info)
-  train_lib.run_pretraining(GIN, [f"TrainConfig.num_train_steps = {FLAGS.source_steps}"],
+  runs.run_pretraining(GIN, [f"TrainConfig.num_train_steps = {FLAGS.source_steps}"],
                             records_dir, FLAGS.source_model_dir, log=logging.info)
 
 
 def evaluate(model_dir, records_dir, eval_records, params):
   import gin  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   gin.clear_config()
-  _, rows = train_lib.run_pretraining(GIN, params, records_dir, model_dir, mode="eval",
+  _, rows = runs.run_pretraining(GIN, params, records_dir, model_dir, mode="eval",
                                       eval_input=eval_records, log=logging.info)
   return rows[-1]
 
@@ -58,7 +58,7 @@ def evaluate(model_dir, records_dir, eval_records, params):
 def run(name, seed, records_dir, eval_records, init_checkpoint=""):
   """Trains (or reuses) one run and returns its held-out row."""
   import gin  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(FLAGS.work_dir, "runs", f"{name}_seed{seed}")
   done = os.path.join(model_dir, "domain_eval.json")
   if os.path.exists(done):
@@ -69,7 +69,7 @@ def run(name, seed, records_dir, eval_records, init_checkpoint=""):
   if init_checkpoint:
     params.append(f"TrainConfig.init_checkpoint = {init_checkpoint!r}")
   gin.clear_config()
-  train_lib.run_pretraining(GIN, params, records_dir, model_dir, log=logging.info)
+  runs.run_pretraining(GIN, params, records_dir, model_dir, log=logging.info)
   row = evaluate(model_dir, records_dir, eval_records, params)
   with open(done, "w", encoding="utf-8") as f:
     json.dump(row, f)

@@ -37,7 +37,7 @@ FLAGS = flags.FLAGS
 def pretrain_and_eval(mode, seed, records_dir, heldout_records, work_dir):
   """Trains (or reuses) one run and evaluates its last checkpoint; returns the eval row."""
   import gin  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(work_dir, "runs", f"{mode}_seed{seed}")
   done = os.path.join(model_dir, "heldout_eval.json")
   if os.path.exists(done):
@@ -48,9 +48,9 @@ def pretrain_and_eval(mode, seed, records_dir, heldout_records, work_dir):
             f"TrainConfig.seed = {seed}", "TrainConfig.save_checkpoints_steps = 500"]
   gin_files = ["gin/models/tiny.gin", "gin/tasks/electra.gin"]
   gin.clear_config()
-  train_lib.run_pretraining(gin_files, params, records_dir, model_dir, log=logging.info)
+  runs.run_pretraining(gin_files, params, records_dir, model_dir, log=logging.info)
   gin.clear_config()
-  _, rows = train_lib.run_pretraining(gin_files, params, records_dir, model_dir, mode="eval",
+  _, rows = runs.run_pretraining(gin_files, params, records_dir, model_dir, mode="eval",
                                       eval_input=heldout_records, log=logging.info)
   row = dict(rows[-1], **table_similarities(model_dir))
   with open(done, "w", encoding="utf-8") as f:
@@ -67,8 +67,8 @@ def mean_pairwise_cosine(table: np.ndarray) -> float:
 
 
 def table_similarities(model_dir):
-  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
-  model, _ = run_dir.load_model(model_dir)
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
+  model, _ = runs.load_model(model_dir)
   generator = model.generator.get_embedding_table().numpy()
   discriminator = model.exported_encoder.for_export().get_embedding_table().numpy()
   unit = lambda t: t / np.linalg.norm(t, axis=1, keepdims=True)

@@ -103,12 +103,11 @@ def train_ours(seed, sharing, records_dir, eval_sets, out):
   then every checkpoint evaluated."""
   import gin  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(out, "model")
   gin.clear_config()
   start = time.time()
-  trainer, _ = train_lib.run_pretraining(
+  trainer, _ = runs.run_pretraining(
       GIN, PARAMS + [f"TrainConfig.train_flops_budget = {FLAGS.train_flops_budget}",
                      f"TrainConfig.seed = {seed}",
                      f"TrainConfig.save_checkpoints_steps = {FLAGS.eval_every}",
@@ -117,7 +116,7 @@ def train_ours(seed, sharing, records_dir, eval_sets, out):
       records_dir, model_dir, log=logging.info)
   seconds = time.time() - start
   steps = trainer.train_config.num_train_steps
-  model, _ = run_dir.load_model(model_dir)
+  model, _ = runs.load_model(model_dir)
   curve = []
   for path in tf.train.get_checkpoint_state(model_dir).all_model_checkpoint_paths:
     tf.train.Checkpoint(model=model).restore(path).expect_partial()

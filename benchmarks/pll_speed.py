@@ -19,7 +19,7 @@ from official_rtd.methods import electra
 from official_rtd.methods import electra_tt
 from official_rtd.methods import electric
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.training import run_dir
+from official_rtd import runs
 from official_rtd.training import scoring
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,7 +58,7 @@ def main(_):
     seconds = time.time() - start
     print(f"{name}: {len(texts) / seconds:.1f} sentences/s")
   if FLAGS.model_dir:
-    model, run_tokenizer = run_dir.load_model(FLAGS.model_dir)
+    model, run_tokenizer = runs.load_model(FLAGS.model_dir)
     rng = np.random.default_rng(0)
     shuffled = [" ".join(rng.permutation(t.split())) for t in texts]
     real, _ = scoring.score_sentences(model, run_tokenizer, texts)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_rtd import gin_config
+from official_rtd import runs
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
@@ -30,7 +30,7 @@ class GinFilesTest(tf.test.TestCase):
       if task.endswith("electra_two_stage.gin"):
         continue  # needs a stage-1 run: tests/modeling/test_training_algorithms.py
       gin.clear_config()
-      gin_config.parse_gin(["gin/models/tiny.gin", task],
+      runs.parse_gin(["gin/models/tiny.gin", task],
                                 ["EncoderConfig.num_layers = 2", "EncoderConfig.hidden_size = 32",
                                  "EncoderConfig.intermediate_size = 64"])
       for mixed_precision in ("float32", "bfloat16"):
@@ -59,7 +59,7 @@ class GinFilesTest(tf.test.TestCase):
   def test_every_model_file_parses(self):
     for model_file in MODELS:
       gin.clear_config()
-      gin_config.parse_gin([model_file, "gin/tasks/electra.gin"], [])
+      runs.parse_gin([model_file, "gin/tasks/electra.gin"], [])
       self.assertGreater(trainer_lib.TrainConfig().train_batch_size, 0, model_file)
 
 
@@ -148,7 +148,7 @@ class PaperTablesTest(tf.test.TestCase):
   def test_gin_files_match_the_papers(self):
     for model_file, task_file, source, values in PAPER_TABLES:
       gin.clear_config()
-      gin_config.parse_gin([f"gin/models/{model_file}", f"gin/tasks/{task_file}"], [])
+      runs.parse_gin([f"gin/models/{model_file}", f"gin/tasks/{task_file}"], [])
       for name, expected in values.items():
         self.assertEqual(self.resolved(name), expected,
                          f"{model_file} + {task_file}: {name} differs from {source}")
@@ -156,7 +156,7 @@ class PaperTablesTest(tf.test.TestCase):
   def test_predictions_per_sequence_follow_electra(self):
     for model_file in MODELS:
       gin.clear_config()
-      gin_config.parse_gin([model_file, "gin/tasks/electra.gin"], [])
+      runs.parse_gin([model_file, "gin/tasks/electra.gin"], [])
       config = trainer_lib.TrainConfig()
       mask_prob = query("dynamic_masking.mask_prob")
       if not model_file.endswith(("tiny.gin", "one_machine.gin")):  # ours: 10 of 64, 20 of 128

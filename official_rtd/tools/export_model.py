@@ -30,10 +30,10 @@ FLAGS = flags.FLAGS
 def main(_):
   from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import saved_model  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   if not FLAGS.overwrite:  # refuse an occupied --output_dir before loading anything
     cli.claim_output_dir(FLAGS.output_dir, False)
-  model, tokenizer = run_dir.load_model(FLAGS.model_dir)
+  model, tokenizer = runs.load_model(FLAGS.model_dir)
   if FLAGS.overwrite:  # move it aside only once the model has loaded
     cli.claim_output_dir(FLAGS.output_dir, True)
   max_len = min(FLAGS.max_seq_length, model.exported_encoder.config.max_position_embeddings)

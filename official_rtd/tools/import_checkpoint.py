@@ -75,8 +75,8 @@ def main(_):
     import gin  # pylint: disable=g-import-not-at-top
     from official_rtd.interop import model_garden  # pylint: disable=g-import-not-at-top
     from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
-    from official_rtd import gin_config  # pylint: disable=g-import-not-at-top
-    gin_config.parse_gin(FLAGS.gin_file, [])
+    from official_rtd import runs  # pylint: disable=g-import-not-at-top
+    runs.parse_gin(FLAGS.gin_file, [])
     try:
       config = EncoderConfig(vocab_size=vocab.size)
     finally:

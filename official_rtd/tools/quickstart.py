@@ -25,11 +25,11 @@ FLAGS = flags.FLAGS
 
 def main(_):
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(FLAGS.output_dir, "model")
   records_dir = pretraining_data.vocab_and_records(FLAGS.output_dir, sorted(glob.glob(SAMPLE)),
                                                    FLAGS.vocab_size, logging.info)
-  train_lib.run_pretraining(["gin/models/tiny.gin", "gin/tasks/electra.gin"],
+  runs.run_pretraining(["gin/models/tiny.gin", "gin/tasks/electra.gin"],
                             [f"TrainConfig.num_train_steps = {FLAGS.num_train_steps}"],
                             records_dir, model_dir, log=logging.info)
   _summarize(model_dir)

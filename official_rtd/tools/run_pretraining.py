@@ -9,14 +9,14 @@ another run's weights, or from an import_checkpoint output (released ELECTRA wei
 --init_checkpoint=DIR: the generator, discriminator and heads are restored, the optimizer, step and
 learning-rate schedule start fresh.
 """
-from official_rtd import gin_config
+from official_rtd import runs
 from official_rtd.tools import cli
 
 from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
 flags.DEFINE_multi_string("gin_file", None, "Gin files, applied in order (model, task, ...). "
-                          f"Relative paths are also looked up in {gin_config.REPO_GIN_DIR}.")
+                          f"Relative paths are also looked up in {runs.REPO_GIN_DIR}.")
 flags.DEFINE_multi_string("gin_param", None, "Gin bindings applied after the files.")
 flags.DEFINE_string("input_records", None, "Records directories (comma list / globs) written by "
                     "create_pretraining_data.")
@@ -62,8 +62,8 @@ def main(_):
   if FLAGS.init_checkpoint_allow_missing is not None:
     gin_params.append("TrainConfig.init_checkpoint_allow_missing = "
                       f"{tuple(FLAGS.init_checkpoint_allow_missing)!r}")
-  from official_rtd.training import train_lib  # pylint: disable=g-import-not-at-top
-  train_lib.run_pretraining(FLAGS.gin_file, gin_params, FLAGS.input_records, FLAGS.model_dir,
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
+  runs.run_pretraining(FLAGS.gin_file, gin_params, FLAGS.input_records, FLAGS.model_dir,
                             FLAGS.distribution_strategy, FLAGS.tpu, FLAGS.vocab_file,
                             FLAGS.num_cpu_devices, FLAGS.mode, FLAGS.eval_input,
                             FLAGS.all_checkpoints, log=logging.info)

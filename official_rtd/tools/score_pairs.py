@@ -38,12 +38,12 @@ def main(_):
   import os  # pylint: disable=g-import-not-at-top
   from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.training import minimal_pairs  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   pairs = minimal_pairs.read_pairs(FLAGS.pairs)
   if not FLAGS.overwrite:  # refuse an occupied --output_dir before the slow scoring
     cli.claim_output_dir(FLAGS.output_dir, False)
-  model, tokenizer = run_dir.load_model(FLAGS.model_dir)
+  model, tokenizer = runs.load_model(FLAGS.model_dir)
   scorer = scoring.SentenceScorer(model, tokenizer, FLAGS.score, FLAGS.max_seq_length,
                                         FLAGS.batch_size)
   logging.info("scoring %d pairs (%s) from %s", len(pairs), FLAGS.score, FLAGS.model_dir)

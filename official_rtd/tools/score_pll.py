@@ -48,7 +48,7 @@ def _score_nbest(model, tokenizer, nbest):
 
 def main(_):
   from official_rtd.data import records  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   if bool(FLAGS.input_file) == bool(FLAGS.nbest_file):
     raise ValueError("give exactly one of --input_file and --nbest_file")
@@ -60,7 +60,7 @@ def main(_):
   except ValueError:
     raise ValueError(f"--lm_weight_grid must be numbers, got {FLAGS.lm_weight_grid}") from None
   cli.claim_output_file(FLAGS.output_file, FLAGS.overwrite)
-  model, tokenizer = run_dir.load_model(FLAGS.model_dir)
+  model, tokenizer = runs.load_model(FLAGS.model_dir)
   if FLAGS.input_file:
     sentences = [line.strip() for _, line in textio.numbered_lines(FLAGS.input_file)
                  if line.strip()]

@@ -1,5 +1,5 @@
-"""A `run_pretraining` model directory: what it records besides checkpoints, and rebuilding its
-model from them.
+"""A `run_pretraining` model directory: what it records besides checkpoints (`runs.load_model`
+rebuilds its model from them).
 
   operative_config.gin   the gin configuration the run was built with
   run_flags.json         the command line, the vocab's SHA-256 and casing
@@ -12,14 +12,10 @@ import re
 import shutil
 from typing import Dict, List
 
-import gin
 import tensorflow as tf
 
 from official_rtd import textio
 from official_rtd.data import records
-from official_rtd.data import tokenizer as tokenizer_lib
-from official_rtd.data import vocab as vocab_lib
-from official_rtd.modeling.encoder_config import EncoderConfig
 
 OPERATIVE_CONFIG = "operative_config.gin"
 RUN_FLAGS = "run_flags.json"
@@ -85,39 +81,6 @@ def check_same_run(model_dir: str, config_str: str) -> None:
         + "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
         + f"): its checkpoints and config were left as they are. Resume it with its own settings "
         f"(--gin_file={path}; more steps are allowed), or give a new --model_dir")
-
-
-def load_model(model_dir: str):
-  """Rebuilds the pre-training model of a run directory from its operative gin config and
-  restores the latest checkpoint. Returns (model, tokenizer)."""
-  config_path = os.path.join(model_dir, OPERATIVE_CONFIG)
-  if not os.path.isfile(config_path):
-    if os.path.isfile(os.path.join(model_dir, "encoder_config.json")):
-      raise RunDirError(f"{model_dir} is an export (the encoder alone, without the heads that "
-                        f"score text): give the run directory it was exported from "
-                        f"({os.path.dirname(os.path.abspath(model_dir))} if it is <model_dir>/export)")
-    raise RunDirError(f"{model_dir} is not a run_pretraining directory: no {OPERATIVE_CONFIG}")
-  latest = tf.train.latest_checkpoint(model_dir)
-  if not latest:
-    raise RunDirError(f"no checkpoint in {model_dir}")
-  from official_rtd import configurables  # pylint: disable=g-import-not-at-top,unused-import
-  from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-  flags = textio.load_json(os.path.join(model_dir, RUN_FLAGS))
-  vocab = vocab_lib.load_vocab(os.path.join(model_dir, VOCAB))
-  gin.clear_config()
-  try:  # the run's bindings are used to build the model, then dropped again
-    gin.parse_config_file(config_path)
-    model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
-    train_config = trainer_lib.TrainConfig()
-  except (ValueError, KeyError) as e:
-    raise RunDirError(f"{config_path} does not build a model: {' '.join(str(e).split())}"
-                      ) from None
-  finally:
-    gin.clear_config()
-  model(records.dummy_inputs(2, train_config.max_predictions_per_seq),
-        training=False)  # creates the variables (any length does)
-  tf.train.Checkpoint(model=model).restore(latest).expect_partial()
-  return model, tokenizer_lib.WordPieceTokenizer(vocab, flags.get("do_lower_case", True))
 
 
 def append_result(model_dir: str, row: dict) -> None:

@@ -5,7 +5,7 @@ PLL(x) = Σ_t log p(x_t | x∖t) over the word pieces of x, as each method defin
 generator) exactly, with one forward pass per position, batched. `SentenceScorer` computes these
 and PLL-word-l2r and the discriminator's score (`score_pairs`). Re-ranking an n-best list uses
 score = first-pass score + λ·PLL (dissertation §5.4.5). Runs are rebuilt by
-`training.run_dir.load_model`.
+`runs.load_model`.
 """
 import collections
 from typing import Callable, Dict, List, Optional, Sequence, Tuple

@@ -7,7 +7,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from official_rtd import gin_config
+from official_rtd import runs
 from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
@@ -66,7 +66,7 @@ class AleModelTest(tf.test.TestCase):
   def test_gin_files(self):
     gin.clear_config()
     try:
-      gin_config.parse_gin(["gin/models/ale_small.gin", "gin/tasks/ale.gin"], [])
+      runs.parse_gin(["gin/models/ale_small.gin", "gin/tasks/ale.gin"], [])
       self.assertTrue(EncoderConfig().share_layers)
       self.assertEqual(EncoderConfig().embedding_size, 128)
       optimizer = optimization.OptimizerConfig()

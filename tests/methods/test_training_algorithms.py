@@ -6,7 +6,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from official_rtd import gin_config
+from official_rtd import runs
 from official_rtd.methods import electra
 from official_rtd.methods import electra_adversarial
 from official_rtd.methods import mlm
@@ -119,7 +119,7 @@ class TwoStageTest(tf.test.TestCase):
                                  encoder_config=TINY, model_fn=mlm.build_mlm_pretrainer,
                                  log=lambda _: None)
     stage1.train()
-    gin_config.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra_two_stage.gin"],
+    runs.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra_two_stage.gin"],
                               [f"STAGE1_MODEL_DIR = '{os.path.join(tmp, 'stage1')}'"])
     stage2 = trainer_lib.Trainer(os.path.join(tmp, "stage2"), records,
                                  tf.distribute.get_strategy(), train_config=config,

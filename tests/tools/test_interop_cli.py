@@ -6,8 +6,8 @@ import tempfile
 
 import tensorflow as tf
 
+from official_rtd import runs
 from official_rtd.training import export
-from official_rtd.training import run_dir
 from tests import testutil
 from tests.interop import test_electra_tf1
 from tests.training.test_trainer import make_records
@@ -80,7 +80,7 @@ class ImportCheckpointCliTest(tf.test.TestCase):
 
     # Next to the export: the whole model (generator included) as a run directory ...
     tensors = test_electra_tf1.tf1_tensors()
-    model, _ = run_dir.load_model(os.path.join(tmp, "out"))
+    model, _ = runs.load_model(os.path.join(tmp, "out"))
     self.assertAllClose(model.masked_lm.bias, tensors["generator_predictions/output_bias"])
     self.assertAllClose(model.discriminator.get_embedding_table(),
                         tensors["electra/embeddings/word_embeddings"])
@@ -142,7 +142,7 @@ class ImportCheckpointCliTest(tf.test.TestCase):
     result = run("import_checkpoint", "--source=huggingface", f"--checkpoint={tmp}/hf/discriminator",
                  f"--generator={tmp}/hf/generator", f"--output_dir={tmp}/out")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
-    back, _ = run_dir.load_model(f"{tmp}/out")
+    back, _ = runs.load_model(f"{tmp}/out")
     for part in ("discriminator", "generator", "masked_lm", "rtd_head"):
       for v, w in zip(getattr(model, part).weights, getattr(back, part).weights):
         self.assertAllEqual(v, w, msg=v.name)

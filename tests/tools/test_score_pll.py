@@ -7,7 +7,7 @@ import tempfile
 
 import tensorflow as tf
 
-from official_rtd.training import run_dir
+from official_rtd import runs
 from official_rtd.training import scoring
 from tests import testutil
 from tests.training.test_trainer import make_records
@@ -43,7 +43,7 @@ class ScorePllTest(tf.test.TestCase):
     with open(out) as f:
       rows = [line.rstrip("\n").split("\t") for line in f]
     self.assertEqual([r[3] for r in rows], sentences)
-    model, tokenizer = run_dir.load_model(self.model_dir)
+    model, tokenizer = runs.load_model(self.model_dir)
     plls, lengths = scoring.score_sentences(model, tokenizer, sentences)
     self.assertAllClose([float(r[1]) for r in rows], plls, atol=1e-3)
     self.assertEqual([int(r[2]) for r in rows], lengths)
@@ -78,7 +78,7 @@ class ScorePllTest(tf.test.TestCase):
                   "--lm_weight_grid=0,0.5,1,2", f"--references={refs}", f"--output_file={out}"])
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     # The same choice by hand: the PLLs, then the grid's WERs.
-    model, tokenizer = run_dir.load_model(self.model_dir)
+    model, tokenizer = runs.load_model(self.model_dir)
     hyps = [("d1", 0), ("d1", 1), ("d2", 0), ("d2", 1)]
     dev = scoring.read_nbest(nbest)
     plls, _ = scoring.score_sentences(model, tokenizer, [dev[k][i][0] for k, i in hyps])
@@ -143,7 +143,7 @@ class ScorePllTest(tf.test.TestCase):
     testutil.write_text(os.path.join(pair_dir, "blimp.jsonl"), "".join(
         json.dumps({"sentence_good": g, "sentence_bad": b, "UID": u, "linguistics_term": t,
                     "pairID": str(i)}) + "\n" for i, (g, b, u, t) in enumerate(pairs)))
-    model, tokenizer = run_dir.load_model(self.model_dir)
+    model, tokenizer = runs.load_model(self.model_dir)
     for score in ("pll", "discriminator"):
       out = os.path.join(self.tmp, f"pairs_{score}")
       result = run(["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={pair_dir}",

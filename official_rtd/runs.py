@@ -1,0 +1,117 @@
+"""The composition root of pre-training runs: what builds a run from gin files, bindings and
+flags (every configurable registered first), runs it as `run_pretraining` does, and rebuilds a
+run directory's model. The layers below (`methods/`, `training/`, `finetune/`) never import it.
+"""
+import os
+from typing import Sequence
+
+import gin
+import tensorflow as tf
+
+from official_rtd import configurables  # pylint: disable=unused-import; registers the configurables
+from official_rtd import textio
+from official_rtd.data import records
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import probe
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.training import evaluation
+from official_rtd.training import run_dir
+from official_rtd.training import strategies
+from official_rtd.training import trainer as trainer_lib
+
+REPO_GIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gin")
+
+
+def resolve_gin_file(path: str) -> str:
+  """`path` if it exists, else the same name in the repository's `gin/` directory."""
+  if os.path.exists(path):
+    return path
+  candidate = os.path.join(REPO_GIN_DIR, path.removeprefix("gin/"))
+  if os.path.exists(candidate):
+    return candidate
+  raise FileNotFoundError(f"gin file {path} not found (also looked in {REPO_GIN_DIR})")
+
+
+def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = ()):
+  """Registers our configurables and parses the files, then the bindings; errors become one
+  clear line (a ValueError)."""
+  files = [resolve_gin_file(f) for f in gin_files]
+  gin.add_config_file_search_path(REPO_GIN_DIR)  # for `include 'tasks/electra.gin'`
+  try:
+    gin.parse_config_files_and_bindings(files, list(gin_params or []), finalize_config=False)
+  except (ValueError, KeyError, SyntaxError, OSError) as e:
+    message = " ".join(str(e).split())
+    raise ValueError(f"bad gin configuration: {message}") from None
+
+
+def run_pretraining(gin_files, gin_params, input_records, model_dir,
+                    distribution_strategy="one_device", tpu="", vocab_file=None,
+                    num_cpu_devices=1, mode="train", eval_input=None, all_checkpoints=False,
+                    log=print):
+  """Parses gin, builds the strategy and trainer, then trains and/or evaluates (`mode`: train,
+  eval, train_and_eval); returns the trainer and the last metrics (or evaluation rows). Arguments
+  are `run_pretraining`'s flags; `log` takes one line."""
+  if mode != "train" and not eval_input:
+    raise ValueError(f"--mode={mode} needs --eval_input (held-out records)")
+  strategies.split_cpu(num_cpu_devices)
+  parse_gin(gin_files, gin_params)
+  strategy = strategies.get_strategy(distribution_strategy, tpu)
+  log(f"strategy {type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)")
+  trainer = trainer_lib.Trainer(model_dir, input_records, strategy,
+                                train_config=trainer_lib.TrainConfig(), vocab_file=vocab_file,
+                                log=log)
+  evaluator = None
+  if mode != "train":
+    eval_config = evaluation.EvalConfig()
+    evaluator = evaluation.Evaluator(
+        trainer, eval_input, eval_config,
+        probe=probe.from_eval_config(eval_config, trainer.vocab, trainer.do_lower_case))
+  if mode == "eval":
+    return trainer, trainer.evaluate_checkpoints(evaluator, all_checkpoints)
+  if trainer.is_chief:
+    # Nothing is written before the directory is known to hold this run (or none) and its
+    # checkpoint restores into this model.
+    run_dir.check_same_run(model_dir, gin.config_str())
+  trainer.restore()
+  if trainer.is_chief:
+    run_dir.write_run_config(model_dir, gin.config_str(), {
+        "gin_file": list(gin_files), "gin_param": list(gin_params or []),
+        "input_records": input_records, "distribution_strategy": distribution_strategy},
+        trainer.vocab, trainer.do_lower_case)
+  metrics = trainer.train(evaluator, evaluator.config.eval_every_steps if evaluator else 0)
+  log(f"done: checkpoints in {model_dir}, TensorBoard logs in {os.path.join(model_dir, 'train')} "
+      f"(tensorboard --logdir {model_dir}), fine-tunable export in "
+      f"{os.path.join(model_dir, 'export')}")
+  return trainer, metrics
+
+
+def load_model(model_dir: str):
+  """Rebuilds the pre-training model of a run directory from its operative gin config and
+  restores the latest checkpoint. Returns (model, tokenizer)."""
+  config_path = os.path.join(model_dir, run_dir.OPERATIVE_CONFIG)
+  if not os.path.isfile(config_path):
+    if os.path.isfile(os.path.join(model_dir, "encoder_config.json")):
+      raise run_dir.RunDirError(f"{model_dir} is an export (the encoder alone, without the heads that "
+                        f"score text): give the run directory it was exported from "
+                        f"({os.path.dirname(os.path.abspath(model_dir))} if it is <model_dir>/export)")
+    raise run_dir.RunDirError(f"{model_dir} is not a run_pretraining directory: no {run_dir.OPERATIVE_CONFIG}")
+  latest = tf.train.latest_checkpoint(model_dir)
+  if not latest:
+    raise run_dir.RunDirError(f"no checkpoint in {model_dir}")
+  flags = textio.load_json(os.path.join(model_dir, run_dir.RUN_FLAGS))
+  vocab = vocab_lib.load_vocab(os.path.join(model_dir, run_dir.VOCAB))
+  gin.clear_config()
+  try:  # the run's bindings are used to build the model, then dropped again
+    gin.parse_config_file(config_path)
+    model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+    train_config = trainer_lib.TrainConfig()
+  except (ValueError, KeyError) as e:
+    raise run_dir.RunDirError(f"{config_path} does not build a model: {' '.join(str(e).split())}"
+                      ) from None
+  finally:
+    gin.clear_config()
+  model(records.dummy_inputs(2, train_config.max_predictions_per_seq),
+        training=False)  # creates the variables (any length does)
+  tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+  return model, tokenizer_lib.WordPieceTokenizer(vocab, flags.get("do_lower_case", True))
