@@ -41,7 +41,6 @@ import tensorflow as tf
 
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import paths
-from official_rtd.data import pretraining_data
 from official_rtd.data import records
 from official_rtd.data import worker_pool
 
@@ -50,13 +49,14 @@ _COUNTS_NAME = "counts.json"
 _COPY_BLOCK = 16 << 20
 
 
-def pipeline_options(config: "pretraining_data.DataConfig") -> beam_options.PipelineOptions:
+class BeamOptionsError(ValueError):
+  """`--beam_pipeline_options` that Beam does not know."""
+
+
+def pipeline_options(config) -> beam_options.PipelineOptions:
   """`--beam_pipeline_options` plus `--runner`; the DirectRunner defaults to one process per
   worker (`--num_workers`, 0: one per core) unless the options say otherwise."""
-  args = shlex.split(config.beam_pipeline_options)
-  if any(a.startswith("--runner") for a in args):
-    raise pretraining_data.ConfigError("give the runner with --runner, not in "
-                                       "--beam_pipeline_options")
+  args = shlex.split(config.beam_pipeline_options)  # DataConfig.validate refused a --runner there
   args.append(f"--runner={config.runner}")
   if config.runner == "DirectRunner" and not any(a.startswith("--direct_num_workers")
                                                  for a in args):
@@ -68,17 +68,18 @@ def pipeline_options(config: "pretraining_data.DataConfig") -> beam_options.Pipe
   unknown = sorted(set(options.get_all_options(retain_unknown_options=True))
                    - set(options.get_all_options()))
   if unknown:  # Beam itself only logs "Discarding unparseable args" and runs on
-    raise pretraining_data.ConfigError(
+    raise BeamOptionsError(
         f"--beam_pipeline_options: Beam has no option {', '.join('--' + u for u in unknown)} "
         "(a typo, or a runner's options package that is not installed?)")
   return options
 
 
 class _ProcessUnit(beam.DoFn):
-  """(unit index, unit) → its records in a staging file; yields (shard, (index, file))."""
+  """(unit index, unit) → its records in a staging file; yields (shard, (index, file)).
+  `processor_class` (`pretraining_data.ChunkProcessor`) turns a unit's text into records."""
 
-  def __init__(self, config, staging: str):
-    self._config, self._staging = config, staging
+  def __init__(self, config, staging: str, processor_class):
+    self._config, self._staging, self._processor_class = config, staging, processor_class
     self._processor = None
     self._units = beam.metrics.Metrics.counter("create_pretraining_data", "chunks")
     self._records = beam.metrics.Metrics.counter("create_pretraining_data", "records")
@@ -91,7 +92,7 @@ class _ProcessUnit(beam.DoFn):
       tf.config.threading.set_inter_op_parallelism_threads(1)
     except RuntimeError:
       pass
-    self._processor = pretraining_data.ChunkProcessor(self._config)
+    self._processor = self._processor_class(self._config)
 
   def process(self, indexed_unit):
     index, unit = indexed_unit
@@ -160,9 +161,11 @@ class StagedOutput:
     records.remove_staging_dir(self.staging)
 
 
-def run(config, units: list, log: Callable[[str], None] = print
+def run(config, units: list, processor_class, log: Callable[[str], None] = print
         ) -> Tuple[collections.Counter, StagedOutput]:
-  """Runs the pipeline over `units`; returns the summed counts and the staged (uncommitted) shards.
+  """Runs the pipeline over `units` (`config`: a `pretraining_data.DataConfig`; `processor_class`
+  its `ChunkProcessor`, passed in so this module does not import the one that calls it); returns
+  the summed counts and the staged (uncommitted) shards.
 
   Raises:
     corpus_lib.CorpusError: a worker found undecodable text (the staging directory is removed).
@@ -179,7 +182,7 @@ def run(config, units: list, log: Callable[[str], None] = print
     processed = (pipeline
                  | "Units" >> beam.Create(list(enumerate(units)))
                  | "Spread" >> beam.Reshuffle()
-                 | "Process" >> beam.ParDo(_ProcessUnit(config, staging)).with_outputs(
+                 | "Process" >> beam.ParDo(_ProcessUnit(config, staging, processor_class)).with_outputs(
                      "counts", main="parts"))
     _ = (processed.parts
          | "ByShard" >> beam.GroupByKey()

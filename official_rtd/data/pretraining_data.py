@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import hashlib
 import os
+import re
 import random
 import time
 from typing import Callable, List, Optional
@@ -72,6 +73,8 @@ class DataConfig:
          "give exactly one of --input_files and --input_tfds"),
         (self.runner != "local" or not self.beam_pipeline_options,
          "--beam_pipeline_options needs a Beam --runner (e.g. DirectRunner)"),
+        (not re.search(r"(^|\s)--runner\b", self.beam_pipeline_options),
+         "give the runner with --runner, not in --beam_pipeline_options"),
         (self.max_seq_length >= MIN_SEQ_LENGTH,
          f"--max_seq_length={self.max_seq_length} is too small: an example needs at least "
          f"{MIN_SEQ_LENGTH} positions ([CLS] a [SEP] b [SEP])"),
@@ -293,7 +296,7 @@ def _create(config: DataConfig, vocab, plan: "InputPlan", log) -> dict:
     from official_rtd.data import beam_pipeline  # pylint: disable=g-import-not-at-top
     log(f"create_pretraining_data: {plan.description} in {len(plan.units)} chunk(s) on Beam's "
         f"{config.runner}, dupe_factor {config.dupe_factor}")
-    totals, writer = beam_pipeline.run(config, plan.units, log)
+    totals, writer = beam_pipeline.run(config, plan.units, ChunkProcessor, log)
   try:
     if totals["examples"] == 0:
       raise corpus_lib.CorpusError(

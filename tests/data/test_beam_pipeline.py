@@ -5,6 +5,7 @@ import tempfile
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from official_rtd.data import beam_pipeline
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import pretraining_data
 from official_rtd.data import records
@@ -104,8 +105,9 @@ class BeamPipelineTest(tf.test.TestCase):
     fails("give the runner with --runner", runner="DirectRunner",
           beam_pipeline_options="--runner=DataflowRunner")
     # Beam only logs and drops an option it does not know; we refuse it, leaving nothing behind.
-    fails("--beam_pipeline_options: Beam has no option --direct_num_workrs", runner="DirectRunner",
-          beam_pipeline_options="--direct_num_workrs=2")
+    with self.assertRaisesRegex(beam_pipeline.BeamOptionsError,
+                                "--beam_pipeline_options: Beam has no option --direct_num_workrs"):
+      self._run(runner="DirectRunner", beam_pipeline_options="--direct_num_workrs=2")
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "local")))
 
 
