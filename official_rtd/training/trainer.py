@@ -96,6 +96,9 @@ def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=No
 
 
 MILESTONES = "milestones"
+# Steps run in one call of the compiled loop last about this long at most (after the first call),
+# so Ctrl-C or SIGTERM, handled between calls, is answered within about this many seconds.
+MAX_CHUNK_SECONDS = 10.0
 
 
 def keep_milestone(path: str, directory: str) -> str:
@@ -343,16 +346,25 @@ class Trainer:
     step, last = self.step, {}
     start_step, start_time = step, time.time()
     interval_start, interval_steps = time.time(), 0
+    seconds_per_step = None
     while step < cfg.num_train_steps:
       n = min(cfg.log_every_steps - step % cfg.log_every_steps,
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
               cfg.num_train_steps - step,
               *([eval_every - step % eval_every] if eval_every else []))
+      # A signal is handled between calls: keep each call short (the first, which traces the
+      # loop, runs one step and measures it).
+      if seconds_per_step is None:
+        n = 1
+      else:
+        n = max(1, min(n, int(MAX_CHUNK_SECONDS / seconds_per_step)))
+      chunk_start = time.time()
       try:
         train_steps(self.iterator, tf.constant(n))
       except tf.errors.InvalidArgumentError:  # e.g. a token sampled from NaN logits
         self._check_finite(step + n)
         raise
+      seconds_per_step = (time.time() - chunk_start) / n
       step, interval_steps = step + n, interval_steps + n
       self._check_finite(step)
       if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
