@@ -172,26 +172,39 @@ def stage_evaluate(args):
   run_jobs(jobs, args.parallel)
 
 
+def pending_exports(args, filename):
+  """(run name, output path, encoder, tokenizer) of every run whose export exists and whose
+  `eval/<run>/<filename>` does not yet; `write_row` writes that file."""
+  from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  for name, _, _ in runs(args):
+    out = os.path.join(args.work_dir, "eval", name, filename)
+    export_dir = os.path.join(args.work_dir, name, "export")
+    if os.path.exists(out) or not os.path.isdir(export_dir):
+      continue
+    vocab = vocab_lib.load_vocab(os.path.join(export_dir, "vocab.txt"))
+    yield name, out, export.load_encoder(export_dir), tokenizer_lib.WordPieceTokenizer(vocab)
+
+
+def write_row(name, out, row):
+  os.makedirs(os.path.dirname(out), exist_ok=True)
+  with open(out, "w", encoding="utf-8") as f:
+    json.dump(row, f)
+  log(f"{name}: {row}")
+
+
 def stage_representations(args):
   """Per run: how distinct the export's last-layer token vectors are on 128 SST-2 dev sentences
   (mean cosine of random token pairs; effective rank = exp(entropy of the centred outputs'
   normalised squared singular values)). A collapsed encoder maps every token near one vector."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import glue_data  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
   task = glue_data.get_task("sst-2")
   sentences = [e.text_a for e in glue_data.read_tsv(
       os.path.join(SHARED, "glue", "SST-2", "dev.tsv"), task, "dev")[:128]]
-  for name, _, _ in runs(args):
-    out = os.path.join(args.work_dir, "eval", name, "representations.json")
-    export_dir = os.path.join(args.work_dir, name, "export")
-    if os.path.exists(out) or not os.path.isdir(export_dir):
-      continue
-    encoder = export.load_encoder(export_dir)
-    vocab = vocab_lib.load_vocab(os.path.join(export_dir, "vocab.txt"))
-    tokenizer = tokenizer_lib.WordPieceTokenizer(vocab)
+  for name, out, encoder, tokenizer in pending_exports(args, "representations.json"):
+    vocab = tokenizer.vocab
     vectors = []
     for pieces in tokenizer.tokenize_to_lists(sentences):
       ids = np.array([[vocab.cls_id, *pieces[:62], vocab.sep_id]], np.int32)
@@ -207,10 +220,7 @@ def stage_representations(args):
     row = {"token_cosine": float(np.mean(np.sum(unit[i] * unit[j], 1))),
            "effective_rank": float(np.exp(-np.sum(p * np.log(p + 1e-12)))),
            "hidden_size": int(x.shape[1]), "tokens": int(len(x))}
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out, "w", encoding="utf-8") as f:
-      json.dump(row, f)
-    log(f"{name}: {row}")
+    write_row(name, out, row)
 
 
 def stage_context(args):
@@ -219,20 +229,12 @@ def stage_context(args):
   a bag of words) and the order sensitivity (1 − cosine of a token's last-layer vector with its
   context in order vs shuffled; 0: blind to order). `modeling/networks/attention_maps.py`."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling.networks import attention_maps  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
   with open(os.path.join(SHARED, "wiki", "wiki_63.txt"), encoding="utf-8") as f:
     text = " ".join(line.strip() for _, line in zip(range(400), f))
-  for name, _, _ in runs(args):
-    out = os.path.join(args.work_dir, "eval", name, "context.json")
-    export_dir = os.path.join(args.work_dir, name, "export")
-    if os.path.exists(out) or not os.path.isdir(export_dir):
-      continue
-    encoder = export.load_encoder(export_dir)
-    vocab = vocab_lib.load_vocab(os.path.join(export_dir, "vocab.txt"))
-    pieces = tokenizer_lib.WordPieceTokenizer(vocab).tokenize_to_lists([text])[0]
+  for name, out, encoder, tokenizer in pending_exports(args, "context.json"):
+    vocab = tokenizer.vocab
+    pieces = tokenizer.tokenize_to_lists([text])[0]
     width = 64
     rows = np.array([[vocab.cls_id, *pieces[i * (width - 2):(i + 1) * (width - 2)], vocab.sep_id]
                      for i in range(32)], np.int32)
@@ -242,10 +244,7 @@ def stage_context(args):
               for m in attention_maps.attention_maps(encoder, inputs)]
     row = {"attention_entropy_ratio": ratios,
            "order_sensitivity": attention_maps.order_sensitivity(encoder, rows)}
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out, "w", encoding="utf-8") as f:
-      json.dump(row, f)
-    log(f"{name}: {row}")
+    write_row(name, out, row)
 
 
 def read_json(path):

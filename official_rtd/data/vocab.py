@@ -82,10 +82,13 @@ class Vocab:
     out[self.special_ids] = True
     return out
 
+  @functools.cached_property
+  def _word_tokens(self) -> List[str]:
+    return [t for t in self.tokens if t not in SPECIAL_TOKENS]
+
   def cased_fraction(self) -> float:
     """The fraction of non-special tokens with a letter that lowercasing changes."""
-    words = [t for t in self.tokens if t not in SPECIAL_TOKENS]
-    return sum(t.lower() != t for t in words) / max(len(words), 1)
+    return sum(t.lower() != t for t in self._word_tokens) / max(len(self._word_tokens), 1)
 
   def check_casing(self, do_lower_case: bool) -> None:
     """Refuses a vocabulary whose casing contradicts `do_lower_case`: a cased one (over 2% of
@@ -94,12 +97,11 @@ class Vocab:
     rarer pieces or [UNK]."""
     fraction = self.cased_fraction()
     if do_lower_case and fraction > CASED_FRACTION:
-      examples = [t for t in self.tokens if t.lower() != t and t not in SPECIAL_TOKENS][:3]
+      examples = [t for t in self._word_tokens if t.lower() != t][:3]
       raise VocabError(f"{self.path} is a cased vocabulary ({fraction:.0%} of its tokens have "
                        f"capitals, e.g. {examples}) but --do_lower_case lowercases the text, so "
                        "those tokens are never used: pass --nodo_lower_case")
-    words = [t for t in self.tokens if t not in SPECIAL_TOKENS]
-    bicameral = sum(t.upper() != t for t in words) / max(len(words), 1)
+    bicameral = sum(t.upper() != t for t in self._word_tokens) / max(len(self._word_tokens), 1)
     if not do_lower_case and fraction == 0 and bicameral > 0.5:  # not a caseless script's
       raise VocabError(f"{self.path} is a lowercase vocabulary (no token has a capital) but "
                        "--nodo_lower_case keeps the text's capitals, so capitalised words become "

@@ -102,17 +102,17 @@ MAX_CHUNK_SECONDS = 10.0
 
 
 def keep_milestone(path: str, directory: str) -> str:
-  """Hard-links (or copies, across file systems) the files of checkpoint `path` into
+  """Hard-links (or copies: across file systems, or on GCS) the files of checkpoint `path` into
   `directory`, where the checkpoint manager's retention never deletes them; returns the new
   prefix."""
-  os.makedirs(directory, exist_ok=True)
+  tf.io.gfile.makedirs(directory)
   for name in tf.io.gfile.glob(path + ".*"):
     target = os.path.join(directory, os.path.basename(name))
-    if not os.path.exists(target):
+    if not tf.io.gfile.exists(target):
       try:
         os.link(name, target)
       except OSError:
-        shutil.copyfile(name, target)
+        tf.io.gfile.copy(name, target)
   return os.path.join(directory, os.path.basename(path))
 
 
@@ -362,11 +362,13 @@ class Trainer:
       try:
         train_steps(self.iterator, tf.constant(n))
       except tf.errors.InvalidArgumentError:  # e.g. a token sampled from NaN logits
-        self._check_finite(step + n)
+        self._check_finite(step + n, weights=True)
         raise
       seconds_per_step = (time.time() - chunk_start) / n
       step, interval_steps = step + n, interval_steps + n
-      self._check_finite(step)
+      # The losses after every call; the weights (one pass over all of them) before a save.
+      self._check_finite(step, weights=step % cfg.save_checkpoints_steps == 0
+                         or step == cfg.num_train_steps)
       if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
         last = self._log(writer, step, interval_steps, time.time() - interval_start,
                          (time.time() - start_time) / max(step - start_step, 1))
@@ -378,17 +380,24 @@ class Trainer:
         self.evaluate(evaluator, step)
     return last
 
-  def _check_finite(self, step: int):
+  def _weights_finite(self) -> bool:
+    return all(bool(tf.reduce_all(tf.math.is_finite(v))) for v in self.model.trainable_variables)
+
+  def _learning_rate(self) -> float:
+    """The learning rate of the last step taken."""
+    rate = self.optimizer.learning_rate
+    return float(rate(self.optimizer.iterations - 1)) if callable(rate) else float(rate)
+
+  def _check_finite(self, step: int, weights: bool):
     """Stops the run, before any checkpoint or export is written, when a loss of the steps up
-    to `step` or a weight is not finite, naming it, the learning rate and the last checkpoint."""
+    to `step` (or, with `weights`, a weight) is not finite, naming it, the learning rate and the
+    last checkpoint."""
     losses = {name: float(metric.result()) for name, metric in self.metrics.items()
               if name.endswith("loss")}
     bad = [name for name, value in losses.items() if not math.isfinite(value)]
-    if not bad and all(bool(tf.reduce_all(tf.math.is_finite(v)))
-                       for v in self.model.trainable_variables):
+    if not bad and (not weights or self._weights_finite()):
       return
-    rate = self.optimizer.learning_rate
-    rate = float(rate(self.optimizer.iterations - 1)) if callable(rate) else float(rate)
+    rate = self._learning_rate()
     what = f"{bad[0]} = {losses[bad[0]]}" if bad else "a weight"
     raise NonFiniteError(
         f"{what} is not finite by step {step} (learning rate {rate:.3g}, OptimizerConfig."
@@ -405,7 +414,7 @@ class Trainer:
     latest = tf.train.latest_checkpoint(self.model_dir)
     if step == 0 or (latest and latest.endswith(f"-{step}")) or self._multi_worker:
       return
-    if not all(bool(tf.reduce_all(tf.math.is_finite(v))) for v in self.model.trainable_variables):
+    if not self._weights_finite():
       self.log(f"interrupted at step {step}: not saved (non-finite weights); the last checkpoint "
                f"is {latest}")
       return
@@ -459,8 +468,7 @@ class Trainer:
   def _log(self, writer, step, steps, seconds, seconds_per_step) -> Dict[str, float]:
     cfg = self.train_config
     values = {name: float(metric.result()) for name, metric in self.metrics.items()}
-    learning_rate = float(self.optimizer.learning_rate(self.optimizer.iterations - 1)) if callable(
-        self.optimizer.learning_rate) else float(self.optimizer.learning_rate)
+    learning_rate = self._learning_rate()
     examples_per_s = steps * cfg.train_batch_size / max(seconds, 1e-9)
     eta = (cfg.num_train_steps - step) * seconds_per_step
     with writer.as_default(step=step):

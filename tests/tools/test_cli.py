@@ -70,20 +70,25 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
       self.assertRegex(errors[0], f"^create_pretraining_data: error: .*{message}")
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "out", records.SIDECAR_NAME)))
 
-  def test_killed_run_leaves_no_complete_looking_output(self):
-    out = os.path.join(self.tmp, "out")
+  def _start_long_run(self, out, num_workers):
+    """A create_pretraining_data run that is writing when this returns."""
     with open(testutil.SAMPLE_CORPUS) as f:
       sample = f.read()
-    # 8 MB at dupe 40 keeps one worker busy for about 30 s (0.84 s per MB at dupe 10), so the
-    # kill lands mid-run (the 0.4 MB sample alone finished within the 1.5 s).
+    # 8 MB at dupe 40 keeps one worker busy for about 30 s (0.84 s per MB at dupe 10), so a
+    # signal lands mid-run (the 0.4 MB sample alone finished within 1.5 s).
     corpus = testutil.write_text(os.path.join(self.tmp, "big.txt"), sample * 20)
     process = subprocess.Popen(
         ["create_pretraining_data", f"--input_files={corpus}",
          f"--vocab_file={testutil.SAMPLE_VOCAB}", f"--output_dir={out}", "--dupe_factor=40",
-         "--num_workers=1"], cwd=self.tmp, stderr=subprocess.PIPE, text=True)
+         f"--num_workers={num_workers}"], cwd=self.tmp, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:  # wait until it is writing
       if "worker(s)" in line:
         break
+    return process
+
+  def test_killed_run_leaves_no_complete_looking_output(self):
+    out = os.path.join(self.tmp, "out")
+    process = self._start_long_run(out, num_workers=1)
     time.sleep(1.5)
     process.send_signal(signal.SIGKILL)
     process.wait()
@@ -98,16 +103,7 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
 
   def test_sigterm_removes_the_staging_directory_and_stops_the_workers(self):
     out = os.path.join(self.tmp, "out")
-    with open(testutil.SAMPLE_CORPUS) as f:
-      sample = f.read()
-    corpus = testutil.write_text(os.path.join(self.tmp, "big.txt"), sample * 20)
-    process = subprocess.Popen(
-        ["create_pretraining_data", f"--input_files={corpus}",
-         f"--vocab_file={testutil.SAMPLE_VOCAB}", f"--output_dir={out}", "--dupe_factor=40",
-         "--num_workers=2"], cwd=self.tmp, stderr=subprocess.PIPE, text=True)
-    for line in process.stderr:  # wait until it is writing
-      if "worker(s)" in line:
-        break
+    process = self._start_long_run(out, num_workers=2)
     time.sleep(3)
     self.assertTrue(any(n.startswith(".tmp-") for n in os.listdir(out)))
     children = descendants(process.pid)  # the fork server, its workers, the resource tracker
