@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.ops import losses as losses_lib
 from official_rtd.ops.losses import Loss
 
 
@@ -91,15 +92,15 @@ class PretrainingModel(tf_keras.Model):
 def update_loss_metrics(metrics, losses: Dict[str, Loss]):
   """Feeds loss values into `tf_keras.metrics.Mean`s of the same name.
 
-  Losses from `ops.losses.global_weighted_mean` are each replica's share of the global value;
-  Mean metrics average over replicas, so the share is scaled back by the replica count. Each
-  step's value is weighted by its global count, so a log interval's figure is per position.
+  Losses from `ops.losses.weighted_mean_loss` are each replica's (and, accumulating gradients,
+  each micro-batch's) share of the global value; Mean metrics average over the shares, so each is
+  scaled back by their number. Each step's value is weighted by its global count, so a log
+  interval's figure is per position.
   """
-  context = tf.distribute.get_replica_context()
-  replicas = context.num_replicas_in_sync if context is not None else 1
+  shares = losses_lib.shares()
   for name, loss in losses.items():
     if name in metrics:
-      metrics[name].update_state(loss.value * replicas, sample_weight=loss.weight)
+      metrics[name].update_state(loss.value * shares, sample_weight=loss.weight)
 
 
 def inner_positions(input_mask: tf.Tensor) -> tf.Tensor:

@@ -17,10 +17,10 @@ WEIGHTS_PREFIX = "encoder"
 
 
 def export_encoder(model, vocab: vocab_lib.Vocab, model_dir: str, max_seq_length: int,
-                   do_lower_case: bool = True) -> str:
+                   do_lower_case: bool = True, name: str = EXPORT_DIR) -> str:
   """Writes the model's exported encoder (ELECTRA: the discriminator; the generator is dropped),
-  its config and the vocab into a temporary directory, then moves it to `<model_dir>/export`."""
-  final = os.path.join(model_dir, EXPORT_DIR)
+  its config and the vocab into a temporary directory, then moves it to `<model_dir>/<name>`."""
+  final = os.path.join(model_dir, name)
   tmp = f"{final}.tmp-{os.getpid()}"
   shutil.rmtree(tmp, ignore_errors=True)
   os.makedirs(tmp)

@@ -6,13 +6,19 @@ model and the optimizer (with its step). The input order is deterministic for `T
 and a resumed run skips the batches the checkpointed steps consumed (distributed iterators cannot
 be checkpointed), so a killed run restarts with the same step, optimizer state and data position.
 The skip re-reads (but does not decode) those records: seconds per million examples.
+
+For long runs (README "Long runs"): Ctrl-C/SIGTERM save the last step; a non-finite loss or
+gradient norm skips that update (`TrainConfig.on_nonfinite` says what follows); k micro-batches can
+make one update (`gradient_accumulation_steps`); the input, sequence length and batch size can
+change at given steps (`phases`); milestones and an average of the weights (`ema_decay`) can be
+kept.
 """
+import contextlib
 import dataclasses
-import math
 import os
 import shutil
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import gin
 import numpy as np
@@ -29,6 +35,7 @@ from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.ops import masking
 from official_rtd.ops import sampling
+from official_rtd.training import ema
 from official_rtd.training import export
 from official_rtd.training import optimization
 from official_rtd.training import precision
@@ -40,6 +47,8 @@ from official_rtd.training import warm_start
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
+  # Examples per micro-batch over all replicas; an optimizer update takes
+  # gradient_accumulation_steps of them (the effective batch is their product).
   train_batch_size: int = 128
   num_train_steps: int = 1_000_000
   max_seq_length: int = 128
@@ -61,9 +70,56 @@ class TrainConfig:
   # when this run has none of its own; the components left fresh if the source lacks them.
   init_checkpoint: str = ""
   init_checkpoint_allow_missing: Tuple[str, ...] = ()
+  # k > 1: each update sums the gradients of k micro-batches of train_batch_size run one after
+  # another, every loss normalised over all k (equal to one batch of k·train_batch_size).
+  gradient_accumulation_steps: int = 1
+  # A step whose loss or gradient norm is not finite never changes a weight. Then: "skip" goes on
+  # with the next batch (and stops after nonfinite_patience such steps in a row), "rollback"
+  # restores the last checkpoint and goes on with the next batches (stops after
+  # nonfinite_patience rollbacks), "stop" stops at once. Each names the step and the loss.
+  on_nonfinite: str = "skip"
+  nonfinite_patience: int = 10
+  # > 0: keep an exponential moving average of the weights (e.g. 0.999), in the checkpoints, used
+  # for held-out evaluation and exported to <model_dir>/export_ema.
+  ema_decay: float = 0.0
+  # Later phases of one run: dicts with "start_step" and any of "input_records",
+  # "max_seq_length", "train_batch_size", "max_predictions_per_seq" (unset: the previous
+  # phase's), e.g. BERT's 90% of the steps at 128 tokens, then 512. The step, optimizer state and
+  # schedule carry on; the first phase is the run's own input and the fields above.
+  phases: Tuple[dict, ...] = ()
 
   def __post_init__(self):
     ranges.check_ranges(self, TRAIN_CONFIG_RANGES, "TrainConfig.{name} = {value}")
+    if self.on_nonfinite not in NONFINITE_POLICIES:
+      raise ValueError(f"TrainConfig.on_nonfinite = {self.on_nonfinite!r} must be one of "
+                       f"{NONFINITE_POLICIES}")
+    previous = 0
+    for index, phase in enumerate(self.phases):
+      where = f"TrainConfig.phases[{index}]"
+      if not isinstance(phase, dict) or "start_step" not in phase:
+        raise ValueError(f"{where} = {phase!r} must be a dict with a 'start_step'")
+      unknown = sorted(set(phase) - set(PHASE_FIELDS))
+      if unknown:
+        raise ValueError(f"{where} has unknown keys {unknown}; known: {list(PHASE_FIELDS)}")
+      start = phase["start_step"]
+      if not isinstance(start, int) or not previous < start < self.num_train_steps:
+        raise ValueError(f"{where}['start_step'] = {start!r} must be an int after the previous "
+                         f"phase's start ({previous}) and before num_train_steps "
+                         f"({self.num_train_steps})")
+      previous = start
+      for name in ("max_seq_length", "train_batch_size", "max_predictions_per_seq"):
+        if name in phase:
+          low = TRAIN_CONFIG_RANGES[name][0]
+          if not isinstance(phase[name], int) or phase[name] < low:
+            raise ValueError(f"{where}['{name}'] = {phase[name]!r} must be an int >= {low}")
+    if self.phases and self.train_flops_budget:
+      raise ValueError("TrainConfig.train_flops_budget and TrainConfig.phases cannot be combined: "
+                       "set num_train_steps")
+
+
+NONFINITE_POLICIES = ("skip", "rollback", "stop")
+PHASE_FIELDS = ("start_step", "input_records", "max_seq_length", "train_batch_size",
+                "max_predictions_per_seq")
 
 
 # Valid values of TrainConfig's numbers (`ranges.Range`), checked when the config is built.
@@ -73,7 +129,8 @@ TRAIN_CONFIG_RANGES = {
     "save_checkpoints_steps": (1, None, True), "keep_checkpoint_max": (1, None, True),
     "keep_checkpoint_every_steps": (0, None, True),
     "log_every_steps": (1, None, True), "shuffle_buffer_size": (1, None, True),
-    "train_flops_budget": (0, None, True)}
+    "train_flops_budget": (0, None, True), "gradient_accumulation_steps": (1, None, True),
+    "nonfinite_patience": (1, None, True), "ema_decay": (0, 1, True)}
 
 
 @gin.configurable
@@ -96,6 +153,8 @@ def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=No
 
 
 MILESTONES = "milestones"
+SEED_STRIDE = 1_000_003  # training batches' sampling seeds: [seed + stride·(pipeline + 1), index]
+EMA_EXPORT_DIR = "export_ema"
 # Steps run in one call of the compiled loop last about this long at most (after the first call),
 # so Ctrl-C or SIGTERM, handled between calls, is answered within about this many seconds.
 MAX_CHUNK_SECONDS = 10.0
@@ -114,6 +173,16 @@ def keep_milestone(path: str, directory: str) -> str:
       except OSError:
         tf.io.gfile.copy(name, target)
   return os.path.join(directory, os.path.basename(path))
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+  """A stretch of the run with one input, sequence length and batch size (`TrainConfig.phases`)."""
+  start_step: int
+  input_config: pretrain_dataloader.PretrainInputConfig
+  train_batch_size: int
+  max_seq_length: int
+  max_predictions_per_seq: int
 
 
 class TrainingSetupError(ValueError):
@@ -162,6 +231,7 @@ class Trainer:
     self._multi_worker = bool(resolver is not None and resolver.task_type)
     self.input_config, self.vocab = self._check_inputs(input_path, vocab_file,
                                                        encoder_config or EncoderConfig())
+    self.phases = self._check_phases(input_path)
     tf_keras.utils.set_random_seed(self.train_config.seed)
     precision.warn_if_emulated(self.train_config.mixed_precision, self.log)
 
@@ -185,14 +255,23 @@ class Trainer:
       # Create the Adam/LAMB slots now, so a restore fills them at once and can be verified.
       self.optimizer._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
       self.metrics = self.model.build_metrics()
-    self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+      self.weight_average = (ema.WeightAverage(self.model.trainable_variables,
+                                               self.train_config.ema_decay)
+                             if self.train_config.ema_decay else None)
+      self.step_fn = train_step.TrainStep(
+          self.model, self.optimizer, self.optimizer_config.clip_norm, self.metrics,
+          self.train_config.jit_compile, self.train_config.gradient_accumulation_steps,
+          self.weight_average)
+    parts = {"model": self.model, "optimizer": self.optimizer, "train_state": self.step_fn.state()}
+    if self.weight_average is not None:
+      parts["weight_average"] = self.weight_average.checkpoint()
+    self.checkpoint = tf.train.Checkpoint(**parts)
     checkpoint_dir = model_dir if self.is_chief else os.path.join(
         model_dir, f".tmp_worker_{strategy.cluster_resolver.task_id}")
     self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir,
                                               max_to_keep=self.train_config.keep_checkpoint_max)
-    self.step_fn = train_step.TrainStep(self.model, self.optimizer, self.optimizer_config.clip_norm,
-                                        self.metrics, self.train_config.jit_compile)
     self._train_fn = None
+    self.rollbacks = 0
     self.iterator = None  # set by restore()
     clip = self.optimizer_config.clip_norm
     self.log(f"gradients clipped to global norm {clip:g} by the trainer after the cross-replica "
@@ -200,15 +279,30 @@ class Trainer:
              "no gradient clipping (OptimizerConfig.clip_norm = 0)")
 
   # --- set-up checks -----------------------------------------------------------------------------
-  def _check_inputs(self, input_path, vocab_file, encoder_config):
-    cfg = self.train_config
+  def _resolve(self, input_path, batch_size, seq_length, max_predictions, vocab_sha256=None):
+    """(the input config of records `input_path`, whether they are masked, their sidecar)."""
     probe = pretrain_dataloader.PretrainInputConfig(
-        input_path=input_path, global_batch_size=cfg.train_batch_size,
-        seq_length=cfg.max_seq_length, max_predictions_per_seq=cfg.max_predictions_per_seq)
+        input_path=input_path,
+        global_batch_size=batch_size * self.train_config.gradient_accumulation_steps,
+        seq_length=seq_length, max_predictions_per_seq=max_predictions, vocab_sha256=vocab_sha256)
     try:
       _, masked, sidecar = pretrain_dataloader.resolve_records(probe)
     except records.RecordsError as e:
       raise TrainingSetupError(str(e)) from None
+    return probe, masked, sidecar
+
+  def _training_input(self, probe, masked, vocab):
+    cfg = self.train_config
+    return dataclasses.replace(
+        probe, shuffle_buffer_size=cfg.shuffle_buffer_size, seed=cfg.seed,
+        vocab_sha256=vocab.sha256,
+        dynamic_masking=None if masked else dynamic_masking(probe.max_predictions_per_seq),
+        token_tables=None if masked else masking.TokenTables.from_vocab(vocab))
+
+  def _check_inputs(self, input_path, vocab_file, encoder_config):
+    cfg = self.train_config
+    probe, masked, sidecar = self._resolve(input_path, cfg.train_batch_size, cfg.max_seq_length,
+                                           cfg.max_predictions_per_seq)
     vocab = vocab_lib.load_vocab(vocab_file or sidecar["vocab"]["file"])
     if vocab.sha256 != sidecar["vocab"]["sha256"]:
       raise TrainingSetupError(
@@ -227,12 +321,36 @@ class Trainer:
     self.encoder_config = encoder_config
     self.masked_records = masked
     self.do_lower_case = sidecar["vocab"]["do_lower_case"]
-    input_config = dataclasses.replace(
-        probe, shuffle_buffer_size=cfg.shuffle_buffer_size, seed=cfg.seed,
-        vocab_sha256=vocab.sha256,
-        dynamic_masking=None if masked else dynamic_masking(cfg.max_predictions_per_seq),
-        token_tables=None if masked else masking.TokenTables.from_vocab(vocab))
-    return input_config, vocab
+    return self._training_input(probe, masked, vocab), vocab
+
+  def _check_phases(self, input_path) -> List[Phase]:
+    """The run's phases, the first being its own input; each later one's records checked against
+    the vocab and its sequence length against the position table."""
+    cfg = self.train_config
+    phases = [Phase(0, self.input_config, cfg.train_batch_size, cfg.max_seq_length,
+                    cfg.max_predictions_per_seq)]
+    for index, spec in enumerate(cfg.phases, start=1):
+      last = phases[-1]
+      values = {"input_records": last.input_config.input_path,
+                "train_batch_size": last.train_batch_size, "max_seq_length": last.max_seq_length,
+                "max_predictions_per_seq": last.max_predictions_per_seq, **spec}
+      if values["max_seq_length"] > self.encoder_config.max_position_embeddings:
+        raise TrainingSetupError(
+            f"TrainConfig.phases[{index - 1}]: max_seq_length {values['max_seq_length']} exceeds "
+            f"max_position_embeddings {self.encoder_config.max_position_embeddings} (the position "
+            "table is sized when the model is built: set EncoderConfig.max_position_embeddings "
+            "to the longest phase's length from the start)")
+      probe, masked, _ = self._resolve(values["input_records"], values["train_batch_size"],
+                                       values["max_seq_length"], values["max_predictions_per_seq"],
+                                       self.vocab.sha256)
+      phases.append(Phase(spec["start_step"], self._training_input(probe, masked, self.vocab),
+                          values["train_batch_size"], values["max_seq_length"],
+                          values["max_predictions_per_seq"]))
+    return phases
+
+  def phase_at(self, step: int) -> Phase:
+    """The phase that trains step `step` + 1."""
+    return [p for p in self.phases if p.start_step <= step][-1]
 
   def _apply_flops_budget(self):
     cfg = self.train_config
@@ -302,21 +420,41 @@ class Trainer:
     elif cfg.init_checkpoint:
       warm_start.warm_start(self.model, cfg.init_checkpoint, self.vocab,
                             cfg.init_checkpoint_allow_missing, self.log)
+      if self.weight_average is not None:
+        self.weight_average.reset()
     self.iterator = self._make_iterator(self.step)
     return self.step
 
   def _make_iterator(self, step: int):
+    """The input of `step`'s phase, after the batches its earlier steps consumed."""
+    phase = self.phase_at(step)
+
     def dataset_fn(context: tf.distribute.InputContext):
       replicas_per_pipeline = context.num_replicas_in_sync // context.num_input_pipelines
-      config = dataclasses.replace(self.input_config, skip_batches=step * replicas_per_pipeline)
-      return pretrain_dataloader.load_pretraining_dataset(config, context)
+      skip = (step - phase.start_step) * replicas_per_pipeline
+      config = dataclasses.replace(phase.input_config, skip_batches=skip)
+      # Each batch's generator samples are drawn from its own seed, so a resumed run draws what
+      # the uninterrupted one would have.
+      base = tf.constant(self.train_config.seed + SEED_STRIDE * (
+          1 + self.phases.index(phase) * context.num_input_pipelines + context.input_pipeline_id),
+          tf.int64)
+      return pretrain_dataloader.load_pretraining_dataset(config, context).enumerate(
+          start=skip).map(lambda index, batch: dict(
+              batch, **{train_step.SAMPLING_SEED: tf.stack([base, index])}))
     return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
 
   def train_flops(self, step: int) -> float:
-    """Section 5.2.2 FLOPs that `step` training steps consumed."""
-    cfg = self.train_config
-    return step * cfg.train_batch_size * self.model.train_flops_per_example(
-        cfg.max_seq_length, cfg.max_predictions_per_seq)
+    """Section 5.2.2 FLOPs that `step` training steps (optimizer updates) consumed."""
+    flops = 0.0
+    ends = [p.start_step for p in self.phases[1:]] + [max(step, self.phases[-1].start_step)]
+    for phase, end in zip(self.phases, ends):
+      steps = max(0, min(step, end) - phase.start_step)
+      flops += steps * self._examples_per_step(phase) * self.model.train_flops_per_example(
+          phase.max_seq_length, phase.max_predictions_per_seq)
+    return flops
+
+  def _examples_per_step(self, phase: Phase) -> int:
+    return phase.train_batch_size * self.train_config.gradient_accumulation_steps
 
   def train(self, evaluator=None, eval_every_steps: int = 0) -> Dict[str, float]:
     """Trains to `num_train_steps` (resuming if possible), evaluating every `eval_every_steps` and
@@ -336,9 +474,16 @@ class Trainer:
       raise
     if self.is_chief:
       export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
-                                         max_seq_length=cfg.max_seq_length,
+                                         max_seq_length=self.phases[-1].max_seq_length,
                                          do_lower_case=self.do_lower_case)
       self.log(f"exported the discriminator encoder to {export_dir}")
+      if self.weight_average is not None:
+        with self.weight_average.swapped_in():
+          export_dir = export.export_encoder(
+              self.model, self.vocab, self.model_dir, self.phases[-1].max_seq_length,
+              self.do_lower_case, name=EMA_EXPORT_DIR)
+        self.log(f"exported its weight average (TrainConfig.ema_decay = {cfg.ema_decay:g}) to "
+                 f"{export_dir}")
     return last
 
   def _train_loop(self, train_steps, writer, evaluator, eval_every: int) -> Dict[str, float]:
@@ -347,11 +492,13 @@ class Trainer:
     start_step, start_time = step, time.time()
     interval_start, interval_steps = time.time(), 0
     seconds_per_step = None
+    skipped = int(self.step_fn.skipped_steps.numpy())
     while step < cfg.num_train_steps:
       n = min(cfg.log_every_steps - step % cfg.log_every_steps,
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
               cfg.num_train_steps - step,
-              *([eval_every - step % eval_every] if eval_every else []))
+              *([eval_every - step % eval_every] if eval_every else []),
+              *[p.start_step - step for p in self.phases if p.start_step > step][:1])
       # A signal is handled between calls: keep each call short (the first, which traces the
       # loop, runs one step and measures it).
       if seconds_per_step is None:
@@ -361,14 +508,22 @@ class Trainer:
       chunk_start = time.time()
       try:
         train_steps(self.iterator, tf.constant(n))
-      except tf.errors.InvalidArgumentError:  # e.g. a token sampled from NaN logits
-        self._check_finite(step + n, weights=True)
+      except tf.errors.InvalidArgumentError:  # e.g. a token sampled from non-finite logits
+        self._check_weights(step + n)
         raise
       seconds_per_step = (time.time() - chunk_start) / n
       step, interval_steps = step + n, interval_steps + n
-      # The losses after every call; the weights (one pass over all of them) before a save.
-      self._check_finite(step, weights=step % cfg.save_checkpoints_steps == 0
-                         or step == cfg.num_train_steps)
+      if int(self.step_fn.skipped_steps.numpy()) != skipped:
+        step = self._on_nonfinite(step)
+        skipped = int(self.step_fn.skipped_steps.numpy())
+      phase = self.phase_at(step)
+      if phase.start_step == step and step > 0 and step < cfg.num_train_steps:
+        self.iterator = self._make_iterator(step)
+        self.log(f"phase {self.phases.index(phase) + 1} of {len(self.phases)} from step {step}: "
+                 f"{phase.input_config.input_path}, batch {phase.train_batch_size} × "
+                 f"{phase.max_seq_length} tokens")
+      if step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps:
+        self._check_weights(step)  # one pass over all weights, only before a save
       if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
         last = self._log(writer, step, interval_steps, time.time() - interval_start,
                          (time.time() - start_time) / max(step - start_step, 1))
@@ -383,28 +538,57 @@ class Trainer:
   def _weights_finite(self) -> bool:
     return all(bool(tf.reduce_all(tf.math.is_finite(v))) for v in self.model.trainable_variables)
 
-  def _learning_rate(self) -> float:
-    """The learning rate of the last step taken."""
+  def _learning_rate(self, step: Optional[int] = None) -> float:
+    """The learning rate of step `step` (1-based; default: the last step taken)."""
     rate = self.optimizer.learning_rate
-    return float(rate(self.optimizer.iterations - 1)) if callable(rate) else float(rate)
+    step = self.step if step is None else step
+    return float(rate(step - 1)) if callable(rate) else float(rate)
 
-  def _check_finite(self, step: int, weights: bool):
-    """Stops the run, before any checkpoint or export is written, when a loss of the steps up
-    to `step` (or, with `weights`, a weight) is not finite, naming it, the learning rate and the
-    last checkpoint."""
-    losses = {name: float(metric.result()) for name, metric in self.metrics.items()
-              if name.endswith("loss")}
-    bad = [name for name, value in losses.items() if not math.isfinite(value)]
-    if not bad and (not weights or self._weights_finite()):
-      return
-    rate = self._learning_rate()
-    what = f"{bad[0]} = {losses[bad[0]]}" if bad else "a weight"
-    raise NonFiniteError(
-        f"{what} is not finite by step {step} (learning rate {rate:.3g}, OptimizerConfig."
-        f"learning_rate = {self.optimizer_config.learning_rate:g}): the run stopped before "
-        f"writing a checkpoint of it; the last checkpoint is "
-        f"{tf.train.latest_checkpoint(self.model_dir) or 'none'}. Lower the learning rate, or "
-        "lengthen the warmup, and re-run")
+  def _advice(self) -> str:
+    return (f"the last checkpoint is {tf.train.latest_checkpoint(self.model_dir) or 'none'}. "
+            f"Lower the learning rate (OptimizerConfig.learning_rate = "
+            f"{self.optimizer_config.learning_rate:g}) or lengthen the warmup, and re-run")
+
+  def _check_weights(self, step: int):
+    """Stops the run, before any checkpoint or export is written, when a weight is not finite."""
+    if not self._weights_finite():
+      raise NonFiniteError(f"a weight is not finite by step {step} (learning rate "
+                           f"{self._learning_rate():.3g}): the run stopped before writing a "
+                           f"checkpoint of it; {self._advice()}")
+
+  def _on_nonfinite(self, step: int) -> int:
+    """After a call in which an update was skipped (`TrainStep`: its loss or gradient norm was
+    not finite), applies `TrainConfig.on_nonfinite`; returns the step to go on from."""
+    cfg, fn = self.train_config, self.step_fn
+    at = int(fn.nonfinite_step.numpy())
+    names = [name for name, bad in zip(fn.loss_names, fn.nonfinite_losses.numpy()) if bad]
+    what = (f"{' and '.join(names) or 'the gradient norm'} {'are' if len(names) > 1 else 'is'} "
+            f"not finite at step {at} (learning rate {self._learning_rate(at):.3g})")
+    if cfg.on_nonfinite == "stop":
+      raise NonFiniteError(f"{what}: the update was not applied and the run stopped "
+                           f"(TrainConfig.on_nonfinite = 'stop'); {self._advice()}")
+    if cfg.on_nonfinite == "skip":
+      in_a_row = int(fn.consecutive_skips.numpy())
+      if in_a_row >= cfg.nonfinite_patience:
+        raise NonFiniteError(f"{what}: {in_a_row} updates in a row skipped "
+                             f"(TrainConfig.nonfinite_patience = {cfg.nonfinite_patience}); "
+                             f"{self._advice()}")
+      self.log(f"skipped the update of step {at}: {what} ({int(fn.skipped_steps.numpy())} "
+               "skipped in all)")
+      return step
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    self.rollbacks += 1
+    if not latest or self.rollbacks > cfg.nonfinite_patience:
+      raise NonFiniteError(f"{what}: " + (
+          f"{self.rollbacks - 1} rollbacks already (TrainConfig.nonfinite_patience = "
+          f"{cfg.nonfinite_patience})" if latest else "no checkpoint to roll back to yet") +
+          f"; {self._advice()}")
+    self.checkpoint.restore(latest).assert_consumed()
+    self.log(f"{what}: rolled back to {latest} (rollback {self.rollbacks} of at most "
+             f"{cfg.nonfinite_patience}), going on with the next batches")
+    if self.phase_at(self.step) is not self.phase_at(step):
+      self.iterator = self._make_iterator(self.step)
+    return self.step
 
   def _save_on_interrupt(self):
     """Writes a checkpoint of the last finished step (unless one exists, or a weight is not
@@ -422,9 +606,12 @@ class Trainer:
     self.log(f"interrupted at step {step}: saved that step; re-run the same command to resume")
 
   def evaluate(self, evaluator, step: int) -> dict:
-    """Runs `evaluator` on the current weights; logs, writes `eval/` summaries and a JSON row."""
+    """Runs `evaluator` on the current weights (their average, if kept); logs, writes `eval/`
+    summaries and a JSON row."""
     start = time.time()
-    figures = evaluator.evaluate()
+    with (self.weight_average.swapped_in() if self.weight_average is not None
+          else contextlib.nullcontext()):
+      figures = evaluator.evaluate()
     row = dict(figures, step=step, train_flops=self.train_flops(step))
     run_dir.append_result(self.model_dir, row)
     writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
@@ -434,7 +621,8 @@ class Trainer:
       tf.summary.scalar("train_flops", row["train_flops"])
     writer.flush()
     shown = " ".join(f"{k}={v:.4f}" for k, v in sorted(figures.items()))
-    self.log(f"eval at step {step} ({time.time() - start:.1f}s): {shown}")
+    self.log(f"eval at step {step} ({time.time() - start:.1f}s"
+             f"{', weight average' if self.weight_average is not None else ''}): {shown}")
     return row
 
   def evaluate_checkpoints(self, evaluator, all_checkpoints: bool = False) -> list:
@@ -469,7 +657,9 @@ class Trainer:
     cfg = self.train_config
     values = {name: float(metric.result()) for name, metric in self.metrics.items()}
     learning_rate = self._learning_rate()
-    examples_per_s = steps * cfg.train_batch_size / max(seconds, 1e-9)
+    phase = self.phase_at(step - 1)
+    examples_per_s = steps * self._examples_per_step(phase) / max(seconds, 1e-9)
+    skipped = int(self.step_fn.skipped_steps.numpy())
     eta = (cfg.num_train_steps - step) * seconds_per_step
     with writer.as_default(step=step):
       for name, value in values.items():
@@ -477,11 +667,16 @@ class Trainer:
       tf.summary.scalar("learning_rate", learning_rate)
       tf.summary.scalar("examples_per_second", examples_per_s)
       tf.summary.scalar("train_flops", self.train_flops(step))
+      tf.summary.scalar("skipped_steps", skipped)
     writer.flush()
     for metric in self.metrics.values():
       metric.reset_state()
     shown = " ".join(f"{k}={v:.4f}" for k, v in values.items())
     self.log(f"step {step}/{cfg.num_train_steps} {shown} lr={learning_rate:.3g} "
-             f"examples/s={examples_per_s:.1f} tokens/s={examples_per_s * cfg.max_seq_length:.0f} "
-             f"train_flops={self.train_flops(step):.3g} ETA {progress.format_duration(eta)}")
-    return dict(values, learning_rate=learning_rate, step=step, train_flops=self.train_flops(step))
+             f"examples/s={examples_per_s:.1f} "
+             f"tokens/s={examples_per_s * phase.max_seq_length:.0f} "
+             f"train_flops={self.train_flops(step):.3g}"
+             f"{f' skipped_steps={skipped}' if skipped else ''} "
+             f"ETA {progress.format_duration(eta)}")
+    return dict(values, learning_rate=learning_rate, step=step, train_flops=self.train_flops(step),
+                skipped_steps=skipped)

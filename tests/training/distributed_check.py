@@ -1,6 +1,7 @@
 """Run as a script (a fresh process, since logical devices must be set before TensorFlow starts):
 one gradient computation on the same global batch, with the same weights and the same generator
-samples, under OneDeviceStrategy and under MirroredStrategy over 2 logical CPUs. Prints JSON."""
+samples, under OneDeviceStrategy, under MirroredStrategy over 2 logical CPUs, and under Mirrored
+accumulating 2 micro-batches per replica. Prints JSON."""
 import functools
 import json
 import sys
@@ -22,14 +23,17 @@ def main(records, model_dir):
   encoder = EncoderConfig(hidden_size=32, num_layers=2, num_attention_heads=2,
                           intermediate_size=64, embedding_size=32, max_position_embeddings=64,
                           dropout_rate=0.0, attention_dropout_rate=0.0)
-  train = trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=1, max_seq_length=64,
-                                  max_predictions_per_seq=10)
   batch = next(iter(pretrain_dataloader.load_pretraining_dataset(
       pretrain_dataloader.PretrainInputConfig(records, 8, 64, 10, is_training=False))))
   vocab_size = None
   results, weights = {}, None
-  for name in ("one_device", "mirrored"):
-    strategy = strategies.get_strategy(name)
+  # One MirroredStrategy for both of its runs: two would hand out the same collective keys.
+  built = {name: strategies.get_strategy(name) for name in ("one_device", "mirrored")}
+  for name, strategy_name, k in (("one_device", "one_device", 1), ("mirrored", "mirrored", 1),
+                                 ("accumulated", "mirrored", 2)):
+    strategy = built[strategy_name]
+    train = trainer_lib.TrainConfig(train_batch_size=8 // k, num_train_steps=1, max_seq_length=64,
+                                    max_predictions_per_seq=10, gradient_accumulation_steps=k)
     trainer = trainer_lib.Trainer(
         model_dir, records, strategy, train_config=train, encoder_config=encoder,
         model_fn=functools.partial(electra.build_electra_pretrainer, generator_size=0.5),
@@ -54,12 +58,14 @@ def main(records, model_dir):
     results[name] = {"replicas": strategy.num_replicas_in_sync,
                      "losses": {k: float(v) for k, v in losses.items()},
                      "grads": [g.numpy() for g in grads]}
-  one, mirrored = results["one_device"], results["mirrored"]
+  one = results["one_device"]
+  grad_diff = lambda other: max(float(np.abs(a - b).max()) for a, b in zip(one["grads"],
+                                                                           other["grads"]))
   print(json.dumps({
-      "replicas": [one["replicas"], mirrored["replicas"]],
-      "losses": [one["losses"], mirrored["losses"]],
-      "max_grad_abs_diff": max(float(np.abs(a - b).max()) for a, b in zip(one["grads"],
-                                                                           mirrored["grads"])),
+      "replicas": [one["replicas"], results["mirrored"]["replicas"]],
+      "losses": [one["losses"], results["mirrored"]["losses"], results["accumulated"]["losses"]],
+      "max_grad_abs_diff": grad_diff(results["mirrored"]),
+      "accumulated_max_grad_abs_diff": grad_diff(results["accumulated"]),
       "max_grad_abs": max(float(np.abs(a).max()) for a in one["grads"]),
       "num_grads": len(one["grads"]),
   }))

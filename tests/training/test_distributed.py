@@ -1,4 +1,5 @@
-"""Data parallelism: Mirrored over 2 logical CPUs equals one device; 2 local MultiWorkerMirrored
+"""Data parallelism: Mirrored over 2 logical CPUs (also accumulating micro-batches) equals one
+device; 2 local MultiWorkerMirrored
 workers train and checkpoint. Both run in fresh processes."""
 import json
 import os
@@ -31,11 +32,14 @@ class DistributedTest(RecordsTestCase):
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     report = json.loads(result.stdout.strip().splitlines()[-1])
     self.assertEqual(report["replicas"], [1, 2])
-    one, mirrored = report["losses"]
+    one, mirrored, accumulated = report["losses"]
     for name in ("total_loss", "mlm_loss", "rtd_loss"):
       self.assertAllClose(one[name], mirrored[name], rtol=1e-5)
+      self.assertAllClose(one[name], accumulated[name], rtol=1e-5)  # 2 replicas × 2 micro-batches
     self.assertGreater(report["num_grads"], 50)
     self.assertLess(report["max_grad_abs_diff"], 1e-5 * max(report["max_grad_abs"], 1.0))
+    self.assertLess(report["accumulated_max_grad_abs_diff"],
+                    1e-5 * max(report["max_grad_abs"], 1.0))
 
   def test_multi_worker_mirrored_two_local_workers(self):
     model_dir = os.path.join(self.tmp, "mwm")
