@@ -7,6 +7,7 @@ generator 1/4, vocab 30522, sequence length 128, 19 predictions) on one in-memor
 token ids. Each configuration runs in its own process (clean peak memory, no shared state):
 
   ours/float32, ours/bfloat16 (and ours/float16 with --precisions), ours with --jit_compile,
+  ours accumulating a batch in k micro-batches (`--configs=ours/float32/256/acc8`),
   model_garden/float32: `networks.BertEncoder(dict_outputs=True)` generator and discriminator with
   tied token embeddings, `models.ElectraPretrainer`, `ElectraPretrainTask.train_step` (its loss
   and metrics) and Model Garden's AdamW (clip 1.0);
@@ -41,7 +42,8 @@ flags.DEFINE_bool("breakdown", True, "Also split one batch-32 step of ours into 
 flags.DEFINE_enum("breakdown_precision", "float32", ["float32", "bfloat16"],
                   "Precision of the --breakdown step.")
 flags.DEFINE_list("configs", None, "Configurations to time (impl/precision/batch[/jit], e.g. "
-                  "ours/bfloat16/32); default: all of them for --batch_sizes and --precisions.")
+                  "ours/bfloat16/32; ours/float32/256/acc8: a batch of 256 as 8 accumulated "
+                  "micro-batches of 32); default: all of them for --batch_sizes and --precisions.")
 flags.DEFINE_integer("repeats", 1, "Runs of each configuration, interleaved (the table shows the "
                      "median step time and the tokens/s range): this shared machine's speed "
                      "drifts by ±10% between runs.", lower_bound=1)
@@ -97,7 +99,7 @@ def time_steps(step, batch):
   return (time.perf_counter() - start) / FLAGS.steps
 
 
-def ours(precision_name, batch_size, jit):
+def ours(precision_name, batch_size, jit, accumulation_steps=1):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
@@ -111,7 +113,8 @@ def ours(precision_name, batch_size, jit):
       optimization.build_optimizer(optimization.OptimizerConfig(), 1_000_000), precision_name)
   # The trainer's own step (its all-reduce is the identity on one device).
   train_step_fn = train_step.TrainStep(model, optimizer, clip_norm=1.0,
-                                       metrics=model.build_metrics(), jit_compile=jit)
+                                       metrics=model.build_metrics(), jit_compile=jit,
+                                       accumulation_steps=accumulation_steps)
   step = tf.function(lambda inputs: train_step_fn(inputs)["total_loss"].value)
 
   seconds = time_steps(step, batch)
@@ -345,7 +348,8 @@ def run_one(spec):
   impl, precision_name, batch_size, *rest = spec.split("/")
   batch_size = int(batch_size)
   if impl == "ours":
-    result = ours(precision_name, batch_size, jit=bool(rest))
+    k = int(rest[0][3:]) if rest and rest[0].startswith("acc") else 1
+    result = ours(precision_name, batch_size, jit=rest == ["jit"], accumulation_steps=k)
   elif impl == "model_garden":
     result = model_garden(precision_name, batch_size)
   else:
@@ -382,9 +386,12 @@ def main(_):
     parts = spec.split("/")
     if (len(parts) not in (3, 4) or parts[0] not in ("ours", "model_garden", "huggingface")
         or parts[1] not in ("float32", "bfloat16", "float16") or not parts[2].isdigit()
-        or parts[3:] not in ([], ["jit"])):
-      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit] with impl "
-                           "ours|model_garden|huggingface, precision float32|bfloat16|float16")
+        or not (parts[3:] in ([], ["jit"]) or (
+            parts[0] == "ours" and len(parts) == 4 and parts[3].startswith("acc")
+            and parts[3][3:].isdigit() and int(parts[2]) % int(parts[3][3:]) == 0))):
+      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit|/accK] with "
+                           "impl ours|model_garden|huggingface, precision float32|bfloat16|"
+                           "float16, and K micro-batches dividing the batch")
   for batch in [] if FLAGS.configs else FLAGS.batch_sizes:
     specs += [f"model_garden/{p}/{batch}" for p in FLAGS.precisions]
     specs += [f"ours/{p}/{batch}" for p in FLAGS.precisions]

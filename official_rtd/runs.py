@@ -15,6 +15,7 @@ from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import probe
 from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.training import ema
 from official_rtd.training import evaluation
 from official_rtd.training import run_dir
 from official_rtd.training import strategies
@@ -86,9 +87,10 @@ def run_pretraining(gin_files, gin_params, input_records, model_dir,
   return trainer, metrics
 
 
-def load_model(model_dir: str):
+def load_model(model_dir: str, weight_average: bool = False):
   """Rebuilds the pre-training model of a run directory from its operative gin config and
-  restores the latest checkpoint. Returns (model, tokenizer)."""
+  restores the latest checkpoint (with `weight_average`, the average of the weights it kept:
+  `TrainConfig.ema_decay`). Returns (model, tokenizer)."""
   config_path = os.path.join(model_dir, run_dir.OPERATIVE_CONFIG)
   if not os.path.isfile(config_path):
     if os.path.isfile(os.path.join(model_dir, "encoder_config.json")):
@@ -100,7 +102,7 @@ def load_model(model_dir: str):
   if not latest:
     raise run_dir.RunDirError(f"no checkpoint in {model_dir}")
   flags = textio.load_json(os.path.join(model_dir, run_dir.RUN_FLAGS))
-  vocab = vocab_lib.load_vocab(os.path.join(model_dir, run_dir.VOCAB))
+  vocab = vocab_lib.load_vocab(vocab_lib.find_vocab(model_dir))
   gin.clear_config()
   try:  # the run's bindings are used to build the model, then dropped again
     gin.parse_config_file(config_path)
@@ -113,5 +115,15 @@ def load_model(model_dir: str):
     gin.clear_config()
   model(records.dummy_inputs(2, train_config.max_predictions_per_seq),
         training=False)  # creates the variables (any length does)
-  tf.train.Checkpoint(model=model).restore(latest).expect_partial()
-  return model, tokenizer_lib.WordPieceTokenizer(vocab, flags.get("do_lower_case", True))
+  if not weight_average:
+    tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+  elif not train_config.ema_decay:
+    raise run_dir.RunDirError(f"{model_dir} kept no weight average (its TrainConfig.ema_decay is "
+                              "0): export it without --ema")
+  else:
+    average = ema.WeightAverage(model.trainable_variables, train_config.ema_decay)
+    tf.train.Checkpoint(model=model, weight_average=average.checkpoint()).restore(
+        latest).expect_partial()
+    for variable, value in zip(average.variables, average.averages):
+      variable.assign(value)
+  return model, tokenizer_lib.for_vocab(vocab, flags.get("do_lower_case", True))

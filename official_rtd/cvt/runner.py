@@ -135,9 +135,8 @@ class CvtRunner:
     if table.shape[1] != self.config.word_dim:
       raise ValueError(f"{export_dir}: token embeddings are {table.shape[1]}-d but "
                        f"--word_dim={self.config.word_dim}")
-    tokenizer = tokenizer_lib.WordPieceTokenizer(
-        vocab_lib.load_vocab(os.path.join(export_dir, export.VOCAB_NAME)),
-        config.get("do_lower_case", True))
+    tokenizer = tokenizer_lib.for_vocab(
+        vocab_lib.load_vocab(vocab_lib.find_vocab(export_dir)), config.get("do_lower_case", True))
     words = sorted({data_lib.normalize(w) for t in self.tasks for s in self.train[t.name]
                     for w in s.words})
     pieces = tokenizer.tokenize_to_lists(words)

@@ -1,6 +1,9 @@
-"""Learns a WordPiece vocabulary: Hugging Face `tokenizers`' WordPiece trainer (multi-threaded
-Rust, the default) or tensorflow-text's BERT vocabulary learner (`learner="tensorflow_text"`, the
-vocabularies this library learned before; byte-for-byte the same as then)."""
+"""Learns a vocabulary: WordPiece with Hugging Face `tokenizers`' trainer (multi-threaded Rust,
+the default) or tensorflow-text's BERT vocabulary learner (`learner="tensorflow_text"`, the
+vocabularies this library learned before; byte-for-byte the same as then), or a SentencePiece
+unigram or BPE model with the `sentencepiece` library's trainer (the field's standard, for any
+language: no pre-tokenisation by spaces, so CJK text needs none)."""
+import io
 import os
 import random
 import time
@@ -37,6 +40,7 @@ def reservoir_sample(lines: Iterable[str], size: int, seed: int) -> Tuple[List[s
 
 
 LEARNERS = ("tokenizers", "tensorflow_text")
+MODEL_TYPES = ("wordpiece", "sentencepiece_unigram", "sentencepiece_bpe")
 
 
 class _ReadProgress:
@@ -85,12 +89,42 @@ def _learn_tensorflow_text(lines: Iterable[str], vocab_size: int, lower_case: bo
       learn_params={"lower_thresh": 1})
 
 
+def _learn_sentencepiece(lines: Iterable[str], vocab_size: int, lower_case: bool,
+                         model_type: str, character_coverage: float, byte_fallback: bool) -> bytes:
+  """A serialized SentencePiece model whose ids 0-4 are `[PAD] [UNK] [CLS] [SEP] [MASK]` (the
+  model's pad, unk, BOS and EOS pieces, and a user-defined mask piece); NFKC normalisation, with
+  case folding when `lower_case`."""
+  import sentencepiece  # pylint: disable=g-import-not-at-top
+  model = io.BytesIO()
+  try:
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
+        model_type=model_type.split("_", 1)[1], character_coverage=character_coverage,
+        byte_fallback=byte_fallback, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+        pad_piece=vocab_lib.PAD, unk_piece=vocab_lib.UNK, bos_piece=vocab_lib.CLS,
+        eos_piece=vocab_lib.SEP, user_defined_symbols=[vocab_lib.MASK],
+        normalization_rule_name="nmt_nfkc_cf" if lower_case else "nmt_nfkc",
+        hard_vocab_limit=False, max_sentence_length=1 << 16, num_threads=os.cpu_count() or 1,
+        minloglevel=2)
+  except RuntimeError as e:  # e.g. fewer pieces than the characters to cover
+    message = str(e).split("] ", 1)[-1]
+    raise ValueError(f"the sentencepiece trainer refused: {message}") from None
+  return model.getvalue()
+
+
 def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 30522,
                 lower_case: bool = True, on_decode_error: str = "fail",
                 log: Callable[[str], None] = print, sample_lines: int = 0,
-                seed: int = 12345, learner: str = "tokenizers") -> List[str]:
+                seed: int = 12345, learner: str = "tokenizers", model_type: str = "wordpiece",
+                character_coverage: float = 0.9995, byte_fallback: bool = False) -> List[str]:
   """Learns a vocabulary of at most `vocab_size` tokens and writes it (atomically) to
   `output_file`; the special tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` come first (ids 0-4).
+
+  `model_type`: "wordpiece" (a `vocab.txt`, learned by `learner`) or "sentencepiece_unigram" /
+  "sentencepiece_bpe" (a SentencePiece `.model`; `character_coverage` of the corpus's characters
+  get their own piece, 0.9995 for CJK-rich text and 1.0 for small alphabets, the rest are
+  [UNK] or, with `byte_fallback`, UTF-8 byte pieces). A SentencePiece model normalises text itself
+  (NFKC, case-folded when `lower_case`): records are then made with `--nodo_lower_case`.
 
   `sample_lines > 0` learns from a uniform sample of that many non-empty lines (one pass over the
   corpus, memory for the sample only) instead of streaming every line through the learner.
@@ -100,10 +134,19 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
   Raises:
     corpus_lib.CorpusError: missing input files, undecodable text, or no text at all.
     ValueError: `vocab_size` too small to hold the special tokens and some text, a negative
-      `sample_lines` or an unknown `learner`.
+      `sample_lines`, an unknown `learner` or `model_type`, or a SentencePiece `output_file` not
+      ending in `.model`.
   """
   if learner not in LEARNERS:
     raise ValueError(f"--learner must be one of {LEARNERS}, got {learner!r}")
+  if model_type not in MODEL_TYPES:
+    raise ValueError(f"--model_type={model_type} must be one of {', '.join(MODEL_TYPES)}")
+  sentencepiece = model_type.startswith("sentencepiece")
+  if sentencepiece and not output_file.endswith(".model"):
+    raise ValueError(f"--output_file={output_file} must end in .model for a SentencePiece "
+                     "model (the name tells every tool the vocabulary's kind)")
+  if not 0.0 < character_coverage <= 1.0:
+    raise ValueError(f"--character_coverage={character_coverage} must be in (0, 1]")
   if sample_lines < 0:
     raise ValueError(f"--sample_lines={sample_lines} must be >= 0 (0: every line)")
   if vocab_size <= len(vocab_lib.SPECIAL_TOKENS):
@@ -127,16 +170,22 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
     yield first
     yield from lines
 
-  log(f"build_vocab: learning a {'lower-cased' if lower_case else 'cased'} vocabulary of at most "
-      f"{vocab_size} tokens from {len(files)} file(s) with {learner}")
-  learn = _learn_tokenizers if learner == "tokenizers" else _learn_tensorflow_text
-  tokens = learn(all_lines(), vocab_size, lower_case)
-  tmp = f"{output_file}.tmp-{os.getpid()}"
+  log(f"build_vocab: learning a {'lower-cased' if lower_case else 'cased'} {model_type} "
+      f"vocabulary of at most {vocab_size} tokens from {len(files)} file(s) with "
+      f"{'sentencepiece' if sentencepiece else learner}")
+  if sentencepiece:
+    content = _learn_sentencepiece(all_lines(), vocab_size, lower_case, model_type,
+                                   character_coverage, byte_fallback)
+  else:
+    learn = _learn_tokenizers if learner == "tokenizers" else _learn_tensorflow_text
+    content = "".join(t + "\n" for t in learn(all_lines(), vocab_size, lower_case)).encode()
+  root, extension = os.path.splitext(output_file)
+  tmp = f"{root}.tmp-{os.getpid()}{extension}"  # the extension tells load_vocab the kind
   os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
   try:
-    with open(tmp, "w", encoding="utf-8") as f:
-      f.write("".join(t + "\n" for t in tokens))
-    vocab_lib.load_vocab(tmp)  # the learner's output must itself pass our validation
+    with open(tmp, "wb") as f:
+      f.write(content)
+    tokens = list(vocab_lib.load_vocab(tmp).tokens)  # the learner's output must pass our checks
     os.replace(tmp, output_file)
   finally:
     if os.path.exists(tmp):

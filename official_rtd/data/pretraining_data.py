@@ -146,8 +146,7 @@ class ChunkProcessor:
   def __init__(self, config: DataConfig):
     self.config = config
     self.vocab = vocab_lib.load_vocab(config.vocab_file)
-    self.tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab, config.do_lower_case,
-                                                      config.tokenizer)
+    self.tokenizer = tokenizer_lib.for_vocab(self.vocab, config.do_lower_case, config.tokenizer)
     self.tables = masking.TokenTables.from_vocab(self.vocab)
     self._is_continuation = self.vocab.is_continuation()
     # One graph for every chunk (any number of rows): half the time of running the ops eagerly.
@@ -363,7 +362,9 @@ def _sidecar(config, vocab, plan: InputPlan, totals, seconds) -> dict:
       "created_by": "official_rtd create_pretraining_data",
       "flags": dict(dataclasses.asdict(config), input_files=list(config.input_files)),
       "vocab": {"file": os.path.abspath(vocab.path), "sha256": vocab.sha256, "size": vocab.size,
-                "special_ids": {t: vocab.id_of(t) for t in vocab_lib.SPECIAL_TOKENS},
+                "special_ids": {vocab.token_of(role): vocab.role_ids[role]
+                                for role in vocab_lib.ROLES},
+                "kind": vocab.kind,
                 "do_lower_case": config.do_lower_case},
       "max_seq_length": config.max_seq_length,
       "masked": masked,

@@ -49,9 +49,9 @@ class FinetuneRunner:
     self.batch_size = config.train_batch_size or defaults.get("train_batch_size") or 32
     if self.batch_size < 1:
       raise ValueError(f"--train_batch_size={self.batch_size} must be >= 1")
-    self.vocab = vocab_lib.load_vocab(os.path.join(config.init_checkpoint, export.VOCAB_NAME))
+    self.vocab = vocab_lib.load_vocab(vocab_lib.find_vocab(config.init_checkpoint))
     self.do_lower_case = self.export_config.get("do_lower_case", True)
-    self.tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab, self.do_lower_case)
+    self.tokenizer = tokenizer_lib.for_vocab(self.vocab, self.do_lower_case)
 
   def check_max_seq_length(self):
     positions = self.encoder_config["max_position_embeddings"]

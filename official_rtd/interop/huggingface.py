@@ -170,6 +170,9 @@ def export_huggingface(model, vocab: vocab_lib.Vocab, output_dir: str, do_lower_
     ExportFormatError: for encoders transformers' ELECTRA cannot express (e.g. Electric's
       two-tower generator is skipped, but a non-Transformer exported encoder is an error).
   """
+  if vocab.kind != "wordpiece":
+    raise ExportFormatError(f"{vocab.path}: exporting a run with a {vocab.kind} vocabulary to "
+                            "Hugging Face is not supported yet (only WordPiece vocab.txt runs)")
   encoder = model.exported_encoder
   if not isinstance(encoder, TransformerEncoder):
     raise ExportFormatError(f"the {model.name} method's exported encoder is not a BERT-style "

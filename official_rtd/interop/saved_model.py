@@ -53,6 +53,9 @@ def export_saved_model(model, vocab: vocab_lib.Vocab, output_dir: str, do_lower_
                        max_seq_length: int = 512) -> str:
   """Writes the model's exported encoder (with ELECTRA's RTD head when it sits on it) as a
   SavedModel with a `serving_default` signature over raw strings; temp directory, then rename."""
+  if vocab.kind != "wordpiece":
+    raise ValueError(f"{vocab.path}: exporting a run with a {vocab.kind} vocabulary to a "
+                     "SavedModel is not supported yet (only WordPiece vocab.txt runs)")
   encoder = model.exported_encoder.for_export()
   rtd_head = model.exported_heads().rtd_head
   module = TextEncoder(encoder, vocab, do_lower_case,

@@ -33,12 +33,22 @@ def sample(logits: tf.Tensor, temperature: float = 1.0,
     logits -= 1e4 * tf.one_hot(disallow_ids, tf.shape(logits)[-1], dtype=tf.float32)
   if temperature > 0 and gumbel_noise is None:
     rows = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
-    ids = (tf.random.stateless_categorical(rows, 1, seed, dtype=tf.int32) if seed is not None
+    ids = (_seeded_inverse_cdf(rows, seed) if seed is not None
            else tf.random.categorical(rows, 1, dtype=tf.int32))
     return tf.reshape(ids, tf.shape(logits)[:-1])
   if temperature > 0:
     logits += gumbel_noise
   return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+def _seeded_inverse_cdf(rows: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+  """`[rows, 1]` ids drawn from softmax(rows) statelessly: the first id whose cumulative
+  probability reaches a uniform of `seed` (the multinomial sampler's own method, in ops that XLA
+  also compiles, unlike `stateless_categorical`)."""
+  cdf = tf.cumsum(tf.nn.softmax(rows), axis=-1)
+  uniform = tf.random.stateless_uniform([tf.shape(rows)[0], 1], seed) * cdf[:, -1:]
+  ids = tf.reduce_sum(tf.cast(cdf < uniform, tf.int32), axis=-1, keepdims=True)
+  return tf.minimum(ids, tf.shape(rows)[-1] - 1)
 
 
 def gumbel_softmax(logits: tf.Tensor, temperature: float, hard: bool = True,

@@ -1,6 +1,8 @@
-r"""Learns a WordPiece vocabulary from text files.
+r"""Learns a vocabulary from text files: WordPiece (`vocab.txt`) or SentencePiece (`.model`).
 
   build_vocab --input_files='corpus/*.txt' --vocab_size=30522 --output_file=vocab.txt
+  build_vocab --input_files=zh.txt --model_type=sentencepiece_unigram --nolower_case \
+    --vocab_size=16000 --output_file=zh.model
 """
 from official_rtd.tools import cli
 
@@ -22,6 +24,16 @@ flags.DEFINE_integer("seed", 12345, "Seed of the --sample_lines sample.")
 flags.DEFINE_enum("learner", "tokenizers", ["tokenizers", "tensorflow_text"],
                   "WordPiece learner: tokenizers (Hugging Face's, fast) or tensorflow_text (the "
                   "learner of earlier versions, for byte-identical vocabularies).")
+flags.DEFINE_enum("model_type", "wordpiece",
+                  ["wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"],
+                  "wordpiece: a BERT vocab.txt; sentencepiece_*: a SentencePiece model "
+                  "(--output_file must end in .model) that normalises text itself, for any "
+                  "language (no splitting on spaces: Chinese and Japanese need no pre-tokeniser).")
+flags.DEFINE_float("character_coverage", 0.9995, "SentencePiece: the fraction of the corpus's "
+                   "characters given their own piece (0.9995 for CJK-rich text, 1.0 for small "
+                   "alphabets); rarer characters become [UNK] or, with --byte_fallback, bytes.")
+flags.DEFINE_bool("byte_fallback", False, "SentencePiece: spell characters without a piece as "
+                  "UTF-8 byte pieces instead of [UNK] (no unknown characters; useful for CJK).")
 flags.mark_flags_as_required(["input_files", "output_file"])
 FLAGS = flags.FLAGS
 
@@ -32,7 +44,9 @@ def main(_):
                           vocab_size=FLAGS.vocab_size, lower_case=FLAGS.lower_case,
                           on_decode_error=FLAGS.on_decode_error, log=logging.info,
                           sample_lines=FLAGS.sample_lines, seed=FLAGS.seed,
-                          learner=FLAGS.learner)
+                          learner=FLAGS.learner, model_type=FLAGS.model_type,
+                          character_coverage=FLAGS.character_coverage,
+                          byte_fallback=FLAGS.byte_fallback)
 
 
 def run():

@@ -8,7 +8,8 @@ r"""Exports a pre-training run for use elsewhere.
 (`ElectraForMaskedLM`, for masked-LM generators), each with `model.safetensors`, `config.json`,
 `vocab.txt` and tokenizer files, loadable with `from_pretrained`. `saved_model`: a TF SavedModel
 whose `serving_default` signature takes raw strings (the tokenizer runs in the graph). The run's
-latest checkpoint is used; the output directory is replaced only when the export is complete.
+latest checkpoint is used (`--ema`: the average of its weights); the output directory is replaced
+only when the export is complete.
 """
 from official_rtd.tools import cli
 
@@ -23,6 +24,8 @@ cli.define_overwrite_flag()
 flags.DEFINE_integer("max_seq_length", 512, "Longest input the tokenizer config / the SavedModel "
                      "signature allows (capped at the encoder's positions; >= 3: [CLS], a "
                      "piece, [SEP]).", lower_bound=3)
+flags.DEFINE_boolean("ema", False, "Export the average of the weights the run kept "
+                     "(TrainConfig.ema_decay > 0) instead of the weights themselves.")
 flags.mark_flags_as_required(["model_dir", "output_dir"])
 FLAGS = flags.FLAGS
 
@@ -33,7 +36,7 @@ def main(_):
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   if not FLAGS.overwrite:  # refuse an occupied --output_dir before loading anything
     cli.claim_output_dir(FLAGS.output_dir, False)
-  model, tokenizer = runs.load_model(FLAGS.model_dir)
+  model, tokenizer = runs.load_model(FLAGS.model_dir, weight_average=FLAGS.ema)
   if FLAGS.overwrite:  # move it aside only once the model has loaded
     cli.claim_output_dir(FLAGS.output_dir, True)
   max_len = min(FLAGS.max_seq_length, model.exported_encoder.config.max_position_embeddings)

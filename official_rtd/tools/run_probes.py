@@ -55,7 +55,7 @@ def main(_):
     raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the encoder's "
                      f"{positions} positions")
   cli.claim_output_file(FLAGS.output_file, FLAGS.overwrite)
-  vocab = vocab_lib.load_vocab(os.path.join(FLAGS.init_checkpoint, export.VOCAB_NAME))
+  vocab = vocab_lib.load_vocab(vocab_lib.find_vocab(FLAGS.init_checkpoint))
   lower = config.get("do_lower_case", True)
   probes = []
   if FLAGS.pos_data_dir:

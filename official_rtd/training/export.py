@@ -12,7 +12,6 @@ from official_rtd.modeling.networks.transformer_encoder import TransformerEncode
 
 EXPORT_DIR = "export"
 CONFIG_NAME = "encoder_config.json"
-VOCAB_NAME = "vocab.txt"
 WEIGHTS_PREFIX = "encoder"
 
 
@@ -26,7 +25,7 @@ def export_encoder(model, vocab: vocab_lib.Vocab, model_dir: str, max_seq_length
   os.makedirs(tmp)
   encoder = model.exported_encoder.for_export()
   tf.train.Checkpoint(encoder=encoder).write(os.path.join(tmp, WEIGHTS_PREFIX))
-  shutil.copyfile(vocab.path, os.path.join(tmp, VOCAB_NAME))
+  shutil.copyfile(vocab.path, os.path.join(tmp, vocab_lib.file_name(vocab)))
   records.write_json_atomic(os.path.join(tmp, CONFIG_NAME), {
       "encoder": encoder.config.to_json(), "method": model.name, "vocab_sha256": vocab.sha256,
       "max_seq_length": max_seq_length, "do_lower_case": do_lower_case})
@@ -50,9 +49,12 @@ def read_export_config(export_dir: str) -> dict:
     raise ExportError(f"{export_dir} is not an encoder export: it has no {CONFIG_NAME} "
                       f"(run_pretraining writes one to <model_dir>/{EXPORT_DIR})")
   config = textio.load_json(path)
-  vocab = vocab_lib.load_vocab(os.path.join(export_dir, VOCAB_NAME))
+  try:
+    vocab = vocab_lib.load_vocab(vocab_lib.find_vocab(export_dir))
+  except vocab_lib.VocabError as e:
+    raise ExportError(str(e)) from None
   if vocab.sha256 != config["vocab_sha256"] or vocab.size != config["encoder"]["vocab_size"]:
-    raise ExportError(f"{export_dir}: {VOCAB_NAME} does not match the encoder (vocab size "
+    raise ExportError(f"{export_dir}: {os.path.basename(vocab.path)} does not match the encoder (vocab size "
                       f"{vocab.size} vs {config['encoder']['vocab_size']}, or a changed file)")
   return config
 

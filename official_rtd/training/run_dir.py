@@ -16,10 +16,10 @@ import tensorflow as tf
 
 from official_rtd import textio
 from official_rtd.data import records
+from official_rtd.data import vocab as vocab_lib
 
 OPERATIVE_CONFIG = "operative_config.gin"
 RUN_FLAGS = "run_flags.json"
-VOCAB = "vocab.txt"
 RESULTS_NAME = "eval_results.jsonl"
 
 
@@ -33,7 +33,7 @@ def write_run_config(model_dir: str, gin_config: str, flags: dict, vocab, do_low
   os.makedirs(model_dir, exist_ok=True)
   with open(os.path.join(model_dir, OPERATIVE_CONFIG), "w", encoding="utf-8") as f:
     f.write(gin_config)
-  shutil.copyfile(vocab.path, os.path.join(model_dir, VOCAB))
+  shutil.copyfile(vocab.path, os.path.join(model_dir, vocab_lib.file_name(vocab)))
   records.write_json_atomic(os.path.join(model_dir, RUN_FLAGS), dict(
       flags, do_lower_case=do_lower_case, vocab_sha256=vocab.sha256))
 

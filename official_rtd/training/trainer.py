@@ -272,6 +272,7 @@ class Trainer:
                                               max_to_keep=self.train_config.keep_checkpoint_max)
     self._train_fn = None
     self.rollbacks = 0
+    self._skipped_at_log = 0
     self.iterator = None  # set by restore()
     clip = self.optimizer_config.clip_norm
     self.log(f"gradients clipped to global norm {clip:g} by the trainer after the cross-replica "
@@ -492,7 +493,7 @@ class Trainer:
     start_step, start_time = step, time.time()
     interval_start, interval_steps = time.time(), 0
     seconds_per_step = None
-    skipped = int(self.step_fn.skipped_steps.numpy())
+    skipped = self._skipped_at_log = int(self.step_fn.skipped_steps.numpy())
     while step < cfg.num_train_steps:
       n = min(cfg.log_every_steps - step % cfg.log_every_steps,
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
@@ -660,6 +661,9 @@ class Trainer:
     phase = self.phase_at(step - 1)
     examples_per_s = steps * self._examples_per_step(phase) / max(seconds, 1e-9)
     skipped = int(self.step_fn.skipped_steps.numpy())
+    if skipped - self._skipped_at_log >= steps:  # the metrics saw no step: nothing to show
+      values = {}
+    self._skipped_at_log = skipped
     eta = (cfg.num_train_steps - step) * seconds_per_step
     with writer.as_default(step=step):
       for name, value in values.items():
@@ -671,7 +675,8 @@ class Trainer:
     writer.flush()
     for metric in self.metrics.values():
       metric.reset_state()
-    shown = " ".join(f"{k}={v:.4f}" for k, v in values.items())
+    shown = (" ".join(f"{k}={v:.4f}" for k, v in values.items()) if values
+             else "(every step since the last line skipped)")
     self.log(f"step {step}/{cfg.num_train_steps} {shown} lr={learning_rate:.3g} "
              f"examples/s={examples_per_s:.1f} "
              f"tokens/s={examples_per_s * phase.max_seq_length:.0f} "

@@ -25,7 +25,6 @@ ROOT = "model"  # the trainer's `tf.train.Checkpoint(model=...)`
 SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 SLOT = "/.OPTIMIZER_SLOT/"  # the source's Adam/LAMB moments: never read
 FRESH_BY_DEFAULT = ("delta",)  # DisentangledEmbeddings.delta: E_Δ = 0 is a shared source's value
-VOCAB_NAME = "vocab.txt"
 
 
 class WarmStartError(ValueError):
@@ -47,10 +46,12 @@ def check_vocab(init_checkpoint: str, checkpoint_path: str, vocab: vocab_lib.Voc
   """The run's vocab (its records') must be the one the checkpoint was trained with."""
   directory = (init_checkpoint if tf.io.gfile.isdir(init_checkpoint)
                else os.path.dirname(checkpoint_path))
-  source = os.path.join(directory, VOCAB_NAME)
-  if not tf.io.gfile.exists(source):
-    raise WarmStartError(f"--init_checkpoint={init_checkpoint}: no {VOCAB_NAME} in {directory}, so "
-                         "the records' vocab cannot be checked against the checkpoint's")
+  try:
+    source = vocab_lib.find_vocab(directory)
+  except vocab_lib.VocabError:
+    raise WarmStartError(f"--init_checkpoint={init_checkpoint}: no vocabulary "
+                         f"({' / '.join(vocab_lib.FILE_NAMES.values())}) in {directory}, so the "
+                         "records' vocab cannot be checked against the checkpoint's") from None
   source_vocab = vocab_lib.load_vocab(source)
   if source_vocab.sha256 != vocab.sha256:
     raise WarmStartError(

@@ -32,7 +32,7 @@ KEY_FLAGS = {
     "score_pairs": ["model_dir", "pairs", "score", "output_dir", "batch_size"],
     "run_probes": ["init_checkpoint", "pos_data_dir", "glue_data_dir", "random_init_seeds",
                    "output_file"],
-    "export_model": ["model_dir", "format", "output_dir"],
+    "export_model": ["model_dir", "format", "output_dir", "ema"],
     "import_checkpoint": ["source", "checkpoint", "generator", "vocab_file", "output_dir"],
 }
 

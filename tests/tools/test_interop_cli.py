@@ -4,6 +4,7 @@ import os
 import subprocess
 import tempfile
 
+import safetensors.numpy
 import tensorflow as tf
 
 from official_rtd import runs
@@ -27,15 +28,19 @@ def one_error(test, result, tool):
 
 class ExportModelCliTest(tf.test.TestCase):
 
-  def test_huggingface_and_saved_model(self):
-    tmp = tempfile.mkdtemp()
+  def _pretrain(self, tmp, *gin_params):
+    """A tiny ELECTRA run of batch 8 in `<tmp>/run`."""
     records = make_records(os.path.join(tmp, "records"), paragraphs=60)
     result = run("run_pretraining", "--gin_file=gin/models/tiny.gin",
                  "--gin_file=gin/tasks/electra.gin", f"--input_records={records}",
-                 f"--model_dir={tmp}/run", "--gin_param=TrainConfig.num_train_steps = 2",
-                 "--gin_param=TrainConfig.train_batch_size = 8",
-                 "--gin_param=EncoderConfig.hidden_size = 64")
+                 f"--model_dir={tmp}/run", "--gin_param=TrainConfig.train_batch_size = 8",
+                 *gin_params)
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+
+  def test_huggingface_and_saved_model(self):
+    tmp = tempfile.mkdtemp()
+    self._pretrain(tmp, "--gin_param=TrainConfig.num_train_steps = 2",
+                   "--gin_param=EncoderConfig.hidden_size = 64")
     result = run("export_model", f"--model_dir={tmp}/run", "--format=huggingface",
                  f"--output_dir={tmp}/hf")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
@@ -60,6 +65,24 @@ class ExportModelCliTest(tf.test.TestCase):
                                       "--format=huggingface", f"--output_dir={tmp}/saved"),
                             "export_model"))
     self.assertEqual(sorted(os.listdir(f"{tmp}/saved")), before)
+    self.assertIn("kept no weight average (its TrainConfig.ema_decay is 0)",
+                  one_error(self, run("export_model", f"--model_dir={tmp}/run", "--ema",
+                                      f"--output_dir={tmp}/y"), "export_model"))
+
+  def test_ema_exports_the_weight_average(self):
+    tmp = tempfile.mkdtemp()
+    self._pretrain(tmp, "--gin_param=TrainConfig.num_train_steps = 3",
+                   "--gin_param=TrainConfig.ema_decay = 0.5",
+                   "--gin_param=EncoderConfig.num_layers = 1")
+    result = run("export_model", f"--model_dir={tmp}/run", "--ema", f"--output_dir={tmp}/hf")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    tensors = safetensors.numpy.load_file(os.path.join(tmp, "hf", "discriminator",
+                                                       "model.safetensors"))
+    table = next(v for k, v in tensors.items() if k.endswith("embeddings.word_embeddings.weight"))
+    average = export.load_encoder(os.path.join(tmp, "run", "export_ema"))
+    raw = export.load_encoder(os.path.join(tmp, "run", "export"))
+    self.assertAllClose(table, average.get_embedding_table())
+    self.assertNotAllClose(table, raw.get_embedding_table())
 
 
 class ImportCheckpointCliTest(tf.test.TestCase):

@@ -100,7 +100,7 @@ class LongRunTest(RecordsTestCase):
     trainer = self._trainer("stop", steps=6, save_checkpoints_steps=2, on_nonfinite="stop",
                             model_fn=poisoned(3, once=False))
     with self.assertRaisesRegex(trainer_lib.NonFiniteError,
-                                r"rtd_loss and total_loss are not finite at step 3 \(learning "
+                                r"total_loss and rtd_loss are not finite at step 3 \(learning "
                                 r"rate .*\): the update was not applied and the run stopped "
                                 r"\(TrainConfig.on_nonfinite = 'stop'\); the last checkpoint "
                                 r"is .*ckpt-2\. Lower the learning rate"):
@@ -117,11 +117,18 @@ class LongRunTest(RecordsTestCase):
     self.assertEqual(last["step"], 6)
     self.assertEqual(int(trainer.step_fn.skipped_steps), 1)
     self.assertTrue([l for l in lines if l.startswith(
-        "skipped the update of step 3: rtd_loss and total_loss are not finite at step 3")], lines)
+        "skipped the update of step 3: total_loss and rtd_loss are not finite at step 3")], lines)
     self.assertTrue([l for l in lines if l.startswith("step 6/6") and "skipped_steps=1" in l])
+    # The interval of the skipped step has no figures to show (rather than zeros).
+    self.assertTrue([l for l in lines if l.startswith("step 3/6 (every step since the last line "
+                                                      "skipped) lr=")], lines)
     reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(trainer.model_dir))
     self.assertEqual(int(reader.get_tensor("train_state/skipped_steps/.ATTRIBUTES/"
                                            "VARIABLE_VALUE")), 1)
+    for name in reader.get_variable_to_shape_map():  # no non-finite value was saved
+      value = reader.get_tensor(name)
+      if getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
+        self.assertTrue(np.all(np.isfinite(value)), name)
 
   def test_nonfinite_skip_stops_after_patience_in_a_row(self):
     trainer = self._trainer("skip_patience", steps=8, save_checkpoints_steps=2,

@@ -1,22 +1,33 @@
 """Inverted dropout from 16-bit uniforms: half the random bits of Keras's, one multiply to apply."""
 import contextlib
+import threading
 
 import tensorflow as tf
 import tf_keras
 
 _LEVELS = 1 << 16  # a 16-bit uniform takes one of 65,536 values
-_step_seed = []  # [(seed tensor, calls traced so far)] of the enclosing `step_seeded` blocks
+class _StepSeeds(threading.local):
+  """Per thread (each replica of a MirroredStrategy traces its step in its own thread): the
+  [seed tensor, dropout calls traced so far] of the enclosing `step_seeded` blocks."""
+  stack: list
+
+  def __init__(self):
+    super().__init__()
+    self.stack = []
+
+
+_step_seed = _StepSeeds()
 
 
 @contextlib.contextmanager
 def step_seeded(seed: tf.Tensor):
   """Dropout masks drawn inside this block (while a step function is traced or run eagerly) are
   stateless functions of `seed` (`[2]` int64) and the order of the dropout calls."""
-  _step_seed.append([tf.cast(seed, tf.int64), 0])
+  _step_seed.stack.append([tf.cast(seed, tf.int64), 0])
   try:
     yield
   finally:
-    _step_seed.pop()
+    _step_seed.stack.pop()
 
 
 class Dropout(tf_keras.layers.Dropout):
@@ -58,9 +69,9 @@ class Dropout(tf_keras.layers.Dropout):
     """`m / (1 − p)` in `inputs`' shape and dtype."""
     shape = tf.shape(inputs)
     size = tf.size(inputs)
-    if _step_seed:
-      base, index = _step_seed[-1]
-      _step_seed[-1][1] += 1
+    if _step_seed.stack:
+      base, index = _step_seed.stack[-1]
+      _step_seed.stack[-1][1] += 1
       seed = tf.random.experimental.stateless_fold_in(base, index)
     else:
       seed = tf.random.uniform([2], maxval=tf.int64.max, dtype=tf.int64, seed=self.seed)
