@@ -8,11 +8,12 @@ Learners (`build_vocab --model_type`, each in its own process, wall time and pea
 process tree): wordpiece (Hugging Face `tokenizers`), sentencepiece_unigram, sentencepiece_bpe, and
 with --tensorflow_text the tf-text WordPiece learner (slow: minutes per 10 MB). Then
 `create_pretraining_data` (dynamic masking, --dupe_factor=0, 2 workers) with each vocabulary on
---data_files: MB/s of input text, start-up included.
+--data_files: wall seconds with start-up, and the MB/s the tool itself reports (after start-up).
 """
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -34,7 +35,8 @@ FLAGS = flags.FLAGS
 
 
 def timed(command):
-  """(seconds, peak RSS GB summed over the process tree) of `command`; raises on failure."""
+  """(seconds, peak RSS GB summed over the process tree, stderr) of `command`; raises on
+  failure."""
   start = time.time()
   process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
@@ -49,7 +51,7 @@ def timed(command):
   stderr = process.stderr.read()
   if process.returncode:
     raise RuntimeError(f"{' '.join(command)} failed: {stderr[-2000:]}")
-  return time.time() - start, peak / 2**30
+  return time.time() - start, peak / 2**30, stderr
 
 
 def main(_):
@@ -71,19 +73,19 @@ def main(_):
       words += len(f.read().split())
   print(f"learning on {len(vocab_files)} files, {vocab_mb:.1f} MB; records from "
         f"{len(data_files)} files, {data_mb:.1f} MB; vocab size {FLAGS.vocab_size}")
-  print("| vocabulary | learn s | learn peak RSS GB | data prep s | data prep MB/s | "
-        "tokens per word |")
+  print("| vocabulary | learn s | learn peak RSS GB | data prep s (start-up included) | "
+        "data prep MB/s (the tool's own, after start-up) | tokens per word |")
   print("|---|---|---|---|---|---|")
   for model_type, learner, name in learners:
     vocab = os.path.join(FLAGS.work_dir, name)
     sentencepiece = model_type.startswith("sentencepiece")
-    learn_s, learn_gb = timed(
+    learn_s, learn_gb, _ = timed(
         ["build_vocab", f"--input_files={','.join(vocab_files)}", f"--output_file={vocab}",
          f"--vocab_size={FLAGS.vocab_size}", f"--model_type={model_type}",
          f"--learner={learner}"])
     records = os.path.join(FLAGS.work_dir, f"records_{os.path.splitext(name)[0]}")
     shutil.rmtree(records, ignore_errors=True)
-    prep_s, _ = timed(
+    prep_s, _, log = timed(
         ["create_pretraining_data", f"--input_files={','.join(data_files)}",
          f"--vocab_file={vocab}", f"--output_dir={records}", "--dupe_factor=0",
          "--max_seq_length=128", "--num_workers=2",
@@ -91,9 +93,10 @@ def main(_):
     with open(os.path.join(records, "pretraining_data.json"), encoding="utf-8") as f:
       counts = json.load(f)["counts"]
     tokens = counts["tokens"] + counts["tokens_truncated"]
+    rate = re.findall(r"\(([0-9.]+) MB/s\); ", log)
     label = f"{model_type}" + (f" ({learner})" if learner != "tokenizers" else "")
-    print(f"| {label} | {learn_s:.1f} | {learn_gb:.2f} | {prep_s:.1f} | {data_mb / prep_s:.2f} | "
-          f"{tokens / max(words, 1):.3f} |", flush=True)
+    print(f"| {label} | {learn_s:.1f} | {learn_gb:.2f} | {prep_s:.1f} | "
+          f"{rate[-1] if rate else '?'} | {tokens / max(words, 1):.3f} |", flush=True)
 
 
 if __name__ == "__main__":

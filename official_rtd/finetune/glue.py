@@ -28,7 +28,7 @@ LONG_TASKS = ("rte", "sts-b")  # 10 epochs instead of 3
 GlueConfig = configs.GlueConfig
 
 
-def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.WordPieceTokenizer,
+def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.Tokenizer,
            max_seq_length: int, swap: bool = False) -> Dict[str, np.ndarray]:
   """`[CLS] a [SEP] (b [SEP])` ids, longest-first truncation; `swap` puts b first."""
   vocab = tokenizer.vocab

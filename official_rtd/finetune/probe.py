@@ -30,7 +30,7 @@ class LinearProbe:
     keep = sorted(np.random.default_rng(seed).permutation(len(train))[:max_train_examples])
     self.train = [train[i] for i in keep]
     self.dev = glue_data.load_split(data_dir, self.task, "dev")[0][1]
-    self.tokenizer = tokenizer_lib.WordPieceTokenizer(vocab, do_lower_case)
+    self.tokenizer = tokenizer_lib.for_vocab(vocab, do_lower_case)
     self.max_seq_length = max_seq_length
     self.seed = seed
 
@@ -70,7 +70,7 @@ class TokenProbe:
       train = [train[i] for i in sorted(keep)]
     self.labels = sorted({t for s in train for t in s.tags})
     label_ids = {t: i for i, t in enumerate(self.labels)}
-    tokenizer = tokenizer_lib.WordPieceTokenizer(vocab, do_lower_case)
+    tokenizer = tokenizer_lib.for_vocab(vocab, do_lower_case)
     self.train = tagging_data.encode(train, tokenizer, max_seq_length, label_ids)
     self.dev = tagging_data.encode(dev, tokenizer, max_seq_length, label_ids)
     self.seed = seed

@@ -150,10 +150,20 @@ class TokenizedContext:
   ends: np.ndarray
 
 
+def _piece_text(vocab, token: str, position: int) -> str:
+  """The characters piece `position` of a word spells: without WordPiece's `##` (after the
+  word's first piece) or the word-start mark of SentencePiece / byte-level BPE (on the first)."""
+  if vocab.continuation_prefix and position and token.startswith(vocab.continuation_prefix):
+    return token[len(vocab.continuation_prefix):]
+  if vocab.word_start and not position and token.startswith(vocab.word_start):
+    return token[len(vocab.word_start):]
+  return token
+
+
 class ContextTokenizer:
   """Word-piece tokenization with character spans (caches each distinct piece)."""
 
-  def __init__(self, tokenizer: tokenizer_lib.WordPieceTokenizer, do_lower_case: bool = True):
+  def __init__(self, tokenizer: tokenizer_lib.Tokenizer, do_lower_case: bool = True):
     self.tokenizer = tokenizer
     self.do_lower_case = do_lower_case
     self._cache: Dict[str, Tuple[List[int], List[Tuple[int, int]]]] = {}
@@ -162,8 +172,7 @@ class ContextTokenizer:
     todo = sorted({p for p in pieces if p not in self._cache})
     vocab = self.tokenizer.vocab
     for piece, ids in zip(todo, self.tokenizer.tokenize_to_lists(todo)):
-      texts = [vocab.tokens[i] for i in ids]
-      texts = [t[2:] if t.startswith("##") and k else t for k, t in enumerate(texts)]
+      texts = [_piece_text(vocab, vocab.tokens[i], k) for k, i in enumerate(ids)]
       normalized = _normalize(piece, self.do_lower_case)
       if (ids and vocab.unk_id not in ids and len(normalized) == len(piece)
           and "".join(texts) == normalized):
@@ -266,7 +275,7 @@ def _max_context(spans: List[Tuple[int, int]], position: int) -> int:
   return best
 
 
-def convert(examples: Sequence[SquadExample], tokenizer: tokenizer_lib.WordPieceTokenizer,
+def convert(examples: Sequence[SquadExample], tokenizer: tokenizer_lib.Tokenizer,
             config: FeatureConfig, do_lower_case: bool = True) -> Features:
   """Tokenizes questions and contexts and cuts each context into `doc_stride` windows."""
   vocab = tokenizer.vocab

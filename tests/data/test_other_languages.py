@@ -15,6 +15,7 @@ from official_rtd.data import pretrain_dataloader
 from official_rtd.data import pretraining_data
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import squad_data
 from official_rtd.methods import electra
 from official_rtd.ops import masking
 from official_rtd.ops import sampling
@@ -119,6 +120,29 @@ class SentencePieceTest(tf.test.TestCase):
     trainer.train()
     self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.5, logged)
     self.assertTrue(os.path.isfile(os.path.join(trainer.model_dir, "export", "vocab.model")))
+
+  def test_squad_answer_spans_map_back_to_the_exact_original_characters(self):
+    with open(self.corpus["zh"], encoding="utf-8") as f:
+      zh = next(line.strip() for line in f if "張飛" in line)
+    de = GERMAN[1]
+    for language, context, answer in (("zh", zh, "張飛"), ("de", de, "Ungeziefer")):
+      tokenizer = tokenizer_lib.for_vocab(vocab_lib.load_vocab(self.models[language]), False)
+      example = squad_data.SquadExample(
+          qid=language, question="?", context=context,
+          answers=(squad_data.Answer(answer, context.index(answer)),))
+      features = squad_data.convert(
+          [example], tokenizer, squad_data.FeatureConfig(max_seq_length=48, doc_stride=16,
+                                                         max_query_length=8), do_lower_case=False)
+      windows = [w for w, s in enumerate(features.start_positions) if s > 0]
+      self.assertNotEmpty(windows, language)
+      for w in windows:
+        self.assertEqual(squad_data.span_text(example, features, w, features.start_positions[w],
+                                              features.end_positions[w]), answer)
+      # Every context piece's span is text of the context (no "▁" counted as a character).
+      inside = features.token_start_char[0] >= 0
+      for start, end in zip(features.token_start_char[0][inside],
+                            features.token_end_char[0][inside]):
+        self.assertLessEqual(end - start, max(len(w) for w in context.split()))
 
   def test_too_small_a_vocabulary_for_the_characters_is_one_clear_error(self):
     output = os.path.join(self.tmp, "small.model")
