@@ -22,7 +22,8 @@ setuptools.setup(
         "absl-py",
         "numpy",
         "safetensors",  # export_model --format=huggingface
-        "tokenizers",  # build_vocab's default WordPiece learner
+        "tokenizers",  # build_vocab's default WordPiece learner; tokenizer.json vocabularies
+        "sentencepiece",  # build_vocab --model_type=sentencepiece_*; .model vocabularies
         "matplotlib",  # compare_runs --plot
     ],
     # apache-beam: create_pretraining_data --runner=DirectRunner|DataflowRunner|...; 2.77 is the
