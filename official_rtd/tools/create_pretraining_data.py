@@ -32,9 +32,12 @@ flags.DEFINE_string("runner", "local", "local: this machine's worker pool; or an
 flags.DEFINE_string("beam_pipeline_options", "", "Options for the Beam runner, as on its command "
                     "line, e.g. '--project=P --region=R --temp_location=gs://B/tmp "
                     "--setup_file=./setup.py'.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary (one token per line).")
+flags.DEFINE_string("vocab_file", None, "The vocabulary: a WordPiece vocab.txt (one token per "
+                    "line), a SentencePiece *.model or a Hugging Face *.json tokenizer.")
 flags.DEFINE_string("output_dir", None, "Directory for the TFRecord shards and the JSON sidecar.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (match the vocab).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (match the vocab); "
+                  "--nodo_lower_case for SentencePiece and Hugging Face tokenizers, which "
+                  "normalise text themselves.")
 flags.DEFINE_enum("tokenizer", "fast", ["fast", "bert"],
                   "tensorflow-text FastBertTokenizer ('fast') or BertTokenizer ('bert').")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS]/[SEP] included.")

@@ -10,7 +10,8 @@ from tests import testutil
 
 # Each console script in setup.py and flags it must list (its own and the shared ones it uses).
 KEY_FLAGS = {
-    "build_vocab": ["input_files", "output_file", "vocab_size", "on_decode_error", "sample_lines"],
+    "build_vocab": ["input_files", "output_file", "vocab_size", "on_decode_error", "sample_lines",
+                    "model_type", "character_coverage", "byte_fallback"],
     "create_pretraining_data": ["input_files", "vocab_file", "output_dir", "dupe_factor",
                                 "max_seq_length", "num_workers", "runner", "beam_pipeline_options",
                                 "input_tfds", "tfds_data_dir"],
