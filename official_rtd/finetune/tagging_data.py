@@ -4,8 +4,9 @@ Column files hold one token per line (`word ... label`, whitespace or tab separa
 between sentences and `-DOCSTART-` lines between documents (skipped). The word is column 0, the
 label `label_column` (default: the last).
 
-Alignment: a word's label sits on its first word piece; later pieces, `[CLS]`, `[SEP]` and padding
-carry no label. A sentence longer than the window is split into overlapping windows of whole
+Alignment: a word's label sits on its first word piece (with SentencePiece, the first piece that
+spells a character of it, not a bare `▁` word-start piece); later pieces, `[CLS]`, `[SEP]` and
+padding carry no label. A sentence longer than the window is split into overlapping windows of whole
 words, and each word is owned by (predicted from, and trained in) the window where it has the
 most context on its smaller side, as BERT does for SQuAD windows; no word is ever dropped.
 """
@@ -196,7 +197,9 @@ def encode(sentences: Sequence[Sentence], tokenizer, max_seq_length: int,
       assert owned == list(range(owned[0], owned[-1] + 1)), (index, window, owned)
       ids, first_piece = [vocab.cls_id], {}
       for w in range(start, end):
-        first_piece[w] = len(ids)
+        # SentencePiece may start a word with a bare "▁" piece, which spells nothing of it.
+        bare_start = len(word_pieces[w]) > 1 and vocab.tokens[word_pieces[w][0]] == vocab.word_start
+        first_piece[w] = len(ids) + int(bool(vocab.word_start) and bare_start)
         ids.extend(word_pieces[w])
       ids.append(vocab.sep_id)
       rows["input_word_ids"].append(ids)

@@ -16,6 +16,7 @@ from official_rtd.data import pretraining_data
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import squad_data
+from official_rtd.finetune import tagging_data
 from official_rtd.methods import electra
 from official_rtd.ops import masking
 from official_rtd.ops import sampling
@@ -143,6 +144,20 @@ class SentencePieceTest(tf.test.TestCase):
       for start, end in zip(features.token_start_char[0][inside],
                             features.token_end_char[0][inside]):
         self.assertLessEqual(end - start, max(len(w) for w in context.split()))
+
+  def test_tagging_labels_sit_on_each_words_first_spelling_piece(self):
+    vocab = vocab_lib.load_vocab(self.models["zh"])
+    tokenizer = tokenizer_lib.for_vocab(vocab, False)
+    reference = sentencepiece.SentencePieceProcessor(model_file=self.models["zh"])
+    words = ("話說", "天下", "大勢", "，", "龘", "分久必合")
+    sentence = tagging_data.Sentence(words, tuple("ABCDEF"))
+    windows = tagging_data.encode([sentence], tokenizer, 32, {t: i for i, t in enumerate("ABCDEF")})
+    ids = windows.inputs["input_word_ids"][0]
+    positions = windows.inputs["word_positions"][0][:len(words)]
+    self.assertAllEqual(windows.word_labels[0][:len(words)], range(6))
+    for word, position in zip(words, positions):
+      pieces = [p for p in reference.EncodeAsPieces(word) if p != vocab_lib.WORD_START]
+      self.assertEqual(vocab.tokens[ids[position]], pieces[0], word)  # never a bare "▁"
 
   def test_too_small_a_vocabulary_for_the_characters_is_one_clear_error(self):
     output = os.path.join(self.tmp, "small.model")
