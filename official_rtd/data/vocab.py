@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 from typing import Dict, List, Tuple
 
 import numpy as np
@@ -225,7 +226,7 @@ def _huggingface_vocab(path: str, data: bytes, sha256: str) -> Vocab:
   try:
     tokenizer = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
     config = json.loads(data)
-  except (Exception) as e:  # pylint: disable=broad-except; tokenizers raises plain Exception
+  except Exception as e:  # pylint: disable=broad-except; tokenizers raises plain Exception
     raise VocabError(f"{path} is not a Hugging Face tokenizer.json "
                      f"({' '.join(str(e).split())[:200]})") from None
   vocab = tokenizer.get_vocab(with_added_tokens=True)
@@ -261,7 +262,6 @@ def file_name(vocab: Vocab) -> str:
 def find_vocab(directory: str) -> str:
   """The vocabulary file of a run or export `directory` (any kind); raises VocabError naming the
   directory and the names looked for when it has none."""
-  import os  # pylint: disable=g-import-not-at-top
   for name in FILE_NAMES.values():
     path = os.path.join(directory, name)
     if os.path.isfile(path):

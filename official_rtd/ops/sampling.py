@@ -103,7 +103,7 @@ def candidate_sets(logits: tf.Tensor, original_ids: tf.Tensor, num_candidates: i
   return tf.concat([tf.cast(original_ids, tf.int32)[..., tf.newaxis], others], axis=-1)
 
 
-def salted(seed: Optional[tf.Tensor], salt: int) -> Optional[tf.Tensor]:
+def salted(seed: Optional[tf.Tensor], salt) -> Optional[tf.Tensor]:
   """A `[2]` stateless seed derived from `seed` for the draw named by `salt` (None stays None).
 
   Stateless draws that share one seed read the same Philox stream, so a model that makes several

@@ -116,20 +116,22 @@ class TrainStep:
       """Micro-batch i (its own sampling seed, if the batch has one)."""
       part = tf.nest.map_structure(lambda t: t[i], micro)
       if seed is not None:
-        part[SAMPLING_SEED] = tf.random.experimental.stateless_fold_in(seed, tf.cast(i, tf.int64))
+        part[SAMPLING_SEED] = sampling.salted(seed, tf.cast(i, tf.int64))
       return part
     local_totals = self._count_denominators(take, k)
     totals = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM,
                                                             local_totals)
     with losses_lib.micro_batches(k):
       # Micro-batch 0 outside the loop gives the accumulators their structure.
-      outputs, losses, grads, counts = self._forward_backward(take(0), totals)
-      self._update_metrics(take(0), outputs, losses)
+      first = take(0)
+      outputs, losses, grads, counts = self._forward_backward(first, totals)
+      self._update_metrics(first, outputs, losses)
       values = {name: loss.value for name, loss in losses.items()}
 
       def body(i, grads, values, counts):
-        outputs, losses, new_grads, new_counts = self._forward_backward(take(i), totals)
-        self._update_metrics(take(i), outputs, losses)
+        part = take(i)
+        outputs, losses, new_grads, new_counts = self._forward_backward(part, totals)
+        self._update_metrics(part, outputs, losses)
         return (i + 1, [a + b for a, b in zip(grads, new_grads)],
                 {name: values[name] + loss.value for name, loss in losses.items()},
                 [a + b for a, b in zip(counts, new_counts)])

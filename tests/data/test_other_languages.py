@@ -235,7 +235,11 @@ class BadTokenizerFilesTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, r"--output_file=.*v.txt must end in .model"):
       build_vocab.build_vocab([corpus], os.path.join(self.get_temp_dir(), "v.txt"),
                               model_type="sentencepiece_unigram")
+    with self.assertRaisesRegex(ValueError, r"--character_coverage=1.5 must be in \(0, 1\]"):
+      build_vocab.build_vocab([corpus], os.path.join(self.get_temp_dir(), "v.model"),
+                              model_type="sentencepiece_bpe", character_coverage=1.5)
     self.assertFalse(os.path.exists(os.path.join(self.get_temp_dir(), "v.txt")))
+    self.assertFalse(os.path.exists(os.path.join(self.get_temp_dir(), "v.model")))
 
 
 if __name__ == "__main__":

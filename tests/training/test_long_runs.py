@@ -76,6 +76,14 @@ class LongRunTest(RecordsTestCase):
         optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=2),
         encoder_config=TINY, model_fn=model_fn, log=log or (lambda _: None))
 
+  def _assert_stops_before_saving(self, trainer, message: str, last_checkpoint: str):
+    """`trainer.train()` raises NonFiniteError matching `message`, and its latest checkpoint is
+    still `last_checkpoint` (nothing of the failing steps was saved)."""
+    with self.assertRaisesRegex(trainer_lib.NonFiniteError, message):
+      trainer.train()
+    self.assertEqual(tf.train.latest_checkpoint(trainer.model_dir),
+                     os.path.join(trainer.model_dir, last_checkpoint))
+
   def _interrupted_then_resumed(self, name, at, **train):
     lines = []
     with self.assertRaises(KeyboardInterrupt):
@@ -99,14 +107,10 @@ class LongRunTest(RecordsTestCase):
   def test_nonfinite_stop_names_step_loss_and_last_checkpoint(self):
     trainer = self._trainer("stop", steps=6, save_checkpoints_steps=2, on_nonfinite="stop",
                             model_fn=poisoned(3, once=False))
-    with self.assertRaisesRegex(trainer_lib.NonFiniteError,
-                                r"total_loss and rtd_loss are not finite at step 3 \(learning "
-                                r"rate .*\): the update was not applied and the run stopped "
-                                r"\(TrainConfig.on_nonfinite = 'stop'\); the last checkpoint "
-                                r"is .*ckpt-2\. Lower the learning rate"):
-      trainer.train()
-    self.assertEqual(tf.train.latest_checkpoint(trainer.model_dir),
-                     os.path.join(trainer.model_dir, "ckpt-2"))
+    self._assert_stops_before_saving(
+        trainer, r"total_loss and rtd_loss are not finite at step 3 \(learning rate .*\): the "
+        r"update was not applied and the run stopped \(TrainConfig.on_nonfinite = 'stop'\); the "
+        r"last checkpoint is .*ckpt-2\. Lower the learning rate", "ckpt-2")
 
   def test_nonfinite_skip_goes_on_and_counts(self):
     lines = []
@@ -133,13 +137,9 @@ class LongRunTest(RecordsTestCase):
   def test_nonfinite_skip_stops_after_patience_in_a_row(self):
     trainer = self._trainer("skip_patience", steps=8, save_checkpoints_steps=2,
                             nonfinite_patience=2, model_fn=poisoned(3, once=False, onwards=True))
-    with self.assertRaisesRegex(trainer_lib.NonFiniteError,
-                                r"not finite at step 4 .*: 2 updates in a row skipped "
-                                r"\(TrainConfig.nonfinite_patience = 2\); the last checkpoint is "
-                                r".*ckpt-2\."):
-      trainer.train()
-    self.assertEqual(tf.train.latest_checkpoint(trainer.model_dir),
-                     os.path.join(trainer.model_dir, "ckpt-2"))
+    self._assert_stops_before_saving(
+        trainer, r"not finite at step 4 .*: 2 updates in a row skipped \(TrainConfig."
+        r"nonfinite_patience = 2\); the last checkpoint is .*ckpt-2\.", "ckpt-2")
 
   def test_nonfinite_rollback_restores_the_last_checkpoint_and_goes_on(self):
     lines = []
@@ -172,6 +172,16 @@ class LongRunTest(RecordsTestCase):
     self.assertEqual(resumed.phase_at(6).max_seq_length, 32)
     for a, b in zip(state(straight), state(resumed)):
       self.assertAllEqual(a, b)
+
+  def test_bad_policies_are_refused(self):
+    with self.assertRaisesRegex(ValueError, r"TrainConfig.on_nonfinite = 'retry' must be one of "
+                                r"\('skip', 'rollback', 'stop'\)"):
+      trainer_lib.TrainConfig(on_nonfinite="retry")
+    with self.assertRaisesRegex(ValueError, r"TrainConfig.nonfinite_patience = 0 must be >= 1"):
+      trainer_lib.TrainConfig(nonfinite_patience=0)
+    with self.assertRaisesRegex(ValueError, r"TrainConfig.gradient_accumulation_steps = 0 must "
+                                r"be >= 1"):
+      trainer_lib.TrainConfig(gradient_accumulation_steps=0)
 
   def test_bad_phases_are_refused(self):
     with self.assertRaisesRegex(ValueError, r"TrainConfig.phases\[0\] has unknown keys \['lr'\]"):
