@@ -11,9 +11,12 @@ from official_rtd.data import vocab as vocab_lib
 TOKENIZERS = ("fast", "bert")  # tensorflow-text's two WordPiece implementations
 
 
-class Tokenizer:
+class Tokenizer(tf.Module):
   """`tokenize` (a `[batch]` string tensor -> `[batch, (pieces)]` int64 ids) and
-  `tokenize_to_lists` (a Python list of strings -> lists of ids), without special tokens."""
+  `tokenize_to_lists` (a Python list of strings -> lists of ids), without special tokens.
+
+  A `tf.Module`, so an in-graph tokenizer's resources (vocabulary table, SentencePiece model) are
+  saved with a SavedModel that holds it."""
 
   vocab: vocab_lib.Vocab
   do_lower_case: bool = False
@@ -39,6 +42,7 @@ class WordPieceTokenizer(Tokenizer):
   def __init__(self, vocab: vocab_lib.Vocab, do_lower_case: bool = True, kind: str = "fast"):
     if kind not in TOKENIZERS:
       raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {kind!r}")
+    super().__init__(name="wordpiece_tokenizer")
     self.vocab = vocab
     self.kind = kind
     self.do_lower_case = do_lower_case
@@ -65,6 +69,7 @@ class SentencePieceTokenizer(Tokenizer):
   """The SentencePiece model's own normalisation and segmentation (no BOS/EOS added)."""
 
   def __init__(self, vocab: vocab_lib.Vocab):
+    super().__init__(name="sentencepiece_tokenizer")
     self.vocab = vocab
     with tf.io.gfile.GFile(vocab.path, "rb") as f:
       self._tokenizer = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
@@ -81,6 +86,7 @@ class HuggingFaceTokenizer(Tokenizer):
 
   def __init__(self, vocab: vocab_lib.Vocab):
     import tokenizers  # pylint: disable=g-import-not-at-top
+    super().__init__(name="huggingface_tokenizer")
     self.vocab = vocab
     self._tokenizer = tokenizers.Tokenizer.from_file(vocab.path)
 

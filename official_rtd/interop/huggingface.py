@@ -141,6 +141,47 @@ def electra_config(encoder: TransformerEncoder, architecture: str) -> dict:
           "pad_token_id": 0, "summary_type": "first"}
 
 
+# The tokenizer files of each vocabulary kind, as transformers' `AutoTokenizer` loads them with
+# our ids and our `[CLS] a [SEP] b [SEP]` layout: WordPiece as ELECTRA's own tokenizer;
+# SentencePiece as DeBERTa-v3's (`spm.model`: the model's ids, no lower-casing, no punctuation
+# split); a `tokenizer.json` as a fast tokenizer whose post-processor is set to our layout.
+SENTENCEPIECE_NAME = "spm.model"
+TOKENIZER_JSON_NAME = "tokenizer.json"
+# The vocabulary an import takes from a checkpoint directory, first found: a tokenizer.json
+# before a `.model` (the fast tokenizer transformers loads by default holds the ids, which for
+# fairseq-converted models are not the `.model`'s).
+IMPORT_VOCAB_NAMES = ("vocab.txt", TOKENIZER_JSON_NAME, SENTENCEPIECE_NAME, "spiece.model")
+
+
+def _write_tokenizer(directory: str, vocab: vocab_lib.Vocab, do_lower_case: bool,
+                     max_seq_length: int):
+  specials = {f"{role}_token": vocab.token_of(role) for role in ("unk", "sep", "pad", "cls", "mask")}
+  options = {"model_max_length": max_seq_length}
+  if vocab.kind == "wordpiece":
+    shutil.copyfile(vocab.path, os.path.join(directory, "vocab.txt"))
+    options.update(tokenizer_class="ElectraTokenizer", do_lower_case=do_lower_case)
+  elif vocab.kind == "sentencepiece":
+    shutil.copyfile(vocab.path, os.path.join(directory, SENTENCEPIECE_NAME))
+    options.update(tokenizer_class="DebertaV2Tokenizer", do_lower_case=False, split_by_punct=False,
+                   vocab_type="spm", bos_token=specials["cls_token"],
+                   eos_token=specials["sep_token"])
+  else:
+    import tokenizers  # pylint: disable=g-import-not-at-top
+    tokenizer = tokenizers.Tokenizer.from_file(vocab.path)
+    cls, sep = specials["cls_token"], specials["sep_token"]
+    tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
+        special_tokens=[(cls, vocab.cls_id), (sep, vocab.sep_id)])
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    tokenizer.save(os.path.join(directory, TOKENIZER_JSON_NAME))
+    options.update(tokenizer_class="PreTrainedTokenizerFast")
+  with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+    json.dump({**options, **specials}, f, indent=2)
+  with open(os.path.join(directory, "special_tokens_map.json"), "w", encoding="utf-8") as f:
+    json.dump(specials, f, indent=2)
+
+
 def _write(directory, tensors, config, vocab: vocab_lib.Vocab, do_lower_case, max_seq_length):
   from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
   os.makedirs(directory)
@@ -149,14 +190,7 @@ def _write(directory, tensors, config, vocab: vocab_lib.Vocab, do_lower_case, ma
   config = dict(config, pad_token_id=vocab.pad_id)
   with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
     json.dump(config, f, indent=2)
-  shutil.copyfile(vocab.path, os.path.join(directory, "vocab.txt"))
-  specials = {"unk_token": vocab_lib.UNK, "sep_token": vocab_lib.SEP, "pad_token": vocab_lib.PAD,
-              "cls_token": vocab_lib.CLS, "mask_token": vocab_lib.MASK}
-  with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-    json.dump({"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
-               "model_max_length": max_seq_length, **specials}, f, indent=2)
-  with open(os.path.join(directory, "special_tokens_map.json"), "w", encoding="utf-8") as f:
-    json.dump(specials, f, indent=2)
+  _write_tokenizer(directory, vocab, do_lower_case, max_seq_length)
 
 
 def export_huggingface(model, vocab: vocab_lib.Vocab, output_dir: str, do_lower_case: bool = True,
@@ -170,9 +204,6 @@ def export_huggingface(model, vocab: vocab_lib.Vocab, output_dir: str, do_lower_
     ExportFormatError: for encoders transformers' ELECTRA cannot express (e.g. Electric's
       two-tower generator is skipped, but a non-Transformer exported encoder is an error).
   """
-  if vocab.kind != "wordpiece":
-    raise ExportFormatError(f"{vocab.path}: exporting a run with a {vocab.kind} vocabulary to "
-                            "Hugging Face is not supported yet (only WordPiece vocab.txt runs)")
   encoder = model.exported_encoder
   if not isinstance(encoder, TransformerEncoder):
     raise ExportFormatError(f"the {model.name} method's exported encoder is not a BERT-style "
@@ -374,6 +405,17 @@ def import_huggingface(checkpoint: str, generator: Optional[str] = None, log=pri
   for variable, value in plan:
     variable.assign(value.astype(np.float32))
   return model
+
+
+def checkpoint_vocab(directory: str) -> str:
+  """The vocabulary file of a transformers checkpoint directory (`IMPORT_VOCAB_NAMES`, first
+  found); raises HuggingFaceImportError naming the directory and the names looked for."""
+  for name in IMPORT_VOCAB_NAMES:
+    path = os.path.join(directory, name)
+    if os.path.isfile(path):
+      return path
+  raise HuggingFaceImportError(f"{directory} has no tokenizer file ({' / '.join(IMPORT_VOCAB_NAMES)}"
+                               "): pass --vocab_file")
 
 
 def tokenizer_options(directory: str) -> dict:

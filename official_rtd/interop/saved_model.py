@@ -1,5 +1,5 @@
-"""A TF SavedModel of an encoder that takes raw text: the tensorflow-text WordPiece tokenizer runs
-inside the graph (TF Hub's preprocessing + encoder convention, in one model).
+"""A TF SavedModel of an encoder that takes raw text: the tensorflow-text tokenizer (WordPiece or
+SentencePiece) runs inside the graph (TF Hub's preprocessing + encoder convention, in one model).
 
   model = tf.saved_model.load(path)
   out = model.signatures["serving_default"](tf.constant(["The cat sat."]))
@@ -12,23 +12,22 @@ import os
 import shutil
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 
 
 class TextEncoder(tf.Module):
   """Tokenizer + encoder (+ optional RTD head) behind a string signature."""
 
-  def __init__(self, encoder, vocab: vocab_lib.Vocab, do_lower_case: bool, max_seq_length: int,
+  def __init__(self, encoder, tokenizer: tokenizer_lib.Tokenizer, max_seq_length: int,
                rtd_head=None):
     super().__init__(name="text_encoder")
     self.encoder = encoder
     self.rtd_head = rtd_head
-    self.tokenizer = tf_text.FastBertTokenizer(
-        vocab=list(vocab.tokens), token_out_type=tf.int64, unknown_token=vocab_lib.UNK,
-        lower_case_nfd_strip_accents=do_lower_case)
+    self.tokenizer = tokenizer
     self.max_seq_length = max_seq_length
+    vocab = tokenizer.vocab
     self.cls_id, self.sep_id, self.pad_id = vocab.cls_id, vocab.sep_id, vocab.pad_id
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
@@ -53,12 +52,15 @@ def export_saved_model(model, vocab: vocab_lib.Vocab, output_dir: str, do_lower_
                        max_seq_length: int = 512) -> str:
   """Writes the model's exported encoder (with ELECTRA's RTD head when it sits on it) as a
   SavedModel with a `serving_default` signature over raw strings; temp directory, then rename."""
-  if vocab.kind != "wordpiece":
-    raise ValueError(f"{vocab.path}: exporting a run with a {vocab.kind} vocabulary to a "
-                     "SavedModel is not supported yet (only WordPiece vocab.txt runs)")
+  tokenizer = tokenizer_lib.for_vocab(vocab, do_lower_case)
+  if not tokenizer.in_graph:
+    raise ValueError(f"{vocab.path}: a {vocab.kind} tokenizer runs in Python, not inside a "
+                     "TensorFlow graph, so it cannot serve raw text in a SavedModel: export "
+                     "--format=huggingface (its tokenizer.json goes with it), or use a WordPiece "
+                     "or SentencePiece vocabulary")
   encoder = model.exported_encoder.for_export()
   rtd_head = model.exported_heads().rtd_head
-  module = TextEncoder(encoder, vocab, do_lower_case,
+  module = TextEncoder(encoder, tokenizer,
                        min(max_seq_length, encoder.config.max_position_embeddings), rtd_head)
   tmp = f"{output_dir.rstrip('/')}.tmp-{os.getpid()}"
   shutil.rmtree(tmp, ignore_errors=True)

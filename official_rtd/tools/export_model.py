@@ -5,9 +5,10 @@ r"""Exports a pre-training run for use elsewhere.
 
 `huggingface`: `<output_dir>/discriminator` (`transformers.ElectraForPreTraining`, or
 `ElectraModel` for methods without ELECTRA's RTD head) and `<output_dir>/generator`
-(`ElectraForMaskedLM`, for masked-LM generators), each with `model.safetensors`, `config.json`,
-`vocab.txt` and tokenizer files, loadable with `from_pretrained`. `saved_model`: a TF SavedModel
-whose `serving_default` signature takes raw strings (the tokenizer runs in the graph). The run's
+(`ElectraForMaskedLM`, for masked-LM generators), each with `model.safetensors`, `config.json`
+and the vocabulary's tokenizer files (`vocab.txt`, `spm.model` or `tokenizer.json`), loadable with
+`from_pretrained`. `saved_model`: a TF SavedModel whose `serving_default` signature takes raw
+strings (a WordPiece or SentencePiece tokenizer runs in the graph). The run's
 latest checkpoint is used (`--ema`: the average of its weights); the output directory is replaced
 only when the export is complete.
 """

@@ -30,11 +30,14 @@ flags.DEFINE_enum("source", None, ["electra_tf1", "model_garden", "huggingface"]
 flags.DEFINE_string("checkpoint", None, "Checkpoint prefix (or directory for model_garden and "
                     "huggingface: the discriminator's).")
 flags.DEFINE_string("generator", None, "huggingface: the ElectraForMaskedLM directory (optional).")
-flags.DEFINE_string("vocab_file", None, "The checkpoint's WordPiece vocab (huggingface: default "
-                    "<checkpoint>/vocab.txt).")
+flags.DEFINE_string("vocab_file", None, "The checkpoint's vocabulary: a WordPiece vocab.txt, a "
+                    "SentencePiece .model or a tokenizer.json (huggingface: default the "
+                    "checkpoint's vocab.txt, tokenizer.json, spm.model or spiece.model, first "
+                    "found).")
 flags.DEFINE_string("output_dir", None, "Writes <output_dir>/export.")
-flags.DEFINE_bool("do_lower_case", True, "Whether the vocab is uncased (huggingface: default "
-                  "the checkpoint's tokenizer_config.json).")
+flags.DEFINE_bool("do_lower_case", True, "Whether a WordPiece vocab is uncased (huggingface: "
+                  "default the checkpoint's tokenizer_config.json); SentencePiece and "
+                  "tokenizer.json vocabularies normalise text themselves (False).")
 flags.DEFINE_integer("max_seq_length", 512, "Recorded in the export's config.")
 flags.DEFINE_integer("num_attention_heads", None, "electra_tf1: discriminator heads "
                      "(default hidden / 64).")
@@ -56,7 +59,7 @@ def main(_):
   vocab_file, do_lower_case = FLAGS.vocab_file, FLAGS.do_lower_case
   if FLAGS.source == "huggingface":
     from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
-    vocab_file = vocab_file or os.path.join(FLAGS.checkpoint, "vocab.txt")
+    vocab_file = vocab_file or huggingface.checkpoint_vocab(FLAGS.checkpoint)
     if not FLAGS["do_lower_case"].present:
       do_lower_case = huggingface.tokenizer_options(FLAGS.checkpoint).get("do_lower_case", True)
   elif FLAGS.generator:
@@ -64,6 +67,9 @@ def main(_):
   if not vocab_file:
     raise ValueError(f"--source={FLAGS.source} needs --vocab_file (the checkpoint's vocab)")
   vocab = vocab_lib.load_vocab(vocab_file)
+  if vocab.kind != "wordpiece":  # its tokenizer file normalises text itself
+    do_lower_case = do_lower_case and FLAGS["do_lower_case"].present
+    vocab.check_casing(do_lower_case)
   if FLAGS.source == "huggingface":
     model = huggingface.import_huggingface(FLAGS.checkpoint, FLAGS.generator, log=logging.info)
   elif FLAGS.source == "electra_tf1":

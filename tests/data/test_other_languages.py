@@ -39,6 +39,20 @@ def head(language: str, directory: str, lines: int) -> str:
   return path
 
 
+def train_tokenizer_json(path: str, corpus: str, special_tokens):
+  """A Unigram `tokenizer.json` (NFKC, Metaspace) learned on `corpus`, saved at `path`."""
+  import tokenizers  # pylint: disable=g-import-not-at-top
+  tokenizer = tokenizers.Tokenizer(tokenizers.models.Unigram())
+  tokenizer.normalizer = tokenizers.normalizers.NFKC()
+  tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
+  tokenizer.decoder = tokenizers.decoders.Metaspace()
+  trainer = tokenizers.trainers.UnigramTrainer(vocab_size=1500, special_tokens=special_tokens,
+                                               unk_token="<unk>", show_progress=False)
+  tokenizer.train([corpus], trainer)
+  tokenizer.save(path)
+  return tokenizer
+
+
 @testutil.requires(MULTILINGUAL)
 class SentencePieceTest(tf.test.TestCase):
 
@@ -178,22 +192,10 @@ class SentencePieceTest(tf.test.TestCase):
 @testutil.requires(MULTILINGUAL)
 class HuggingFaceTokenizerTest(tf.test.TestCase):
 
-  def _train(self, path, special_tokens):
-    import tokenizers  # pylint: disable=g-import-not-at-top
-    tokenizer = tokenizers.Tokenizer(tokenizers.models.Unigram())
-    tokenizer.normalizer = tokenizers.normalizers.NFKC()
-    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
-    tokenizer.decoder = tokenizers.decoders.Metaspace()
-    trainer = tokenizers.trainers.UnigramTrainer(vocab_size=1500, special_tokens=special_tokens,
-                                                 unk_token="<unk>", show_progress=False)
-    corpus = head("de", self.get_temp_dir(), 2000)
-    tokenizer.train([corpus], trainer)
-    tokenizer.save(path)
-    return tokenizer
-
   def test_a_tokenizer_json_with_its_own_special_names(self):
     path = os.path.join(self.get_temp_dir(), "tokenizer.json")
-    reference = self._train(path, ["<pad>", "<unk>", "<s>", "</s>", "<mask>"])
+    reference = train_tokenizer_json(path, head("de", self.get_temp_dir(), 2000),
+                                     ["<pad>", "<unk>", "<s>", "</s>", "<mask>"])
     vocab = vocab_lib.load_vocab(path)
     self.assertEqual(vocab.kind, "huggingface")
     self.assertEqual(vocab.token_of("mask"), "<mask>")
@@ -209,7 +211,8 @@ class HuggingFaceTokenizerTest(tf.test.TestCase):
 
   def test_a_tokenizer_without_a_mask_token_is_refused(self):
     path = os.path.join(self.get_temp_dir(), "nomask.json")
-    self._train(path, ["<pad>", "<unk>", "<s>", "</s>"])
+    train_tokenizer_json(path, head("de", self.get_temp_dir(), 2000),
+                         ["<pad>", "<unk>", "<s>", "</s>"])
     with self.assertRaisesRegex(vocab_lib.VocabError,
                                 r"nomask.json has no token for the special role\(s\) mask "
                                 r"\(looked for \[MASK\] or <mask>\)"):

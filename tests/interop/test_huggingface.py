@@ -7,6 +7,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.data import build_vocab
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import huggingface
@@ -14,6 +15,7 @@ from official_rtd.interop import saved_model
 from official_rtd.methods import electra
 from official_rtd.methods import electric
 from tests import testutil
+from tests.data import test_other_languages
 from tests.training.test_trainer import TINY
 
 TEXTS = ["The cat sat on the mat.",
@@ -222,6 +224,73 @@ class HuggingFaceImportTest(tf.test.TestCase):
     with self.assertRaisesRegex(huggingface.HuggingFaceImportError,
                                 "model_type 'bert'.*hidden_act 'relu'"):
       huggingface.import_huggingface(os.path.join(out, "generator"))
+
+
+
+@testutil.requires(test_other_languages.MULTILINGUAL)
+class OtherTokenizersTest(tf.test.TestCase):
+  """Exports of runs with a SentencePiece model or a tokenizer.json (learned on German text):
+  transformers' `AutoTokenizer` on the export gives our ids and our pair layout, and the import
+  takes the export's tokenizer file back with the same ids."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    tmp = tempfile.mkdtemp()
+    corpus = test_other_languages.head("de", tmp, 2000)
+    cls.texts = test_other_languages.GERMAN + ["  Straße   ''zitiert'' 1990, Œuvre ①  "]
+    with open(corpus, encoding="utf-8") as f:
+      cls.texts += [line.strip() for line in f.readlines()[-100:] if line.strip()]
+    model_path = os.path.join(tmp, "de.model")
+    build_vocab.build_vocab([corpus], model_path, vocab_size=1500, lower_case=False,
+                            log=lambda _: None, model_type="sentencepiece_unigram")
+    json_path = os.path.join(tmp, "tokenizer.json")
+    test_other_languages.train_tokenizer_json(json_path, corpus,
+                                              ["<pad>", "<unk>", "<s>", "</s>", "<mask>"])
+    cls.vocabs = {"sentencepiece": vocab_lib.load_vocab(model_path),
+                  "huggingface": vocab_lib.load_vocab(json_path)}
+
+  def test_transformers_tokenizer_gives_our_ids_and_the_import_takes_it_back(self):
+    import transformers  # pylint: disable=g-import-not-at-top
+    for kind, vocab in self.vocabs.items():
+      ours = tokenizer_lib.for_vocab(vocab, do_lower_case=False)
+      expected = ours.tokenize_to_lists(self.texts)
+      out = os.path.join(tempfile.mkdtemp(), "hf")
+      huggingface.export_huggingface(tiny_electra(vocab), vocab, out, do_lower_case=False)
+      directory = os.path.join(out, "discriminator")
+      # The fast tokenizer of a .model is converted through sentencepiece's protobuf module,
+      # which this environment's protobuf cannot import: the SentencePiece case uses the slow one.
+      hf = transformers.AutoTokenizer.from_pretrained(directory,
+                                                      use_fast=kind == "huggingface")
+      self.assertEqual([hf(t, add_special_tokens=False)["input_ids"] for t in self.texts],
+                       expected, msg=kind)
+      pair = hf(self.texts[0], self.texts[1])
+      a, b = expected[0], expected[1]
+      self.assertEqual(pair["input_ids"], [vocab.cls_id, *a, vocab.sep_id, *b, vocab.sep_id])
+      self.assertEqual(pair["token_type_ids"], [0] * (len(a) + 2) + [1] * (len(b) + 1))
+      self.assertEqual(hf.mask_token_id, vocab.mask_id)
+      self.assertEqual(hf.pad_token_id, vocab.pad_id)
+      back = vocab_lib.load_vocab(huggingface.checkpoint_vocab(directory))
+      self.assertEqual(back.kind, kind)
+      self.assertEqual(tokenizer_lib.for_vocab(back, False).tokenize_to_lists(self.texts),
+                       expected, msg=kind)
+    with self.assertRaisesRegex(huggingface.HuggingFaceImportError,
+                                "has no tokenizer file .*vocab.txt / tokenizer.json.*--vocab_file"):
+      huggingface.checkpoint_vocab(tempfile.mkdtemp())
+
+  def test_a_sentencepiece_saved_model_serves_raw_text_and_a_tokenizer_json_is_refused(self):
+    vocab = self.vocabs["sentencepiece"]
+    model = tiny_electra(vocab)
+    out = os.path.join(tempfile.mkdtemp(), "saved")
+    saved_model.export_saved_model(model, vocab, out, do_lower_case=False, max_seq_length=64)
+    got = tf.saved_model.load(out).signatures["serving_default"](tf.constant(self.texts[:2]))
+    pieces = tokenizer_lib.for_vocab(vocab, False).tokenize_to_lists(self.texts[:2])
+    for row, p in enumerate(pieces):
+      ids = [vocab.cls_id, *p[:62], vocab.sep_id]
+      self.assertEqual(got["input_word_ids"].numpy()[row, :len(ids)].tolist(), ids)
+    with self.assertRaisesRegex(ValueError, "runs in Python, not inside a TensorFlow graph"):
+      saved_model.export_saved_model(model, self.vocabs["huggingface"], out + "2",
+                                     do_lower_case=False)
 
 
 class SavedModelTest(tf.test.TestCase):

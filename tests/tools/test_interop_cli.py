@@ -155,8 +155,10 @@ class ImportCheckpointCliTest(tf.test.TestCase):
                                       f"--output_dir={tmp}/mg"), "import_checkpoint"))
 
   def test_huggingface_directories_import(self):
+    from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
     from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
     from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
+    from tests.data import test_other_languages  # pylint: disable=g-import-not-at-top
     from tests.interop import test_huggingface  # pylint: disable=g-import-not-at-top
     tmp = tempfile.mkdtemp()
     vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
@@ -170,6 +172,23 @@ class ImportCheckpointCliTest(tf.test.TestCase):
       for v, w in zip(getattr(model, part).weights, getattr(back, part).weights):
         self.assertAllEqual(v, w, msg=v.name)
     self.assertEqual(export.load_encoder(f"{tmp}/out/export").config, model.discriminator.config)
+    # A checkpoint whose only tokenizer file is a tokenizer.json (German Unigram): the export
+    # keeps it, with the same ids.
+    test_other_languages.train_tokenizer_json(f"{tmp}/tokenizer.json",
+                                              test_other_languages.head("de", tmp, 500),
+                                              ["<pad>", "<unk>", "<s>", "</s>", "<mask>"])
+    json_vocab = vocab_lib.load_vocab(f"{tmp}/tokenizer.json")
+    huggingface.export_huggingface(test_huggingface.tiny_electra(json_vocab), json_vocab,
+                                   f"{tmp}/hf_json", do_lower_case=False)
+    result = run("import_checkpoint", "--source=huggingface",
+                 f"--checkpoint={tmp}/hf_json/discriminator", f"--output_dir={tmp}/out_json")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    imported = vocab_lib.load_vocab(vocab_lib.find_vocab(f"{tmp}/out_json/export"))
+    self.assertEqual(imported.kind, "huggingface")
+    texts = test_other_languages.GERMAN
+    self.assertEqual(tokenizer_lib.for_vocab(imported, False).tokenize_to_lists(texts),
+                     tokenizer_lib.for_vocab(json_vocab, False).tokenize_to_lists(texts))
+    self.assertFalse(export.read_export_config(f"{tmp}/out_json/export")["do_lower_case"])
     self.assertIn("--generator is for --source=huggingface",
                   one_error(self, run("import_checkpoint", "--source=electra_tf1",
                                       f"--checkpoint={tmp}/x", f"--generator={tmp}/hf/generator",
