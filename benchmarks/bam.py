@@ -18,6 +18,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from official_rtd.finetune import runner as runner_lib
+
 from official_rtd.finetune import configs
 from official_rtd.finetune import glue
 from official_rtd.finetune import metrics
@@ -56,9 +58,9 @@ def main(_):
   rows = []
   start, single = time.time(), {}
   for task in FLAGS.tasks:
-    summary = glue.GlueRunner(config(os.path.join(out, "single", task), FLAGS.num_trials,
-                                     task=task, write_train_predictions=True),
-                              logging.info).run()
+    summary = runner_lib.Runner(config(os.path.join(out, "single", task), FLAGS.num_trials,
+                                       task=task, write_train_predictions=True),
+                                logging.info).run()
     split = next(iter(summary["median"]))
     primary = metrics.PRIMARY[task]
     spread = summary["spread"][split][primary]
@@ -67,7 +69,7 @@ def main(_):
   for name, extra in (("Multi", {}),
                       ("Single→Multi", {"teachers_from": os.path.join(out, "single")})):
     start = time.time()
-    summary = multitask.MultiTaskRunner(
+    summary = runner_lib.Runner(
         config(os.path.join(out, name), FLAGS.multi_num_trials or FLAGS.num_trials,
                tasks=",".join(FLAGS.tasks), **extra), logging.info).run()
     per_task = {}

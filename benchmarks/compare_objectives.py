@@ -21,6 +21,7 @@ import numpy as np
 
 from official_rtd.data import pretraining_data
 from official_rtd.finetune import glue
+from official_rtd.finetune import runner as runner_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = {"cola": "CoLA", "sst-2": "SST-2", "mrpc": "MRPC", "sts-b": "STS-B", "rte": "RTE"}
@@ -59,7 +60,7 @@ def finetune(objective, export_dir, task_spec, work_dir):
       model_dir=os.path.join(work_dir, "glue", objective, task_spec.replace(":", "_")),
       data_dir=os.path.join(FLAGS.glue_dir, FOLDERS[task]), max_seq_length=64,
       num_trials=FLAGS.num_trials, max_train_examples=int(limit or 0), log_every_steps=1000)
-  summary = glue.GlueRunner(config, log=logging.info).run()
+  summary = runner_lib.Runner(config, log=logging.info).run()
   primary = summary["primary_metric"]
   split = next(iter(summary["median"]))
   spread = summary["spread"][split][primary]

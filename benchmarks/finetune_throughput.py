@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import glue
+from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import squad
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import export
@@ -114,11 +115,11 @@ def main(_):
                                      vocab, tmp, max_seq_length=512)
   for precision in ("float32", "bfloat16"):
     runs = {
-        "run_glue SST-2": lambda log, p=precision: glue.GlueRunner(glue.GlueConfig(
+        "run_glue SST-2": lambda log, p=precision: runner_lib.Runner(glue.GlueConfig(
             task="sst-2", init_checkpoint=export_dir, data_dir=os.path.join(SHARED, "glue", "SST-2"),
             model_dir=os.path.join(tmp, f"glue_{p}"), max_train_examples=2000,
             num_train_epochs=1, log_every_steps=20, mixed_precision=p), log=log).run(),
-        "run_squad v1.1": lambda log, p=precision: squad.SquadRunner(squad.SquadConfig(
+        "run_squad v1.1": lambda log, p=precision: runner_lib.Runner(squad.SquadConfig(
             train_file=os.path.join(SHARED, "squad", "train-v1.1-sample.json"),
             predict_file=os.path.join(SHARED, "squad", "train-v1.1-sample.json"),
             init_checkpoint=export_dir, model_dir=os.path.join(tmp, f"squad_{p}"),

@@ -13,6 +13,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from official_rtd.finetune import runner as runner_lib
+
 from official_rtd.finetune import glue
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,7 +42,7 @@ def main(_):
           data_dir=os.path.join(FLAGS.glue_dir, FOLDERS[task]), random_init=random_init,
           max_seq_length=FLAGS.max_seq_length, num_trials=FLAGS.num_trials,
           max_train_examples=int(limit or 0), log_every_steps=1000)
-      summary = glue.GlueRunner(config, log=logging.info).run()
+      summary = runner_lib.Runner(config, log=logging.info).run()
       primary = summary["primary_metric"]
       for split, values in summary["median"].items():
         spread = summary["spread"][split][primary]

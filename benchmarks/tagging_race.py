@@ -22,6 +22,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from official_rtd.finetune import runner as runner_lib
+
 from official_rtd.finetune import multiple_choice
 from official_rtd.finetune import tagging
 
@@ -40,26 +42,25 @@ FLAGS = flags.FLAGS
 
 
 def runs(task, out):
-  """(runner class, config) for the pre-trained export and for a random init of its shape."""
+  """(random_init, config) for the pre-trained export and for a random init of its shape."""
   for random_init in (False, True):
     common = dict(init_checkpoint=FLAGS.init_checkpoint, random_init=random_init,
                   num_trials=FLAGS.num_trials, log_every_steps=50,
                   model_dir=os.path.join(out, f"{task}_{'random' if random_init else 'pre'}"))
     if task == "pos":
-      yield random_init, tagging.TaggingRunner, tagging.TaggingConfig(
+      yield random_init, tagging.TaggingConfig(
           task="pos", data_dir=os.path.join(SHARED, "tagging", "pos_ptb"), **common)
     else:
-      yield random_init, multiple_choice.MultipleChoiceRunner, \
-          multiple_choice.MultipleChoiceConfig(
-              data_dir=os.path.join(SHARED, "race"), max_train_examples=FLAGS.race_train_examples,
-              max_dev_examples=FLAGS.race_dev_examples, **common)
+      yield random_init, multiple_choice.MultipleChoiceConfig(
+          data_dir=os.path.join(SHARED, "race"), max_train_examples=FLAGS.race_train_examples,
+          max_dev_examples=FLAGS.race_dev_examples, **common)
 
 
 def accuracy_mode():
   out = tempfile.mkdtemp()
   rows = []
   for task in FLAGS.tasks:
-    for random_init, runner_class, config in runs(task, out):
+    for random_init, config in runs(task, out):
       rates = []
 
       def log(line, rates=rates):
@@ -69,7 +70,7 @@ def accuracy_mode():
           rates.append(float(match.group(2)))
 
       start = time.time()
-      runner = runner_class(config, log=log)
+      runner = runner_lib.Runner(config, log=log)
       summary = runner.run()
       primary = summary["primary_metric"]
       spread = summary["spread"][primary]
@@ -111,7 +112,7 @@ def memory_mode():
       max_train_examples=batch * FLAGS.memory_steps, num_train_epochs=1, train_batch_size=batch,
       max_dev_examples=defaults.eval_batch_size, log_every_steps=1)
   start = time.time()
-  multiple_choice.MultipleChoiceRunner(config, log=logging.info).run()
+  runner_lib.Runner(config, log=logging.info).run()
   peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
   print(f"RACE, ELECTRA-Small shape (12 layers, hidden 256), batch {batch} "
         f"questions x 4 options x {defaults.max_seq_length} tokens, eval batch "

@@ -83,11 +83,12 @@ def fine_tune_rte(test, export_dir: str, model_dir: str):
   """Fine-tunes `export_dir` with `run_glue`'s runner on 64 RTE examples (1 epoch, 4 steps) and
   checks it ran; skips (fails under CI) without ../shared. Returns the summary."""
   from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import runner as runner_lib  # pylint: disable=g-import-not-at-top
   glue_dir = os.path.join(SHARED_DATA, "glue", "RTE")
   reason = missing_data_reason(glue_dir)
   if reason:
     test.skipTest(reason)
-  summary = glue.GlueRunner(glue.GlueConfig(
+  summary = runner_lib.Runner(glue.GlueConfig(
       task="rte", init_checkpoint=export_dir, model_dir=model_dir, data_dir=glue_dir,
       max_seq_length=64, max_train_examples=64, num_train_epochs=1, train_batch_size=16),
       log=lambda _: None).run()

@@ -126,17 +126,14 @@ class CvtRunner:
   def _encoder_vectors(self, export_dir: str) -> Dict[str, np.ndarray]:
     """Each training word's vector: the mean of its word pieces' input embeddings in a
     pre-trained encoder export (whose embedding size must be `--word_dim`)."""
-    from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
-    from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
-    from official_rtd.training import export  # pylint: disable=g-import-not-at-top
-    config = export.read_export_config(export_dir)
-    encoder = export.load_encoder(export_dir)
+    from official_rtd.training import export as export_lib  # pylint: disable=g-import-not-at-top
+    export = export_lib.Export(export_dir)
+    encoder = export.encoder()
     table = encoder.embeddings.embedding_table.numpy()
     if table.shape[1] != self.config.word_dim:
       raise ValueError(f"{export_dir}: token embeddings are {table.shape[1]}-d but "
                        f"--word_dim={self.config.word_dim}")
-    tokenizer = tokenizer_lib.for_vocab(
-        vocab_lib.load_vocab(vocab_lib.find_vocab(export_dir)), config.get("do_lower_case", True))
+    tokenizer = export.tokenizer
     words = sorted({data_lib.normalize(w) for t in self.tasks for s in self.train[t.name]
                     for w in s.words})
     pieces = tokenizer.tokenize_to_lists(words)

@@ -63,6 +63,11 @@ class FinetuneConfig:
   def __post_init__(self):
     check_ranges(self)
 
+  @property
+  def task_name(self) -> str:
+    """The registered task (`finetune/task.py`) this config runs."""
+    return getattr(self, "task", "")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GlueConfig(FinetuneConfig):
@@ -84,6 +89,10 @@ class GlueConfig(FinetuneConfig):
   teacher_lambda: float = 0.0
   single_task_finetune: str = ""
 
+  @property
+  def task_name(self) -> str:
+    return "bam" if self.tasks else self.task
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SquadConfig(FinetuneConfig):
@@ -103,10 +112,15 @@ class SquadConfig(FinetuneConfig):
   eval_batch_size: int = 32
   num_train_epochs: Optional[float] = 2.0
 
+  @property
+  def task_name(self) -> str:
+    return "squad"
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TaggingConfig(FinetuneConfig):
-  """`run_tagging`: `num_train_epochs` None is 3 (Shao's PTB protocol, ELECTRA's default)."""
+  """`run_tagging`: `num_train_epochs` None is 3; `protocol` "shao" takes Shao's PTB settings
+(`trials.SHAO_DEFAULTS`)."""
   task: str
   data_dir: str
   train_file: str = ""
@@ -117,11 +131,13 @@ class TaggingConfig(FinetuneConfig):
   window_stride: int = 0
   crf: bool = False
   allow_unseen_dev_tags: bool = False
+  protocol: str = "electra"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MultipleChoiceConfig(FinetuneConfig):
-  """`run_multiple_choice`: `num_train_epochs` None is 2 (Shao's RACE protocol)."""
+  """`run_multiple_choice`: `num_train_epochs` None is 2 (3 with `protocol` "shao", which also
+takes Shao's RACE input layout, 384 tokens at most and his settings, `trials.SHAO_DEFAULTS`)."""
   task: str = "race"
   data_dir: str
   train_splits: str = "train"
@@ -130,3 +146,4 @@ class MultipleChoiceConfig(FinetuneConfig):
   max_dev_examples: int = 0
   train_batch_size: int = 16
   eval_batch_size: int = 32
+  protocol: str = "electra"

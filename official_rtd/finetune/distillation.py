@@ -81,16 +81,17 @@ def teacher_paths(tasks: Sequence[str], teacher_dirs: str, teachers_from: str
   return {task: os.path.join(directory, file_name(task)) for task, directory in dirs.items()}
 
 
-def annealing_schedule(mode: str, fixed_lambda: float, num_steps: int) -> Callable:
-  """λ as a function of the 0-based step: `linear` 0 at the first step to 1 at the last,
-  `fixed` the constant `fixed_lambda` (Table 3.4's ablations: 0 = pure distillation, 0.5)."""
+def annealing_schedule(mode: str, fixed_lambda: float) -> Callable:
+  """λ as a function of training progress (0 at the first step, 1 at the last): `linear` rises
+  with it (teacher annealing), `fixed` is the constant `fixed_lambda` (Table 3.4's ablations:
+  0 = pure distillation, 0.5)."""
   if mode not in ANNEALING:
     raise ValueError(f"--teacher_annealing must be one of {ANNEALING}, got {mode!r}")
   if not 0.0 <= fixed_lambda <= 1.0:
     raise ValueError(f"--lambda={fixed_lambda} must be in [0, 1]")
   if mode == "fixed":
-    return lambda step: fixed_lambda + 0.0 * step
-  return lambda step: step / max(num_steps - 1, 1)
+    return lambda progress: fixed_lambda + 0.0 * progress
+  return lambda progress: progress
 
 
 def soft_targets(gold: np.ndarray, teacher: np.ndarray, has_teacher: np.ndarray, lam

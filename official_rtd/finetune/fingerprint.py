@@ -9,7 +9,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from official_rtd.data import records
 
@@ -48,13 +48,16 @@ def fingerprint(tool: str, config) -> Dict:
                                default=str))
 
 
-def differences(old: Dict, new: Dict) -> List[str]:
-  """What differs between two fingerprints, one phrase each."""
+def differences(old: Dict, new: Dict, defaults: Optional[Dict] = None) -> List[str]:
+  """What differs between two fingerprints, one phrase each. A setting `old` does not record
+  (added in a later version) counts as its value in `defaults` (the config's field defaults)."""
   out = []
+  defaults = defaults or {}
   if old.get("tool") != new["tool"]:
     out.append(f"tool {old.get('tool')} → {new['tool']}")
   for key in sorted(set(old.get("settings", {})) | set(new["settings"])):
-    before, after = old.get("settings", {}).get(key), new["settings"].get(key)
+    before = old.get("settings", {}).get(key, defaults.get(key))
+    after = new["settings"].get(key)
     if before != after:
       out.append(f"--{key} {before!r} → {after!r}")
   for key in sorted(set(old.get("inputs", {})) | set(new["inputs"])):
@@ -63,9 +66,15 @@ def differences(old: Dict, new: Dict) -> List[str]:
   return out
 
 
-def check_or_record(model_dir: str, current: Dict) -> bool:
+def field_defaults(config) -> Dict:
+  """The default of each field of a config dataclass (those that have one)."""
+  return {f.name: f.default for f in dataclasses.fields(config)
+          if f.default is not dataclasses.MISSING}
+
+
+def check_or_record(model_dir: str, current: Dict, defaults: Optional[Dict] = None) -> bool:
   """Records `current` in a new (or empty) `model_dir`; returns True when `model_dir` already
-  holds this same run (a resume).
+  holds this same run (a resume). `defaults`: see `differences`.
 
   Raises:
     RunMismatchError: `model_dir` holds another run, or results without a fingerprint; nothing
@@ -78,7 +87,7 @@ def check_or_record(model_dir: str, current: Dict) -> bool:
         old = json.load(f)
       except json.JSONDecodeError as e:
         raise RunMismatchError(f"{path}: not JSON ({e.msg}); move the directory aside") from None
-    changed = differences(old, current)
+    changed = differences(old, current, defaults)
     if changed:
       shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
       raise RunMismatchError(

@@ -2,16 +2,15 @@
 
 Per trial: the exported encoder + ELECTRA's head, AdamW (ε 1e-6, weight decay 0 by default) with
 layer-wise learning-rate decay, 10% linear warmup then linear decay, gradient clipping 1.0, batch 32,
-3 epochs (10 for RTE and STS-B); evaluation on dev at the end. Finished trials are kept in
-`<model_dir>/trial_<k>/results.json`, so a killed run resumes with the next unfinished trial.
+3 epochs (10 for RTE and STS-B); evaluation on dev at the end (`runner.Runner` runs the trials).
 """
-import json
 import os
 from typing import Callable, Dict, List
 
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import textio
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.finetune import classifier
@@ -19,7 +18,7 @@ from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune import glue_data
 from official_rtd.finetune import metrics as metrics_lib
-from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
 
 LONG_TASKS = ("rte", "sts-b")  # 10 epochs instead of 3
@@ -62,65 +61,86 @@ def load_split(config: GlueConfig, task: glue_data.TaskSpec, split: str):
   return glue_data.load_split(folder if os.path.isdir(folder) else config.data_dir, task, split)
 
 
-class GlueRunner(runner_lib.FinetuneRunner):
-  """Loads data and the export once, then runs trials."""
+TEST_PREDICTIONS_NAME = "test_predictions.json"
 
-  def __init__(self, config: GlueConfig, log: Callable[[str], None] = print):
+
+@task_lib.register(*glue_data.TASKS)
+class GlueTask(task_lib.Task):
+  """One GLUE task: ELECTRA's head on `[CLS]`, softmax cross-entropy (squared error for STS-B);
+  dev metrics per dev split (MNLI has two); with `--do_predict` the best trial's test-set
+  predictions as `<TASK>.tsv`, with `--write_train_predictions` its training-set logits (a BAM
+  teacher)."""
+
+  run_name = "GlueRunner"
+
+  def __init__(self, config: GlueConfig, export, log: Callable[[str], None]):
+    super().__init__(config, export, log)
     if not config.task or config.tasks:
-      raise ValueError("GlueRunner is single-task: give --task (--tasks runs multitask.py)")
-    self.task = glue_data.get_task(config.task)
-    super().__init__(config, log)
-    if config.double_unordered and self.task.name not in ("mrpc", "sts-b"):
+      raise ValueError("the GLUE task is single-task: give --task (--tasks runs multitask.py)")
+    self.spec = glue_data.get_task(config.task)
+    if config.double_unordered and self.spec.name not in ("mrpc", "sts-b"):
       raise ValueError("--double_unordered applies to MRPC and STS-B only")
     self.check_max_seq_length()
-    self.epochs = config.num_train_epochs or (10 if self.task.name in LONG_TASKS else 3)
-    self.all_train_examples = load_split(config, self.task, "train")[0][1]
+    self.default_epochs = 10 if self.spec.name in LONG_TASKS else 3
+    self.primary_metric = metrics_lib.PRIMARY[self.spec.name]
+    self.published = ([distillation.file_name(self.spec.name)]
+                      if config.write_train_predictions else [])
+    self.all_train_examples = load_split(config, self.spec, "train")[0][1]
     self.train_examples = self.subset(self.all_train_examples)
-    self.dev_splits = load_split(config, self.task, "dev")
-    self.test_splits = load_split(config, self.task, "test") if config.do_predict else []
-    log(f"run_glue: {self.task.name}, {len(self.train_examples)} train examples, "
-        f"{self.defaults_line(self.epochs)}")
+    self.dev_splits = load_split(config, self.spec, "dev")
+    self.test_splits = load_split(config, self.spec, "test") if config.do_predict else []
+    self._train_arrays = None
 
-  # --- one trial ---------------------------------------------------------------------------------
-  def make_model(self, encoder):
-    model = classifier.SequenceClassifier(encoder, self.task.num_classes, name="glue")
+  def describe(self) -> str:
+    return f"run_glue: {self.spec.name}, {len(self.train_examples)} train examples"
+
+  # --- training ----------------------------------------------------------------------------------
+  def train_arrays(self):
+    if self._train_arrays is None:
+      length = self.config.max_seq_length
+      features = encode(self.train_examples, self.tokenizer, length)
+      labels = np.array(glue_data.labels_of(self.train_examples), np.float32)
+      if self.config.double_unordered:
+        swapped = encode(self.train_examples, self.tokenizer, length, swap=True)
+        features = {k: np.concatenate([features[k], swapped[k]]) for k in features}
+        labels = np.concatenate([labels, labels])
+      self._train_arrays = features, labels
+    return self._train_arrays
+
+  def build_model(self, encoder):
+    model = classifier.SequenceClassifier(encoder, self.spec.num_classes, name="glue")
     model({k: v[:1] for k, v in encode(self.train_examples[:1], self.tokenizer, 8).items()})
     return model
 
-  def _train_features(self):
-    features = encode(self.train_examples, self.tokenizer, self.config.max_seq_length)
-    labels = np.array(glue_data.labels_of(self.train_examples), np.float32)
-    if self.config.double_unordered:
-      swapped = encode(self.train_examples, self.tokenizer, self.config.max_seq_length, swap=True)
-      features = {k: np.concatenate([features[k], swapped[k]]) for k in features}
-      labels = np.concatenate([labels, labels])
-    return features, labels
+  def loss(self, model, batch, progress):
+    del progress  # unused
+    return classifier.loss(model(batch[0], training=True), batch[1])
 
-  def run_trial(self, trial: int) -> dict:
-    features, labels = self._train_features()
-    model, result = self.fit(
-        trial, features, labels, self.epochs, self.make_model,
-        lambda m, batch: classifier.loss(m(batch[0], training=True), batch[1]))
-    result["dev"] = {}
-    for split, examples in self.dev_splits:
-      predictions = self.predict(model, examples)
-      result["dev"][split] = metrics_lib.task_metrics(
-          self.task.name, glue_data.labels_of(examples), predictions)
-    result["test_predictions"] = {split: np.asarray(self.predict(model, examples)).tolist()
-                                  for split, examples in self.test_splits}
-    if self.config.write_train_predictions:  # a teacher for BAM distillation
+  # --- evaluation --------------------------------------------------------------------------------
+  def evaluate(self, model, trial_dir):
+    dev = {split: metrics_lib.task_metrics(self.spec.name, glue_data.labels_of(examples),
+                                           self.predict(model, examples))
+           for split, examples in self.dev_splits}
+    if trial_dir is None:
+      return dev
+    if self.test_splits:
+      records.write_json_atomic(os.path.join(trial_dir, TEST_PREDICTIONS_NAME), {
+          split: self.predict(model, examples) for split, examples in self.test_splits})
+    if self.config.write_train_predictions:
       distillation.write_predictions(
-          trials_lib.trial_dir(self.config.model_dir, trial,
-                               distillation.file_name(self.task.name)),
-          self.task.name, self.task.num_classes,
-          self.scores(model, self.all_train_examples, logits=True))
-    return result
+          os.path.join(trial_dir, distillation.file_name(self.spec.name)), self.spec.name,
+          self.spec.num_classes, self.scores(model, self.all_train_examples, logits=True))
+    return dev
+
+  def primary(self, dev) -> float:
+    """The primary metric on the first dev split."""
+    return dev[next(iter(dev))][self.primary_metric]
 
   def scores(self, model, examples, logits: bool = False) -> np.ndarray:
     """`[examples, classes]` softmax probabilities (or logits), or `[examples]` STS-B scores;
     with `double_unordered` averaged over both orders."""
     orders = [False, True] if self.config.double_unordered else [False]
-    regression = self.task.is_regression
+    regression = self.spec.is_regression
 
     def scores_of(batch):
       out = model(batch, training=False)
@@ -139,37 +159,25 @@ class GlueRunner(runner_lib.FinetuneRunner):
   def predict(self, model, examples) -> List[float]:
     """Class indices, or scores for STS-B."""
     scores = self.scores(model, examples)
-    return scores.tolist() if self.task.is_regression else scores.argmax(-1).tolist()
+    return scores.tolist() if self.spec.is_regression else scores.argmax(-1).tolist()
 
-  # --- all trials --------------------------------------------------------------------------------
-  def run(self) -> dict:
-    trials = self.run_trials(lambda result: json.dumps(result["dev"]))
-    summary = self.write_summary(self.summary(
-        [{k: v for k, v in t.items() if k != "test_predictions"} for t in trials],
-        {"num_train_epochs": self.epochs}, task=self.task.name,
-        primary_metric=metrics_lib.PRIMARY[self.task.name]))
-    if self.config.do_predict:
-      self._write_submission(trials)
-    if self.config.write_train_predictions:
-      self.publish_best(self._best(trials)["trial"], [distillation.file_name(self.task.name)])
-    return summary
+  # --- the run -----------------------------------------------------------------------------------
+  def summary_fields(self, median):
+    return {"task": self.spec.name}
 
-  def _best(self, trials) -> dict:
-    """The trial with the best primary metric on the first dev split."""
-    primary = metrics_lib.PRIMARY[self.task.name]
-    first_dev = next(iter(trials[0]["dev"]))
-    return max(trials, key=lambda t: t["dev"][first_dev][primary])
-
-  def _write_submission(self, trials):
+  def finish(self, trials, best, model_dir):
     """`<TASK>.tsv` (`index<TAB>prediction`) from the trial with the best dev primary metric."""
-    best = self._best(trials)
+    if not self.test_splits:
+      return
+    predictions = textio.load_json(
+        trials_lib.trial_dir(model_dir, best["trial"], TEST_PREDICTIONS_NAME))
     for split, examples in self.test_splits:
       suffix = {"test_matched": "-m", "test_mismatched": "-mm"}.get(split, "")
-      path = os.path.join(self.config.model_dir, f"{self.task.submission_name}{suffix}.tsv")
+      path = os.path.join(model_dir, f"{self.spec.submission_name}{suffix}.tsv")
       lines = ["index\tprediction"]
-      for example, value in zip(examples, best["test_predictions"][split]):
-        shown = (f"{min(max(value, 0.0), 5.0):.3f}" if self.task.is_regression
-                 else self.task.labels[int(value)])
+      for example, value in zip(examples, predictions[split]):
+        shown = (f"{min(max(value, 0.0), 5.0):.3f}" if self.spec.is_regression
+                 else self.spec.labels[int(value)])
         lines.append(f"{example.guid}\t{shown}")
       records.write_lines_atomic(path, lines)
       self.log(f"wrote {len(examples)} test predictions to {path}")

@@ -2,12 +2,12 @@
 
 Per trial: the exported encoder scores each `[CLS] article [SEP] question+option [SEP]` with a
 linear layer on `[CLS]` (all options of a batch in one `[batch × options, seq_len]` pass); softmax
-over the options, cross-entropy; AdamW with layer-wise LR decay, 10% warmup, 2 epochs (Shao's RACE
-protocol). Dev accuracy overall and for the middle / high levels. Finished trials are kept in
-`<model_dir>/trial_<k>/` (results.json, predictions.jsonl), so a killed run resumes with the next
-unfinished trial; `<model_dir>/predictions.jsonl` is the best trial's.
+over the options, cross-entropy; AdamW with layer-wise LR decay, 10% warmup, 2 epochs (the epoch
+count of Shao's RACE protocol). Dev accuracy overall and for the middle / high levels; each
+trial's `predictions.jsonl`, the best trial's published to `<model_dir>`.
 """
 import json
+import os
 from typing import Callable
 
 import numpy as np
@@ -18,13 +18,14 @@ from official_rtd.data import records
 from official_rtd.finetune import configs
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import race_data
-from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.layers.dropout import Dropout
 
 PREDICTIONS_NAME = "predictions.jsonl"
 TASKS = ("race",)
+SHAO_MAX_SEQ_LENGTH = 384
 MultipleChoiceConfig = configs.MultipleChoiceConfig
 
 
@@ -46,27 +47,40 @@ class MultipleChoiceModel(tf_keras.Model):
     return {"logits": tf.reshape(scores, shape[:2])}
 
 
-def loss(outputs, labels) -> tf.Tensor:
+def options_loss(outputs, labels) -> tf.Tensor:
   """Mean cross-entropy of the softmax over the options."""
   return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=tf.cast(labels, tf.int32), logits=outputs["logits"]))
 
 
-class MultipleChoiceRunner(runner_lib.FinetuneRunner):
-  """Reads and encodes the data and loads the export once, then runs trials."""
+@task_lib.register(*TASKS)
+class MultipleChoice(task_lib.Task):
+  """Reads and encodes the questions once; a trial's model is `MultipleChoiceModel`."""
 
-  def __init__(self, config: MultipleChoiceConfig, log: Callable[[str], None] = print):
-    super().__init__(config, log)
-    if config.task not in TASKS:
-      raise ValueError(f"--task must be one of {TASKS}, got {config.task!r}")
-    positions = self.encoder_config["max_position_embeddings"]
-    self.max_seq_length = min(config.max_seq_length, positions)
-    if self.max_seq_length < config.max_seq_length:
-      log(f"--max_seq_length={config.max_seq_length} capped at the encoder's "
-          f"max_position_embeddings {positions}")
+  run_name = "MultipleChoiceRunner"
+  default_epochs = 2
+  published = (PREDICTIONS_NAME,)
+
+  @classmethod
+  def optimizer_defaults(cls, config):
+    return trials_lib.protocol_defaults(config.protocol)
+
+  def __init__(self, config: MultipleChoiceConfig, export, log: Callable[[str], None]):
+    super().__init__(config, export, log)
+    shao = config.protocol == "shao"
+    if shao:
+      self.default_epochs = trials_lib.SHAO_EPOCHS
+    positions = export.encoder_config["max_position_embeddings"]
+    caps = [(positions, "the encoder's max_position_embeddings")]
+    if shao:
+      caps.append((SHAO_MAX_SEQ_LENGTH, "Shao's RACE protocol"))
+    self.max_seq_length = config.max_seq_length
+    for cap, what in caps:
+      if cap < self.max_seq_length:
+        log(f"--max_seq_length={self.max_seq_length} capped at {cap} ({what})")
+        self.max_seq_length = cap
     if config.max_dev_examples < 0:
       raise ValueError(f"--max_dev_examples={config.max_dev_examples} must be >= 0 (0: all)")
-    self.epochs = config.num_train_epochs or 2
     train = [q for split in config.train_splits.split(",") if split.strip()
              for q in race_data.read_split(config.data_dir, split.strip())]
     self.train_questions = self.subset(train)
@@ -76,32 +90,41 @@ class MultipleChoiceRunner(runner_lib.FinetuneRunner):
       dev = [dev[i] for i in sorted(keep)]
     self.dev_questions = dev
     self.train_inputs = race_data.encode(self.train_questions, self.tokenizer,
-                                         self.max_seq_length)
-    self.dev_inputs = race_data.encode(self.dev_questions, self.tokenizer, self.max_seq_length)
-    log(f"run_multiple_choice: {len(self.train_questions)} train questions, "
-        f"{len(self.dev_questions)} dev questions, {self.train_inputs['input_word_ids'].shape[1]}"
-        f" options of {self.max_seq_length} tokens; {self.defaults_line(self.epochs)}")
+                                         self.max_seq_length, config.protocol)
+    self.dev_inputs = race_data.encode(self.dev_questions, self.tokenizer, self.max_seq_length,
+                                       config.protocol)
 
-  # --- one trial ---------------------------------------------------------------------------------
-  def make_model(self, encoder):
+  def describe(self) -> str:
+    return (f"run_multiple_choice ({self.config.protocol} protocol): "
+            f"{len(self.train_questions)} train questions, "
+            f"{len(self.dev_questions)} dev questions, "
+            f"{self.train_inputs['input_word_ids'].shape[1]} options of {self.max_seq_length} "
+            "tokens")
+
+  # --- training ----------------------------------------------------------------------------------
+  def train_arrays(self):
+    return self.train_inputs, np.array([q.answer for q in self.train_questions], np.int32)
+
+  def build_model(self, encoder):
     model = MultipleChoiceModel(encoder, name="multiple_choice")
     model({k: v[:1] for k, v in self.train_inputs.items()})
     return model
 
-  def run_trial(self, trial: int) -> dict:
-    labels = np.array([q.answer for q in self.train_questions], np.int32)
-    model, result = self.fit(trial, self.train_inputs, labels, self.epochs, self.make_model,
-                             lambda m, batch: loss(m(batch[0], training=True), batch[1]))
+  def loss(self, model, batch, progress):
+    del progress  # unused
+    return options_loss(model(batch[0], training=True), batch[1])
+
+  # --- evaluation --------------------------------------------------------------------------------
+  def evaluate(self, model, trial_dir):
     probabilities = trials_lib.predict(
         lambda batch: {"p": tf.nn.softmax(model(batch, training=False)["logits"])},
         self.dev_inputs, self.config.eval_batch_size, self.log,
         f"scoring {len(self.dev_questions)} questions")["p"]
-    result["dev"] = self.evaluate(probabilities.argmax(-1))
-    self.write_predictions(trials_lib.trial_dir(self.config.model_dir, trial, PREDICTIONS_NAME),
-                           probabilities)
-    return result
+    if trial_dir is not None:
+      self.write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME), probabilities)
+    return self.metrics(probabilities.argmax(-1))
 
-  def evaluate(self, predicted) -> dict:
+  def metrics(self, predicted) -> dict:
     """Accuracy overall and `accuracy_<level>` for each level present."""
     answers = np.array([q.answer for q in self.dev_questions])
     levels = np.array([q.level for q in self.dev_questions])
@@ -120,11 +143,8 @@ class MultipleChoiceRunner(runner_lib.FinetuneRunner):
                     "probabilities": [round(float(x), 6) for x in p]})
         for q, p in zip(self.dev_questions, probabilities)])
 
-  # --- all trials --------------------------------------------------------------------------------
-  def run(self) -> dict:
-    trials = self.run_trials(lambda r: json.dumps(r["dev"]))
-    best = max(trials, key=lambda t: t["dev"]["accuracy"])
-    self.publish_best(best["trial"], [PREDICTIONS_NAME])
-    return self.write_summary(self.summary(
-        trials, {"num_train_epochs": self.epochs, "max_seq_length": self.max_seq_length},
-        task=self.config.task, primary_metric="accuracy", best_trial=best["trial"]))
+  def summary_fields(self, median):
+    return {"task": self.config.task}
+
+  def resolved(self):
+    return {"max_seq_length": self.max_seq_length}

@@ -11,7 +11,7 @@ the mixture. With teachers (`distillation.py`) the targets are λ·y + (1 − λ
 """
 import json
 import os
-from typing import Callable, Dict, Sequence
+from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -24,6 +24,7 @@ from official_rtd.finetune import glue
 from official_rtd.finetune import glue_data
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.layers.dropout import Dropout
@@ -96,35 +97,43 @@ def multitask_loss(outputs: Dict[str, tf.Tensor], task_ids, targets,
   return total
 
 
-class MultiTaskRunner(runner_lib.FinetuneRunner):
-  """Loads every task's data, the teachers and the export once, then runs trials."""
+@task_lib.register("bam")
+class MultiTask(task_lib.Task):
+  """BAM over `--tasks`: every task's data and teachers read once; a trial's model is
+  `MultiTaskClassifier`; with `--single_task_finetune` it starts from a multi-task run's best
+  trial."""
 
-  def __init__(self, config: configs.GlueConfig, log: Callable[[str], None] = print):
-    names = [n.strip() for n in config.tasks.split(",") if n.strip()]
-    if not names or config.task:
-      raise ValueError("give --tasks (a comma list) and not --task for multi-task fine-tuning")
-    tasks = [glue_data.get_task(n) for n in names]
-    if len({t.name for t in tasks}) != len(tasks):
-      raise ValueError(f"--tasks={config.tasks} names a task twice")
-    multi = len(tasks) > 1
-    defaults = dict(BAM_DEFAULTS) if multi else {}
+  run_name = "MultiTaskRunner"
+  primary_metric = "glue.average"
+
+  @classmethod
+  def optimizer_defaults(cls, config) -> Dict:
+    """§3.3's for several tasks (one task keeps the per-size ones); Table 3.3's learning rate
+    with `--single_task_finetune`."""
+    defaults = dict(BAM_DEFAULTS) if len(tasks_of(config)) > 1 else {}
     if config.single_task_finetune:
       defaults["learning_rate"] = SINGLE_TASK_FINETUNE_LEARNING_RATE
-    super().__init__(config, log, defaults)
-    self.tasks = tasks
+    return defaults
+
+  def __init__(self, config: configs.GlueConfig, export, log: Callable[[str], None]):
+    super().__init__(config, export, log)
+    self.tasks = tasks_of(config)
+    names = [t.name for t in self.tasks]
     if config.double_unordered or config.do_predict:
       raise ValueError("--double_unordered and --do_predict are single-task (--task) options")
     if config.task_sampling_exponent < 0:
       raise ValueError(f"--task_sampling_exponent={config.task_sampling_exponent} must be >= 0")
     self.check_max_seq_length()
-    self.epochs = config.num_train_epochs or (
-        MULTI_TASK_EPOCHS if multi else 10 if tasks[0].name in glue.LONG_TASKS else 3)
-    self.max_classes = max(t.num_classes for t in tasks)
+    self.default_epochs = (MULTI_TASK_EPOCHS if len(self.tasks) > 1
+                           else 10 if names[0] in glue.LONG_TASKS else 3)
+    self.published = ([distillation.file_name(n) for n in names]
+                      if config.write_train_predictions else [])
+    self.max_classes = max(t.num_classes for t in self.tasks)
     self._encoded = {}  # task index -> (features, targets), shared by the trials
     self.source_checkpoint = (self._source_checkpoint(config.single_task_finetune)
                               if config.single_task_finetune else "")
     self.all_train, self.train, self.dev = {}, {}, {}
-    for task in tasks:
+    for task in self.tasks:
       self.all_train[task.name] = glue.load_split(config, task, "train")[0][1]
       self.train[task.name] = self.subset(range(len(self.all_train[task.name])))
       self.dev[task.name] = glue.load_split(config, task, "dev")
@@ -132,15 +141,15 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
     self.teachers = {name: distillation.read_predictions(
         path, name, len(self.all_train[name]), glue_data.get_task(name).num_classes)
         for name, path in paths.items()}
-    distillation.annealing_schedule(config.teacher_annealing, config.teacher_lambda, 1)
-    sizes = [len(self.train[t.name]) for t in tasks]
-    self.probabilities = sampling_probabilities(sizes, config.task_sampling_exponent)
-    self.steps = self.num_steps(sum(sizes), self.epochs)
+    distillation.annealing_schedule(config.teacher_annealing, config.teacher_lambda)
+    self.sizes = [len(self.train[t.name]) for t in self.tasks]
+    self.probabilities = sampling_probabilities(self.sizes, config.task_sampling_exponent)
+
+  def describe(self) -> str:
     mixture = ", ".join(f"{t.name} {n} (p={p:.3f})"
-                        for t, n, p in zip(tasks, sizes, self.probabilities))
-    log(f"run_glue (multi-task): {mixture}; "
-        f"teachers for {sorted(self.teachers) or 'no task'} ({config.teacher_annealing} "
-        f"annealing); {self.steps} steps; {self.defaults_line(self.epochs)}")
+                        for t, n, p in zip(self.tasks, self.sizes, self.probabilities))
+    return (f"run_glue (multi-task): {mixture}; teachers for {sorted(self.teachers) or 'no task'}"
+            f" ({self.config.teacher_annealing} annealing)")
 
   def _source_checkpoint(self, model_dir: str) -> str:
     """The best trial's weights of a multi-task run, checked to cover every task of ours."""
@@ -185,10 +194,13 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
     self._encoded[index] = (features, targets)
     return features, targets
 
-  def dataset(self, trial: int) -> tf.data.Dataset:
-    """Each example from task τ with probability p(τ), shuffled within tasks; deterministic per
-    trial (a resumed trial replays it)."""
-    seed = self.config.seed + trial
+  def num_train_rows(self) -> int:
+    """One epoch is Σ_τ |D_τ| examples drawn from the mixture."""
+    return sum(self.sizes)
+
+  def train_dataset(self, seed: int, batch_size: int):
+    """Each example from task τ with probability p(τ), shuffled within tasks; deterministic for
+    `seed` (a resumed trial replays it)."""
     per_task = []
     for index in range(len(self.tasks)):
       features, targets = self.task_examples(index)
@@ -196,10 +208,10 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
                       .shuffle(len(targets["gold"]), seed=seed + 1000 * index).repeat())
     mixed = tf.data.Dataset.sample_from_datasets(per_task, weights=self.probabilities.tolist(),
                                                  seed=seed)
-    return mixed.batch(self.batch_size, drop_remainder=True).prefetch(2)
+    return mixed.batch(batch_size, drop_remainder=True).prefetch(2), self.num_train_rows()
 
   # --- one trial ---------------------------------------------------------------------------------
-  def make_model(self, encoder):
+  def build_model(self, encoder):
     model = MultiTaskClassifier(encoder, self.tasks, name="bam")
     first = self.all_train[self.tasks[0].name][:1]
     model(glue.encode(first, self.tokenizer, 8))
@@ -208,42 +220,14 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
       status.expect_partial().assert_existing_objects_matched()
     return model
 
-  def loss_fn(self, model, batch):
+  def loss(self, model, batch, progress):
+    """Σ_τ masked losses against λ·y + (1 − λ)·teacher, λ annealed over `progress`."""
     features, targets = batch
-    lam = self.schedule(tf.cast(self.optimizer.iterations, tf.float32))
+    lam = distillation.annealing_schedule(self.config.teacher_annealing,
+                                          self.config.teacher_lambda)(progress)
     mixed = distillation.soft_targets(targets["gold"], targets["teacher"],
                                       targets["has_teacher"], lam)
     return multitask_loss(model(features, training=True), targets["task_id"], mixed, self.tasks)
-
-  def run_trial(self, trial: int) -> dict:
-    cfg = self.config
-    self.schedule = distillation.annealing_schedule(cfg.teacher_annealing, cfg.teacher_lambda,
-                                                    self.steps)
-    curve, holder = [], {}
-
-    def evaluate_now(step):
-      dev = self.evaluate(holder["model"])
-      curve.append({"step": step, **dev})
-      self.log(f"trial {trial + 1} step {step}: dev average {dev['glue']['average']:.2f}")
-
-    def make_model(encoder):
-      holder["model"] = self.make_model(encoder)
-      return holder["model"]
-
-    model, result = self.fit_dataset(trial, self.dataset(trial), self.steps, make_model,
-                                     self.loss_fn, evaluate_now, cfg.eval_every_steps)
-    result["dev"] = self.evaluate(model)
-    result["dev_curve"] = curve
-    tf.train.Checkpoint(model=model).write(trials_lib.trial_dir(cfg.model_dir, trial, MODEL_NAME))
-    if cfg.write_train_predictions:
-      for task in self.tasks:
-        values = self.outputs(model, task, self.all_train[task.name])
-        if task.is_regression:
-          values = values * REGRESSION_SCALE
-        distillation.write_predictions(
-            trials_lib.trial_dir(cfg.model_dir, trial, distillation.file_name(task.name)),
-            task.name, task.num_classes, values)
-    return result
 
   def outputs(self, model, task: glue_data.TaskSpec, examples) -> np.ndarray:
     """The task head's outputs (logits, or the sigmoid value in [0, 1]) for `examples`."""
@@ -252,9 +236,11 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
                               features, self.config.eval_batch_size, self.log,
                               f"{task.name}: predicting {len(examples)} examples")["y"]
 
-  def evaluate(self, model) -> Dict[str, dict]:
+  def evaluate(self, model, trial_dir) -> Dict[str, dict]:
     """Each task's dev metrics (`<task>` or `<task>:<split>` for MNLI's two dev sets) and
-    `glue.average`: the mean primary metric (first dev split per task, WNLI excluded) × 100."""
+    `glue.average`: the mean primary metric (first dev split per task, WNLI excluded) × 100.
+    With `trial_dir`, the model's weights and (`--write_train_predictions`) each task's
+    training-set outputs are written there."""
     dev, primaries = {}, []
     for task in self.tasks:
       for position, (split, examples) in enumerate(self.dev[task.name]):
@@ -267,26 +253,31 @@ class MultiTaskRunner(runner_lib.FinetuneRunner):
         if position == 0 and task.name != "wnli":
           primaries.append(dev[key][metrics_lib.PRIMARY[task.name]])
     dev["glue"] = {"average": float(100.0 * np.mean(primaries)) if primaries else 0.0}
+    if trial_dir is not None:
+      tf.train.Checkpoint(model=model).write(os.path.join(trial_dir, MODEL_NAME))
+      for task in self.tasks if self.config.write_train_predictions else []:
+        values = self.outputs(model, task, self.all_train[task.name])
+        if task.is_regression:
+          values = values * REGRESSION_SCALE
+        distillation.write_predictions(os.path.join(trial_dir, distillation.file_name(task.name)),
+                                       task.name, task.num_classes, values)
     return dev
 
-  # --- all trials --------------------------------------------------------------------------------
-  def run(self) -> dict:
-    trials = self.run_trials(lambda r: f"dev average {r['dev']['glue']['average']:.2f}: "
-                                       + json.dumps({k: v for k, v in r["dev"].items()
-                                                     if k != "glue"}))
-    best = max(trials, key=lambda t: t["dev"]["glue"]["average"])
-    if self.config.write_train_predictions:
-      self.publish_best(best["trial"], [distillation.file_name(t.name) for t in self.tasks])
-    return self.write_summary(self.summary(
-        trials, {"num_train_epochs": self.epochs, "num_train_steps": self.steps},
-        tasks=[t.name for t in self.tasks], primary_metric="glue.average",
-        sampling_probabilities=dict(zip([t.name for t in self.tasks],
-                                        self.probabilities.tolist())),
-        teachers=sorted(self.teachers), best_trial=best["trial"]))
+  def brief(self, dev) -> str:
+    return (f"dev average {dev['glue']['average']:.2f}: "
+            + json.dumps({k: v for k, v in dev.items() if k != "glue"}))
+
+  def summary_fields(self, median):
+    names = [t.name for t in self.tasks]
+    return {"tasks": names, "sampling_probabilities": dict(zip(names, self.probabilities.tolist())),
+            "teachers": sorted(self.teachers)}
 
 
-def make_runner(config: configs.GlueConfig, log: Callable[[str], None] = print
-                ) -> runner_lib.FinetuneRunner:
-  """`run_glue`'s runner: multi-task (BAM) with `--tasks`, single-task with `--task`."""
-  return MultiTaskRunner(config, log) if config.tasks else glue.GlueRunner(config, log)
-
+def tasks_of(config: configs.GlueConfig) -> List[glue_data.TaskSpec]:
+  """`--tasks` as task specs, checked."""
+  names = [n.strip() for n in config.tasks.split(",") if n.strip()]
+  if not names or config.task:
+    raise ValueError("give --tasks (a comma list) and not --task for multi-task fine-tuning")
+  if len(set(names)) != len(names):
+    raise ValueError(f"--tasks={config.tasks} names a task twice")
+  return [glue_data.get_task(n) for n in names]

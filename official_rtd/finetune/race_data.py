@@ -90,9 +90,21 @@ def second_segment(question: str, option: str) -> str:
   return question.replace("_", option) if "_" in question else f"{question} {option}"
 
 
-def encode(questions: Sequence[Question], tokenizer, max_seq_length: int
-           ) -> Dict[str, np.ndarray]:
-  """`input_word_ids`, `input_mask`, `input_type_ids` `[questions, options, seq_len]` int32."""
+LAYOUTS = ("electra", "shao")
+
+
+def encode(questions: Sequence[Question], tokenizer, max_seq_length: int,
+           layout: str = "electra") -> Dict[str, np.ndarray]:
+  """`input_word_ids`, `input_mask`, `input_type_ids` `[questions, options, seq_len]` int32.
+
+  `layout` "electra": `[CLS] article [SEP] question+option [SEP]` (the option written into a
+  `_` blank or appended, `second_segment`); "shao": `[CLS] article [SEP] question [SEP] option
+  [SEP]` (Shao's BERT input, thesis §IV.B.1; blanks left as they are). The article is cut to
+  fit; in "shao" a question too long for what is left loses its start. Segment 1 is everything
+  after the article's `[SEP]`.
+  """
+  if layout not in LAYOUTS:
+    raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
   counts = {len(q.options) for q in questions}
   if len(counts) != 1:
     raise ValueError(f"every question needs the same number of options; found {sorted(counts)}")
@@ -100,16 +112,28 @@ def encode(questions: Sequence[Question], tokenizer, max_seq_length: int
   vocab = tokenizer.vocab
   articles = sorted({q.article for q in questions})
   article_ids = dict(zip(articles, tokenizer.tokenize_to_lists(articles)))
-  seconds = tokenizer.tokenize_to_lists(
-      [second_segment(q.question, o) for q in questions for o in q.options])
+  if layout == "electra":
+    seconds = [[b] for b in tokenizer.tokenize_to_lists(
+        [second_segment(q.question, o) for q in questions for o in q.options])]
+  else:
+    question_ids = tokenizer.tokenize_to_lists([q.question for q in questions])
+    option_ids = tokenizer.tokenize_to_lists([o for q in questions for o in q.options])
+    seconds = [[question_ids[i // num_options], option_ids[i]] for i in range(len(option_ids))]
   ids = np.full([len(questions), num_options, max_seq_length], vocab.pad_id, np.int32)
   types = np.zeros_like(ids)
-  budget = max_seq_length - 3
   for row, question in enumerate(questions):
     for k in range(num_options):
-      b = seconds[row * num_options + k][:budget]
-      a = article_ids[question.article][:budget - len(b)]
-      tokens = [vocab.cls_id, *a, vocab.sep_id, *b, vocab.sep_id]
+      parts = seconds[row * num_options + k]
+      budget = max_seq_length - 2 - len(parts)
+      if len(parts) == 2:  # question, option: the option kept whole, the question's end kept
+        option = parts[1][:budget]
+        room = budget - len(option)
+        parts = [parts[0][len(parts[0]) - room:] if room < len(parts[0]) else parts[0], option]
+      else:
+        parts = [parts[0][:budget]]
+      second = [t for part in parts for t in [*part, vocab.sep_id]]
+      a = article_ids[question.article][:budget - sum(len(p) for p in parts)]
+      tokens = [vocab.cls_id, *a, vocab.sep_id, *second]
       ids[row, k, :len(tokens)] = tokens
       types[row, k, len(a) + 2:len(tokens)] = 1
   return {"input_word_ids": ids, "input_mask": (ids != vocab.pad_id).astype(np.int32),

@@ -8,14 +8,15 @@ predictions are written back as IOB2, which conlleval reads next to the gold fil
 Finished trials are kept in `<model_dir>/trial_<k>/` (results.json, predictions.txt), so a killed
 run resumes with the next unfinished trial; `<model_dir>/predictions.txt` is the best trial's.
 """
+import os
 from typing import Callable, List
 
 from official_rtd.data import records
 from official_rtd.finetune import configs
 from official_rtd.finetune import metrics as metrics_lib
-from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import tag_schemes
 from official_rtd.finetune import tagger
+from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import tagging_data
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.ops import crf as crf_lib
@@ -24,12 +25,25 @@ PREDICTIONS_NAME = "predictions.txt"
 TaggingConfig = configs.TaggingConfig
 
 
-class TaggingRunner(runner_lib.FinetuneRunner):
-  """Reads and encodes the data and loads the export once, then runs trials."""
+@task_lib.register(*tagging_data.TASKS)
+class TokenTagging(task_lib.Task):
+  """Reads and encodes the data once; a trial's model is the encoder + `tagger.TokenTagger`."""
 
-  def __init__(self, config: TaggingConfig, log: Callable[[str], None] = print):
-    super().__init__(config, log)
-    self.task = tagging_data.get_task(config.task)
+  run_name = "TaggingRunner"
+  published = (PREDICTIONS_NAME,)
+
+  @classmethod
+  def optimizer_defaults(cls, config):
+    return trials_lib.protocol_defaults(config.protocol)
+
+  def __init__(self, config: TaggingConfig, export, log: Callable[[str], None]):
+    super().__init__(config, export, log)
+    self.spec = tagging_data.get_task(config.task)
+    if config.protocol == "shao":
+      if self.spec.name != "pos":
+        raise ValueError(f"--protocol=shao is Shao's PTB part-of-speech protocol; --task="
+                         f"{self.spec.name} has none (use --protocol=electra)")
+      self.default_epochs = trials_lib.SHAO_EPOCHS
     if config.tag_scheme not in tag_schemes.SCHEMES:
       raise ValueError(f"--tag_scheme must be one of {tag_schemes.SCHEMES}")
     self.check_max_seq_length()
@@ -37,13 +51,13 @@ class TaggingRunner(runner_lib.FinetuneRunner):
       raise ValueError(f"--max_seq_length={config.max_seq_length} leaves no room for a word")
     if config.window_stride < 0:
       raise ValueError(f"--window_stride={config.window_stride} must be >= 0 (0: half a window)")
-    self.epochs = config.num_train_epochs or 3
+    self.primary_metric = "f1" if self.spec.spans else "accuracy"
     train, self.dev_sentences = tagging_data.load_task(
-        self.task, config.data_dir, config.label_column, config.train_file, config.dev_file,
+        self.spec, config.data_dir, config.label_column, config.train_file, config.dev_file,
         config.carve_dev_sentences)
     train = self.subset(train)
     self.check_dev_tags(train)
-    if self.task.spans:
+    if self.spec.spans:
       train = tagging_data.with_scheme(train, config.tag_scheme)
     self.labels = sorted({tag for sentence in train for tag in sentence.tags})
     label_ids = {tag: i for i, tag in enumerate(self.labels)}
@@ -51,20 +65,25 @@ class TaggingRunner(runner_lib.FinetuneRunner):
                                              label_ids, config.window_stride)
     self.dev_windows = tagging_data.encode(self.dev_sentences, self.tokenizer,
                                            config.max_seq_length, label_ids, config.window_stride)
-    words = sum(len(s.words) for s in train)
-    log(f"run_tagging: {self.task.name}, {len(train)} train sentences ({words} words) -> "
-        f"{len(self.train_windows)} windows, {len(self.dev_sentences)} dev sentences -> "
-        f"{len(self.dev_windows)} windows, {len(self.labels)} tags"
-        f"{' (' + config.tag_scheme + ')' if self.task.spans else ''}"
-        f"{', CRF' if config.crf else ''}; {self.defaults_line(self.epochs)}")
+    self.train_sentences = train
+
+  def describe(self) -> str:
+    cfg = self.config
+    words = sum(len(s.words) for s in self.train_sentences)
+    return (f"run_tagging ({cfg.protocol} protocol): {self.spec.name}, "
+            f"{len(self.train_sentences)} train sentences ({words} words) -> "
+            f"{len(self.train_windows)} windows, {len(self.dev_sentences)} dev sentences -> "
+            f"{len(self.dev_windows)} windows, {len(self.labels)} tags"
+            f"{' (' + cfg.tag_scheme + ')' if self.spec.spans else ''}"
+            f"{', CRF' if cfg.crf else ''}")
 
   def check_dev_tags(self, train):
     """Dev tags (span types) absent from the training sentences are refused, or with
     --allow_unseen_dev_tags logged: the model cannot predict them, so they count as errors."""
-    unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.task.spans)
+    unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.spec.spans)
     if not unseen:
       return
-    what = "span types" if self.task.spans else "tags"
+    what = "span types" if self.spec.spans else "tags"
     listed = ", ".join(f"{tag} ({n})" for tag, n in list(unseen.items())[:8])
     subset = (f" (the --max_train_examples={self.config.max_train_examples} used)"
               if self.config.max_train_examples else "")
@@ -74,27 +93,29 @@ class TaggingRunner(runner_lib.FinetuneRunner):
                        "or --allow_unseen_dev_tags to count them as errors")
     self.log(f"run_tagging: dev {what} unseen in training{subset}, counted as errors: {listed}")
 
-  @property
-  def primary_metric(self) -> str:
-    return "f1" if self.task.spans else "accuracy"
+  # --- training ----------------------------------------------------------------------------------
+  def train_arrays(self):
+    return self.train_windows.inputs, self.train_windows.word_labels
 
-  # --- one trial ---------------------------------------------------------------------------------
-  def make_model(self, encoder):
+  def build_model(self, encoder):
     model = tagger.TokenTagger(encoder, len(self.labels), crf=self.config.crf, name="tagging")
     model({k: v[:1] for k, v in self.train_windows.inputs.items()})
     return model
 
-  def run_trial(self, trial: int) -> dict:
-    model, result = self.fit(
-        trial, self.train_windows.inputs, self.train_windows.word_labels, self.epochs,
-        self.make_model,
-        lambda m, batch: tagger.loss(m, m(batch[0], training=True), batch[1],
-                                     batch[0]["word_lengths"]))
+  def loss(self, model, batch, progress):
+    del progress  # unused
+    return tagger.loss(model, model(batch[0], training=True), batch[1],
+                       batch[0]["word_lengths"])
+
+  # --- evaluation --------------------------------------------------------------------------------
+  def evaluate(self, model, trial_dir):
     predicted = self.predict(model)
-    result["dev"] = self.evaluate(predicted)
-    write_predictions(trials_lib.trial_dir(self.config.model_dir, trial, PREDICTIONS_NAME),
-                      self.dev_sentences, predicted)
-    return result
+    if trial_dir is not None:
+      write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME), self.dev_sentences, predicted)
+    return evaluate(self.spec, self.dev_sentences, predicted)
+
+  def brief(self, dev) -> str:
+    return f"{self.primary_metric}={dev[self.primary_metric]:.4f}"
 
   def predict(self, model) -> List[List[str]]:
     """Each dev sentence's predicted tags (IOB2 for span tasks)."""
@@ -108,20 +129,10 @@ class TaggingRunner(runner_lib.FinetuneRunner):
     else:
       ids = [row[:n].argmax(-1) for row, n in zip(logits, lengths)]
     by_sentence = tagging_data.words_by_sentence(self.dev_windows, ids, self.dev_sentences)
-    return output_tags(self.task, [[self.labels[i] for i in row] for row in by_sentence])
+    return output_tags(self.spec, [[self.labels[i] for i in row] for row in by_sentence])
 
-  def evaluate(self, predicted: List[List[str]]) -> dict:
-    return evaluate(self.task, self.dev_sentences, predicted)
-
-  # --- all trials --------------------------------------------------------------------------------
-  def run(self) -> dict:
-    primary = self.primary_metric
-    trials = self.run_trials(lambda r: f"{primary}={r['dev'][primary]:.4f}")
-    best = max(trials, key=lambda t: t["dev"][primary])
-    self.publish_best(best["trial"], [PREDICTIONS_NAME])
-    return self.write_summary(self.summary(
-        trials, {"num_train_epochs": self.epochs}, task=self.task.name, primary_metric=primary,
-        labels=self.labels, best_trial=best["trial"]))
+  def summary_fields(self, median):
+    return {"task": self.spec.name, "labels": self.labels}
 
 
 def output_tags(task: tagging_data.TaggingTask, tags: List[List[str]]) -> List[List[str]]:

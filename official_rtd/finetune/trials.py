@@ -6,19 +6,31 @@ from typing import Callable, Dict, List
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official_rtd import progress
 from official_rtd import textio
 from official_rtd.data import records
 from official_rtd.modeling.layers import dropout
-from official_rtd.training import export
 from official_rtd.training import layerwise_decay
 from official_rtd.training import optimization
 from official_rtd.training import precision
 
 # (learning rate, layer-wise decay) by model size, dissertation Table 5.2 (GLUE and SQuAD).
 SIZE_DEFAULTS = {"small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
+# `--protocol`: "electra" (the defaults above, ELECTRA's layer-wise decay) or "shao": Shao's BERT
+# fine-tuning of RACE and PTB POS (thesis §IV.B: learning rate 5e-5, no layer-wise decay, 3
+# epochs, RACE at 384 tokens as [CLS] article [SEP] question [SEP] option [SEP], the mean of 10
+# runs reported; the batch size is not stated, ours stays).
+PROTOCOLS = ("electra", "shao")
+SHAO_DEFAULTS = {"learning_rate": 5e-5, "layerwise_lr_decay": 1.0}
+SHAO_EPOCHS = 3
+
+
+def protocol_defaults(protocol: str) -> Dict:
+  """The optimizer settings `--protocol` sets (flags given still win)."""
+  if protocol not in PROTOCOLS:
+    raise ValueError(f"--protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
+  return dict(SHAO_DEFAULTS) if protocol == "shao" else {}
 
 
 def model_size(encoder_config: dict, requested: str) -> str:
@@ -51,21 +63,6 @@ def build_optimizer(model, encoder, learning_rate: float, layerwise_lr_decay: fl
       multipliers, learning_rate=schedule, weight_decay_rate=weight_decay_rate,
       beta_1=0.9, beta_2=0.999, epsilon=1e-6,
       exclude_from_weight_decay=optimization.NO_DECAY, gradient_clip_norm=1.0), mixed_precision)
-
-
-def build_trial_model(config, trial: int, learning_rate: float, layerwise_lr_decay: float,
-                      convention: str, num_steps: int, make_model):
-  """Seeds the trial, loads the export (or a random encoder of its shape) under the run's
-  precision policy, builds `make_model(encoder)` (which must create its variables) and the
-  optimizer; returns (model, optimizer). `config` is a fine-tuning tool's config."""
-  tf_keras.utils.set_random_seed(config.seed + trial)
-  with precision.policy(config.mixed_precision):
-    encoder = export.load_encoder(config.init_checkpoint, restore=not config.random_init)
-    model = make_model(encoder)
-  optimizer = build_optimizer(model, encoder, learning_rate, layerwise_lr_decay,
-                              convention, num_steps, config.warmup_proportion,
-                              config.weight_decay_rate, config.mixed_precision)
-  return model, optimizer
 
 
 def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],
@@ -101,12 +98,12 @@ def trial_dir(model_dir: str, trial: int, *names: str) -> str:
 
 
 def median_and_spread(values_by_trial: List[Dict[str, float]]):
-  """`({metric: median}, {metric: {min, max, std, n}})` over trials' metric dicts."""
+  """`({metric: median}, {metric: {mean, min, max, std, n}})` over trials' metric dicts."""
   median, spread = {}, {}
   for metric in values_by_trial[0]:
     values = np.array([t[metric] for t in values_by_trial], np.float64)
     median[metric] = float(np.median(values))
-    spread[metric] = {"min": float(values.min()), "max": float(values.max()),
+    spread[metric] = {"mean": float(values.mean()), "min": float(values.min()), "max": float(values.max()),
                       "std": float(values.std()), "n": int(len(values))}
   return median, spread
 
@@ -115,7 +112,8 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
           log_every_steps: int, label: str, jit_compile: bool = False,
           checkpoint_dir: str = "", save_every_steps: int = 0, callback=None,
           callback_every_steps: int = 0, seed: int = 0) -> float:
-  """Runs `num_steps` steps of `loss_fn(model, batch)` over `dataset`, logging the running loss
+  """Runs `num_steps` steps of `loss_fn(model, batch, progress)` over `dataset` (`progress`: the
+  0-based step / (num_steps - 1), a float32 scalar in [0, 1]), logging the running loss
   and an ETA; returns the mean loss of the last 10 steps (of this process). A float16
   `LossScaleOptimizer` (see `training.precision`) gets a scaled loss; `jit_compile` XLA-compiles
   forward and backward.
@@ -128,9 +126,9 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
   run ends bit-identical to an uninterrupted one.
   """
 
-  def forward_backward(batch, step_seed):
+  def forward_backward(batch, step_seed, fraction):
     with tf.GradientTape() as tape, dropout.step_seeded(step_seed):
-      loss = loss_fn(model, batch)
+      loss = loss_fn(model, batch, fraction)
       scaled = precision.scaled(optimizer, loss)
     return loss, precision.unscaled(optimizer, tape.gradient(scaled, model.trainable_variables))
 
@@ -138,7 +136,8 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
 
   @tf.function
   def train_step(batch, step):
-    loss, grads = compute(batch, tf.stack([tf.constant(seed, tf.int64), step]))
+    fraction = tf.cast(step - 1, tf.float32) / max(num_steps - 1, 1)
+    loss, grads = compute(batch, tf.stack([tf.constant(seed, tf.int64), step]), fraction)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 

@@ -44,7 +44,8 @@ ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "tag_scheme": ["iob1", "iob2", "bioes"],
          "teacher_annealing": ["linear", "fixed"],
          "mode": ["cvt", "supervised", "word_dropout"],
-         "on_decode_error": ["fail", "skip"]}
+         "on_decode_error": ["fail", "skip"],
+         "protocol": ["electra", "shao"]}
 
 
 def define_flags(config_class, help_texts):

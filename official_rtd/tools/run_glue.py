@@ -51,11 +51,16 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  from official_rtd.finetune import multitask  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top,unused-import
+  from official_rtd.finetune import glue_data  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import multitask  # pylint: disable=g-import-not-at-top,unused-import
+  from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
   config = finetune_flags.config_from_flags(configs.GlueConfig)
   if bool(config.task) == bool(config.tasks):
     raise ValueError("give exactly one of --task (single-task) and --tasks (multi-task)")
-  summary = multitask.make_runner(config, log=logging.info).run()
+  if config.task:
+    glue_data.get_task(config.task)  # an unknown name is refused naming the GLUE tasks
+  summary = runner.Runner(config, log=logging.info).run()
   logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
                FLAGS.model_dir)
 

@@ -44,19 +44,17 @@ def main(_):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
   from official_rtd.data import records  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import probe as probe_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import export as export_lib  # pylint: disable=g-import-not-at-top
   if not FLAGS.pos_data_dir and not FLAGS.glue_data_dir:
     raise ValueError("give --pos_data_dir, --glue_data_dir or both")
-  config = export.read_export_config(FLAGS.init_checkpoint)
-  positions = config["encoder"]["max_position_embeddings"]
+  export = export_lib.Export(FLAGS.init_checkpoint)
+  positions = export.encoder_config["max_position_embeddings"]
   if FLAGS.max_seq_length > positions:
     raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the encoder's "
                      f"{positions} positions")
   cli.claim_output_file(FLAGS.output_file, FLAGS.overwrite)
-  vocab = vocab_lib.load_vocab(vocab_lib.find_vocab(FLAGS.init_checkpoint))
-  lower = config.get("do_lower_case", True)
+  vocab, lower = export.vocab, export.do_lower_case
   probes = []
   if FLAGS.pos_data_dir:
     probes.append(probe_lib.TokenProbe("pos", FLAGS.pos_data_dir, vocab, lower,
@@ -74,7 +72,7 @@ def main(_):
   for name, seed in encoders:
     if seed is not None:
       tf_keras.utils.set_random_seed(seed)
-    encoder = export.load_encoder(FLAGS.init_checkpoint, restore=seed is None)
+    encoder = export.encoder(restore=seed is None)
     figures = {}
     for probe in probes:
       start = time.time()

@@ -39,9 +39,10 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  from official_rtd.finetune import squad  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import squad  # pylint: disable=g-import-not-at-top,unused-import
+  from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
   config = finetune_flags.config_from_flags(configs.SquadConfig)
-  summary = squad.SquadRunner(config, log=logging.info).run()
+  summary = runner.Runner(config, log=logging.info).run()
   logging.info("median results: %s (written to %s/eval_results.json)", summary["median"],
                FLAGS.model_dir)
 

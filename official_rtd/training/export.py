@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from official_rtd import textio
 from official_rtd.data import records
+from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
@@ -38,8 +39,9 @@ class ExportError(ValueError):
   """A directory that is not a usable encoder export."""
 
 
-def read_export_config(export_dir: str) -> dict:
-  """The export's JSON config, after checking the directory is complete and its vocab matches.
+def _read_config_and_vocab(export_dir: str):
+  """The export's JSON config and its vocabulary, after checking the directory is complete and
+  the vocabulary matches.
 
   Raises:
     ExportError: naming the directory and what is wrong.
@@ -56,7 +58,12 @@ def read_export_config(export_dir: str) -> dict:
   if vocab.sha256 != config["vocab_sha256"] or vocab.size != config["encoder"]["vocab_size"]:
     raise ExportError(f"{export_dir}: {os.path.basename(vocab.path)} does not match the encoder (vocab size "
                       f"{vocab.size} vs {config['encoder']['vocab_size']}, or a changed file)")
-  return config
+  return config, vocab
+
+
+def read_export_config(export_dir: str) -> dict:
+  """The export's JSON config, checked as `Export` checks it."""
+  return _read_config_and_vocab(export_dir)[0]
 
 
 def build_encoder(config: dict) -> TransformerEncoder:
@@ -65,19 +72,53 @@ def build_encoder(config: dict) -> TransformerEncoder:
   return encoder
 
 
-def load_encoder(export_dir: str, restore: bool = True) -> TransformerEncoder:
-  """Rebuilds an exported encoder and (unless `restore=False`: random init of the same shape)
-  restores its weights."""
-  encoder = build_encoder(read_export_config(export_dir))
-  if restore:
+class Export:
+  """An encoder export read once: its config, vocabulary and tokenizer when constructed, its
+  weights at the first `encoder()` that restores them, kept in memory for the next ones (N
+  fine-tuning trials read the directory once).
+
+  Raises (constructing, or restoring):
+    ExportError: naming the directory and what is wrong.
+  """
+
+  def __init__(self, export_dir: str):
+    self.path = export_dir
+    self.config, self.vocab = _read_config_and_vocab(export_dir)
+    self.encoder_config: dict = self.config["encoder"]
+    self.do_lower_case: bool = self.config.get("do_lower_case", True)
+    self._tokenizer = None
+    self._weights = None
+
+  @property
+  def tokenizer(self) -> tokenizer_lib.Tokenizer:
+    if self._tokenizer is None:
+      self._tokenizer = tokenizer_lib.for_vocab(self.vocab, self.do_lower_case)
+    return self._tokenizer
+
+  def encoder(self, restore: bool = True) -> TransformerEncoder:
+    """A new encoder of the export's shape (under the current precision policy) with the
+    exported weights (`restore=False`: randomly initialised)."""
+    encoder = build_encoder(self.config)
+    if not restore:
+      return encoder
+    if self._weights is not None:
+      encoder.set_weights(self._weights)
+      return encoder
     status = None
     try:
-      status = tf.train.Checkpoint(encoder=encoder).read(os.path.join(export_dir, WEIGHTS_PREFIX))
+      status = tf.train.Checkpoint(encoder=encoder).read(os.path.join(self.path, WEIGHTS_PREFIX))
       status.assert_existing_objects_matched()
     except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
       if status is not None:
         status.expect_partial()
       first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
-      raise ExportError(f"{export_dir}: the weights do not fit {CONFIG_NAME} (a damaged or "
+      raise ExportError(f"{self.path}: the weights do not fit {CONFIG_NAME} (a damaged or "
                         f"hand-edited export?): {first[:300]}") from None
-  return encoder
+    self._weights = encoder.get_weights()
+    return encoder
+
+
+def load_encoder(export_dir: str, restore: bool = True) -> TransformerEncoder:
+  """Rebuilds an exported encoder and (unless `restore=False`: random init of the same shape)
+  restores its weights."""
+  return Export(export_dir).encoder(restore)

@@ -7,6 +7,7 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd.finetune import glue
+from official_rtd.finetune import runner as runner_lib
 from official_rtd.training import export
 from tests import testutil
 from tests.training.test_trainer import tiny_export
@@ -49,7 +50,7 @@ class RunGlueTest(tf.test.TestCase):
 
   def test_rte_results_file_and_resume(self):
     model_dir = os.path.join(self.tmp, "rte")
-    summary = glue.GlueRunner(self._config("rte", model_dir), log=lambda _: None).run()
+    summary = runner_lib.Runner(self._config("rte", model_dir), log=lambda _: None).run()
     with open(os.path.join(model_dir, "eval_results.json")) as f:
       written = json.load(f)
     self.assertEqual(written, json.loads(json.dumps(summary)))
@@ -60,11 +61,12 @@ class RunGlueTest(tf.test.TestCase):
     self.assertEqual(written["spread"]["dev"]["accuracy"]["n"], 2)
     self.assertEqual(written["resolved"], {"learning_rate": 3e-4, "layerwise_lr_decay": 0.8,
                                            "lr_decay_convention": "electra",
-                                           "train_batch_size": 16, "num_train_epochs": 1})
+                                           "train_batch_size": 16, "num_train_epochs": 1,
+                                           "num_train_steps": 4})
     self.assertEqual(written["trials"][0]["train_steps"], 4)  # 64 examples / 16, 1 epoch
     # A re-run (e.g. after a kill) reuses finished trials instead of training again.
     logs = []
-    again = glue.GlueRunner(self._config("rte", model_dir, num_trials=3), log=logs.append).run()
+    again = runner_lib.Runner(self._config("rte", model_dir, num_trials=3), log=logs.append).run()
     self.assertEqual(sum("already done" in l for l in logs), 2)
     self.assertLen(again["trials"], 3)
 
@@ -76,12 +78,12 @@ class RunGlueTest(tf.test.TestCase):
     shutil.copytree(self.export_dir, moved_export)
     config = lambda task="rte", **kwargs: self._config(
         task, model_dir, **dict(dict(data_dir=own_data, num_trials=1), **kwargs))
-    glue.GlueRunner(config(), log=lambda _: None).run()
+    runner_lib.Runner(config(), log=lambda _: None).run()
     snapshot = lambda: {os.path.join(root, name): open(os.path.join(root, name), "rb").read()
                         for root, _, names in os.walk(model_dir) for name in names}
     before = snapshot()
     logs = []
-    glue.GlueRunner(config(num_trials=2, log_every_steps=1), log=logs.append).run()  # a resume
+    runner_lib.Runner(config(num_trials=2, log_every_steps=1), log=logs.append).run()  # a resume
     self.assertEqual(sum("already done" in l for l in logs), 1)
     before = snapshot()
     for kwargs, message in [
@@ -91,24 +93,24 @@ class RunGlueTest(tf.test.TestCase):
         (dict(init_checkpoint=moved_export), r"--init_checkpoint"),
     ]:
       with self.assertRaisesRegex(ValueError, message):
-        glue.GlueRunner(config(**kwargs), log=lambda _: None).run()
+        runner_lib.Runner(config(**kwargs), log=lambda _: None).run()
     with open(os.path.join(own_data, "train.tsv"), "a", encoding="utf-8") as f:
       f.write("64\tA new premise.\tA new hypothesis.\tentailment\n")
     with self.assertRaisesRegex(ValueError, r"the content of --data_dir changed"):
-      glue.GlueRunner(config(), log=lambda _: None).run()
+      runner_lib.Runner(config(), log=lambda _: None).run()
     self.assertEqual(snapshot(), before)  # the first run's files are untouched
     # A directory with other content and no fingerprint is refused too.
     foreign = os.path.join(self.tmp, "foreign")
     os.makedirs(foreign)
     testutil.write_text(os.path.join(foreign, "checkpoint"), "x")
     with self.assertRaisesRegex(ValueError, "is not empty and has no run_fingerprint.json"):
-      glue.GlueRunner(self._config("rte", foreign, num_trials=1), log=lambda _: None).run()
+      runner_lib.Runner(self._config("rte", foreign, num_trials=1), log=lambda _: None).run()
 
   def test_stsb_regression_double_unordered_and_predictions(self):
     model_dir = os.path.join(self.tmp, "stsb")
-    summary = glue.GlueRunner(self._config("sts-b", model_dir, double_unordered=True,
-                                           do_predict=True, num_trials=1),
-                              log=lambda _: None).run()
+    summary = runner_lib.Runner(self._config("sts-b", model_dir, double_unordered=True,
+                                             do_predict=True, num_trials=1),
+                                log=lambda _: None).run()
     self.assertEqual(set(summary["median"]["dev"]), {"pearson", "spearman"})
     self.assertEqual(summary["resolved"]["num_train_epochs"], 1)
     self.assertEqual(summary["trials"][0]["train_steps"], 8)  # both orders: 128 / 16
@@ -122,19 +124,19 @@ class RunGlueTest(tf.test.TestCase):
   def test_bad_configuration(self):
     model_dir = os.path.join(self.tmp, "bad")
     with self.assertRaisesRegex(ValueError, "exactly one of --data_dir"):
-      glue.GlueRunner(self._config("rte", model_dir, tfds_data_dir="/x"))
+      runner_lib.Runner(self._config("rte", model_dir, tfds_data_dir="/x"))
     with self.assertRaisesRegex(ValueError, "--double_unordered applies to MRPC and STS-B"):
-      glue.GlueRunner(self._config("rte", model_dir, double_unordered=True))
+      runner_lib.Runner(self._config("rte", model_dir, double_unordered=True))
     with self.assertRaisesRegex(export.ExportError, "is not an encoder export"):
-      glue.GlueRunner(self._config("rte", model_dir, init_checkpoint=self.tmp))
+      runner_lib.Runner(self._config("rte", model_dir, init_checkpoint=self.tmp))
     with self.assertRaisesRegex(ValueError, "exceeds the encoder's max_position_embeddings 64"):
-      glue.GlueRunner(self._config("rte", model_dir, max_seq_length=128))
+      runner_lib.Runner(self._config("rte", model_dir, max_seq_length=128))
     broken = os.path.join(self.tmp, "broken_export")
     shutil.copytree(self.export_dir, broken)
     with open(os.path.join(broken, "vocab.txt"), "a") as f:
       f.write("zzznewtoken\n")
     with self.assertRaisesRegex(export.ExportError, "vocab.txt does not match the encoder"):
-      glue.GlueRunner(self._config("rte", model_dir, init_checkpoint=broken))
+      runner_lib.Runner(self._config("rte", model_dir, init_checkpoint=broken))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.finetune import multiple_choice
+from official_rtd.finetune import runner as runner_lib
 from official_rtd.training import export
 from tests import testutil
 from tests.finetune.test_race_data import RACE
@@ -28,7 +29,7 @@ class MultipleChoiceModelTest(tf.test.TestCase):
     for k in range(4):
       alone = model({name: v[:, k:k + 1] for name, v in inputs.items()})["logits"].numpy()
       self.assertAllClose(alone[:, 0], logits[:, k], atol=1e-5)
-    loss = multiple_choice.loss({"logits": tf.constant([[0.0, np.log(3.0)]])}, [1]).numpy()
+    loss = multiple_choice.options_loss({"logits": tf.constant([[0.0, np.log(3.0)]])}, [1]).numpy()
     self.assertAllClose(loss, -np.log(0.75))  # softmax over the options: 3 / (1 + 3)
 
 
@@ -51,10 +52,10 @@ class RunMultipleChoiceTest(tf.test.TestCase):
   def test_results_predictions_and_resume(self):
     model_dir = os.path.join(self.tmp, "race")
     logs = []
-    runner = multiple_choice.MultipleChoiceRunner(self._config(model_dir), logs.append)
-    self.assertEqual(runner.max_seq_length, 64)  # 512 capped at the encoder's positions
+    runner = runner_lib.Runner(self._config(model_dir), logs.append)
+    self.assertEqual(runner.task.max_seq_length, 64)  # 512 capped at the encoder's positions
     self.assertTrue(any("capped" in line for line in logs))
-    self.assertEqual(runner.train_inputs["input_word_ids"].shape, (32, 4, 64))
+    self.assertEqual(runner.task.train_inputs["input_word_ids"].shape, (32, 4, 64))
     summary = runner.run()
     with open(os.path.join(model_dir, "eval_results.json")) as f:
       self.assertEqual(json.load(f), json.loads(json.dumps(summary)))
@@ -62,7 +63,7 @@ class RunMultipleChoiceTest(tf.test.TestCase):
     with open(os.path.join(model_dir, "predictions.jsonl")) as f:
       predictions = [json.loads(line) for line in f]
     self.assertLen(predictions, 40)
-    self.assertEqual([p["id"] for p in predictions], [q.id for q in runner.dev_questions])
+    self.assertEqual([p["id"] for p in predictions], [q.id for q in runner.task.dev_questions])
     correct = [p["prediction"] == p["answer"] for p in predictions]
     self.assertAllClose(summary["median"]["accuracy"], np.mean(correct))
     for level in ("middle", "high"):
@@ -70,20 +71,40 @@ class RunMultipleChoiceTest(tf.test.TestCase):
       self.assertAllClose(summary["median"][f"accuracy_{level}"], np.mean(mine))
     self.assertAllClose([sum(p["probabilities"]) for p in predictions], [1.0] * 40, atol=1e-4)
     logs = []
-    again = multiple_choice.MultipleChoiceRunner(self._config(model_dir, num_trials=2),
-                                                 logs.append).run()
+    again = runner_lib.Runner(self._config(model_dir, num_trials=2),
+                              logs.append).run()
     self.assertEqual(sum("already done" in line for line in logs), 1)
     self.assertLen(again["trials"], 2)
 
+  def test_shao_protocol_settings_and_layout(self):
+    config = self._config(os.path.join(self.tmp, "shao"), protocol="shao", num_train_epochs=None,
+                          max_seq_length=48)
+    runner = runner_lib.Runner(config, lambda _: None)
+    self.assertEqual((runner.learning_rate, runner.decay, runner.epochs), (5e-5, 1.0, 3))
+    ids = runner.task.train_inputs["input_word_ids"]
+    sep = runner.export.vocab.sep_id
+    self.assertAllEqual((ids == sep).sum(-1), np.full(ids.shape[:2], 3))  # article|question|option
+    electra = runner_lib.Runner(self._config(os.path.join(self.tmp, "electra"),
+                                             max_seq_length=48), lambda _: None)
+    self.assertAllEqual((electra.task.train_inputs["input_word_ids"] == sep).sum(-1),
+                        np.full(ids.shape[:2], 2))
+    self.assertEqual(electra.learning_rate, 3e-4)  # ELECTRA-Small's default
+    given = runner_lib.Runner(self._config(os.path.join(self.tmp, "given"), protocol="shao",
+                                           learning_rate=1e-4), lambda _: None)
+    self.assertEqual(given.learning_rate, 1e-4)  # a flag given still wins
+
   def test_bad_configuration(self):
-    with self.assertRaisesRegex(ValueError, "--task must be one of"):
-      multiple_choice.MultipleChoiceRunner(self._config(self.tmp, task="swag"), lambda _: None)
+    with self.assertRaisesRegex(ValueError,
+                                r"unknown fine-tuning task 'swag' \(--task\); registered: .*race"):
+      runner_lib.Runner(self._config(self.tmp, task="swag"), lambda _: None)
+    with self.assertRaisesRegex(ValueError, r"--protocol must be one of \['electra', 'shao'\]"):
+      runner_lib.Runner(self._config(self.tmp, protocol="bert"), lambda _: None)
     with self.assertRaisesRegex(ValueError, "--max_dev_examples=-1 must be >= 0"):
-      multiple_choice.MultipleChoiceRunner(self._config(self.tmp, max_dev_examples=-1),
-                                           lambda _: None)
+      runner_lib.Runner(self._config(self.tmp, max_dev_examples=-1),
+                        lambda _: None)
     with self.assertRaisesRegex(ValueError, "found neither"):
-      multiple_choice.MultipleChoiceRunner(self._config(self.tmp, dev_split="test"),
-                                           lambda _: None)
+      runner_lib.Runner(self._config(self.tmp, dev_split="test"),
+                        lambda _: None)
 
 
 if __name__ == "__main__":

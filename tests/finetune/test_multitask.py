@@ -13,6 +13,7 @@ from official_rtd.finetune import distillation
 from official_rtd.finetune import glue
 from official_rtd.finetune import glue_data
 from official_rtd.finetune import multitask
+from official_rtd.finetune import runner as runner_lib
 from official_rtd.training import export
 from tests import testutil
 from tests.finetune.test_glue import GLUE, head_of
@@ -79,14 +80,14 @@ class LossesTest(tf.test.TestCase):
 class ScheduleAndSamplingTest(tf.test.TestCase):
 
   def test_lambda_schedule(self):
-    linear = distillation.annealing_schedule("linear", 0.0, 11)
-    self.assertAllClose([linear(s) for s in (0, 5, 10)], [0.0, 0.5, 1.0])
-    fixed = distillation.annealing_schedule("fixed", 0.5, 11)
-    self.assertAllClose([fixed(s) for s in (0, 10)], [0.5, 0.5])
+    linear = distillation.annealing_schedule("linear", 0.0)
+    self.assertAllClose([linear(p) for p in (0.0, 0.5, 1.0)], [0.0, 0.5, 1.0])
+    fixed = distillation.annealing_schedule("fixed", 0.5)
+    self.assertAllClose([fixed(p) for p in (0.0, 1.0)], [0.5, 0.5])
     with self.assertRaisesRegex(ValueError, "--teacher_annealing must be one of"):
-      distillation.annealing_schedule("cosine", 0.0, 10)
+      distillation.annealing_schedule("cosine", 0.0)
     with self.assertRaisesRegex(ValueError, r"--lambda=1.5 must be in \[0, 1\]"):
-      distillation.annealing_schedule("fixed", 1.5, 10)
+      distillation.annealing_schedule("fixed", 1.5)
 
   def test_sampling_probabilities(self):
     p = multitask.sampling_probabilities([100, 1600], 0.75)
@@ -133,18 +134,19 @@ class BamEndToEndTest(tf.test.TestCase):
     return configs.GlueConfig(**values)
 
   def test_sampled_task_frequencies(self):
-    runner = multitask.MultiTaskRunner(self.config(os.path.join(self.tmp, "freq"),
-                                                   tasks="rte,sts-b"), lambda _: None)
+    runner = runner_lib.Runner(self.config(os.path.join(self.tmp, "freq"),
+                                           tasks="rte,sts-b"), lambda _: None)
     self.assertEqual(runner.batch_size, 16)
     self.assertEqual(runner.convention, "corrected")  # BAM's lr·α^d
     self.assertEqual((runner.learning_rate, runner.decay), (1e-4, 0.9))
-    ids = np.concatenate([b[1]["task_id"].numpy() for b in runner.dataset(0).take(400)])
+    dataset, _ = runner.task.train_dataset(0, runner.batch_size)
+    ids = np.concatenate([b[1]["task_id"].numpy() for b in dataset.take(400)])
     expected = multitask.sampling_probabilities([48, 80], 0.75)
     frequency = np.bincount(ids, minlength=2) / len(ids)
     # 6,400 draws: the standard error of a frequency is below 0.007.
     self.assertAllClose(frequency, expected, atol=0.025)
     tasks = {0: "rte", 1: "sts-b"}
-    batch = next(iter(runner.dataset(0)))
+    batch = next(iter(dataset))
     self.assertGreater(len(set(batch[1]["task_id"].numpy().tolist())), 1)  # mixed batches
     for i, task_id in enumerate(batch[1]["task_id"].numpy()):
       gold = batch[1]["gold"][i].numpy()
@@ -155,23 +157,23 @@ class BamEndToEndTest(tf.test.TestCase):
 
   def test_bad_configuration(self):
     with self.assertRaisesRegex(ValueError, "--task_sampling_exponent=-1.0 must be >= 0"):
-      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,sts-b",
-                                            task_sampling_exponent=-1.0), lambda _: None)
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b",
+                                    task_sampling_exponent=-1.0), lambda _: None)
     with self.assertRaisesRegex(ValueError, "holds no eval_results.json"):
-      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte", single_task_finetune=self.tmp),
-                                lambda _: None)
+      runner_lib.Runner(self.config(self.tmp, tasks="rte", single_task_finetune=self.tmp),
+                        lambda _: None)
     with self.assertRaisesRegex(ValueError, "names a task twice"):
-      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,rte"), lambda _: None)
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,rte"), lambda _: None)
     with self.assertRaisesRegex(ValueError, "--double_unordered and --do_predict are single-task"):
-      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,sts-b", do_predict=True),
-                                lambda _: None)
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b", do_predict=True),
+                        lambda _: None)
 
   def test_teacher_student_resume_and_single_task_finetune(self):
     # Teacher: a single-task run_glue that writes its training-set predictions.
     teacher_dir = os.path.join(self.tmp, "teachers", "rte")
-    glue.GlueRunner(self.config(teacher_dir, task="rte", data_dir=os.path.join(self.glue, "RTE"),
-                                write_train_predictions=True, num_trials=2),
-                    lambda _: None).run()
+    runner_lib.Runner(self.config(teacher_dir, task="rte", data_dir=os.path.join(self.glue, "RTE"),
+                                  write_train_predictions=True, num_trials=2),
+                      lambda _: None).run()
     teacher_file = os.path.join(teacher_dir, "train_predictions_rte.json")
     with open(teacher_file) as f:
       teacher = json.load(f)
@@ -185,13 +187,13 @@ class BamEndToEndTest(tf.test.TestCase):
     with self.assertRaisesRegex(
         ValueError, "bad_teacher/train_predictions_rte.json does not match.*47 predictions but "
                     "the rte training set has 48"):
-      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,sts-b",
-                                            teacher_dirs=f"rte:{bad}"), lambda _: None)
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b",
+                                    teacher_dirs=f"rte:{bad}"), lambda _: None)
     distillation.write_predictions(os.path.join(bad, "train_predictions_rte.json"), "rte", 3,
                                    np.zeros([48, 3]))
     with self.assertRaisesRegex(ValueError, "label space has 3 classes but rte has 2"):
-      multitask.MultiTaskRunner(self.config(self.tmp, tasks="rte,sts-b",
-                                            teacher_dirs=f"rte:{bad}"), lambda _: None)
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b",
+                                    teacher_dirs=f"rte:{bad}"), lambda _: None)
     # Student: Single→Multi with teacher annealing, killed after step 3 and resumed at step 2.
     student_dir = os.path.join(self.tmp, "student")
     config = self.config(student_dir, tasks="rte,sts-b",
@@ -203,14 +205,14 @@ class BamEndToEndTest(tf.test.TestCase):
       if " step 3/" in line:
         raise KeyboardInterrupt
 
-    runner = multitask.MultiTaskRunner(config, killing_log)
-    self.assertEqual(sorted(runner.teachers), ["rte"])
+    runner = runner_lib.Runner(config, killing_log)
+    self.assertEqual(sorted(runner.task.teachers), ["rte"])
     self.assertEqual(runner.steps, 8)  # (48 + 80) / 16, 1 epoch
     with self.assertRaises(KeyboardInterrupt):
       runner.run()
     self.assertTrue(os.path.isdir(os.path.join(student_dir, "trial_0", "checkpoint")))
     logs = []
-    summary = multitask.MultiTaskRunner(config, logs.append).run()
+    summary = runner_lib.Runner(config, logs.append).run()
     self.assertTrue(any("resuming at step 2" in line for line in logs), logs)
     self.assertFalse(os.path.exists(os.path.join(student_dir, "trial_0", "checkpoint")))
     self.assertEqual(summary["tasks"], ["rte", "sts-b"])
@@ -227,21 +229,21 @@ class BamEndToEndTest(tf.test.TestCase):
     self.assertEqual(values.shape, (80,))
     self.assertTrue(np.all((values >= 0) & (values <= 5)))
     # Single-task fine-tuning from the multi-task model (Table 3.3): lr 1e-5, weights restored.
-    runner = multitask.MultiTaskRunner(self.config(os.path.join(self.tmp, "stft"), tasks="rte",
-                                                   single_task_finetune=student_dir),
-                                       lambda _: None)
+    runner = runner_lib.Runner(self.config(os.path.join(self.tmp, "stft"), tasks="rte",
+                                           single_task_finetune=student_dir),
+                               lambda _: None)
     self.assertEqual(runner.learning_rate, 1e-5)
-    restored = runner.make_model(export.load_encoder(self.export_dir, restore=False))
+    restored = runner.task.build_model(export.load_encoder(self.export_dir, restore=False))
     source = multitask.MultiTaskClassifier(export.load_encoder(self.export_dir, restore=False),
                                            [RTE, STSB])
-    source(glue.encode(runner.all_train["rte"][:1], runner.tokenizer, 8))
-    tf.train.Checkpoint(model=source).read(runner.source_checkpoint).expect_partial()
+    source(glue.encode(runner.task.all_train["rte"][:1], runner.task.tokenizer, 8))
+    tf.train.Checkpoint(model=source).read(runner.task.source_checkpoint).expect_partial()
     self.assertAllClose(restored.heads["rte"].kernel, source.heads["rte"].kernel)
     self.assertAllClose(restored.encoder.trainable_variables[0],
                         source.encoder.trainable_variables[0])
     with self.assertRaisesRegex(ValueError, r"was not trained on \['mrpc'\]"):
-      multitask.MultiTaskRunner(self.config(self.tmp, tasks="mrpc",
-                                            single_task_finetune=student_dir), lambda _: None)
+      runner_lib.Runner(self.config(self.tmp, tasks="mrpc",
+                                    single_task_finetune=student_dir), lambda _: None)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,35 @@ class ReadersTest(tf.test.TestCase):
       race_data.encode(questions + race_data.questions_of(
           dict(PASSAGE, options=[["a", "b"], ["c", "d"]]), "x"), tokenizer, 16)
 
+  def test_shao_layout_separates_question_and_option(self):
+    tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_lib.load_vocab(testutil.SAMPLE_VOCAB))
+    vocab = tokenizer.vocab
+    questions = race_data.questions_of(PASSAGE, "test")
+    inputs = race_data.encode(questions, tokenizer, 24, layout="shao")
+    article = tokenizer.tokenize_to_lists([PASSAGE["article"]])[0]
+    for row, question in enumerate(questions):
+      q = tokenizer.tokenize_to_lists([question.question])[0]  # blanks stay blanks
+      for k, option in enumerate(question.options):
+        o = tokenizer.tokenize_to_lists([option])[0]
+        cut = min(len(article), 24 - 4 - len(q) - len(o))
+        expected = ([vocab.cls_id] + article[:cut] + [vocab.sep_id] + q + [vocab.sep_id] + o
+                    + [vocab.sep_id])
+        padding = 24 - len(expected)
+        self.assertEqual(inputs["input_word_ids"][row, k].tolist(),
+                         expected + [vocab.pad_id] * padding)
+        self.assertEqual(inputs["input_type_ids"][row, k].tolist(),
+                         [0] * (cut + 2) + [1] * (len(q) + len(o) + 2) + [0] * padding)
+    self.assertLess(inputs["input_mask"][1].sum(-1).min(), 24)  # the article fits whole here
+    self.assertEqual(inputs["input_mask"][0].sum(-1).max(), 24)  # and is cut here
+    short = race_data.encode(questions, tokenizer, 8, layout="shao")["input_word_ids"][0, 0]
+    o = tokenizer.tokenize_to_lists([questions[0].options[0]])[0]
+    q = tokenizer.tokenize_to_lists([questions[0].question])[0]
+    room = 8 - 4 - len(o)  # no article left; the question keeps its end
+    self.assertEqual(short.tolist(), [vocab.cls_id, vocab.sep_id, *q[len(q) - room:],
+                                      vocab.sep_id, *o, vocab.sep_id])
+    with self.assertRaisesRegex(ValueError, "layout must be one of"):
+      race_data.encode(questions, tokenizer, 8, layout="xlnet")
+
 
 @testutil.requires(RACE)
 class ShippedRaceTest(tf.test.TestCase):

@@ -9,6 +9,7 @@ import types
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import squad
 from official_rtd.finetune import squad_data
 from official_rtd.training import export
@@ -56,7 +57,7 @@ class RunSquadTest(tf.test.TestCase):
   def test_v2_writes_the_three_files_and_resumes(self):
     model_dir = os.path.join(self.tmp, "v2")
     logs = []
-    summary = squad.SquadRunner(self._config(model_dir), log=logs.append).run()
+    summary = runner_lib.Runner(self._config(model_dir), log=logs.append).run()
     examples = squad_data.read_squad(self.data, version_2_with_negative=True)
     qids = {e.qid for e in examples}
     with open(os.path.join(model_dir, "predictions.json")) as f:
@@ -87,7 +88,7 @@ class RunSquadTest(tf.test.TestCase):
       self.assertEqual(json.load(f), predictions)
     # A re-run reuses finished trials.
     logs = []
-    again = squad.SquadRunner(self._config(model_dir, num_trials=3), log=logs.append).run()
+    again = runner_lib.Runner(self._config(model_dir, num_trials=3), log=logs.append).run()
     self.assertEqual(sum("already done" in l for l in logs), 2)
     self.assertLen(again["trials"], 3)
 
@@ -95,7 +96,7 @@ class RunSquadTest(tf.test.TestCase):
     v1 = trimmed(os.path.join(SQUAD, "train-v1.1-sample.json"),
                  os.path.join(self.tmp, "v1.json"), paragraphs=2)
     model_dir = os.path.join(self.tmp, "v1")
-    summary = squad.SquadRunner(self._config(
+    summary = runner_lib.Runner(self._config(
         model_dir, train_file=v1, predict_file=v1, version_2_with_negative=False,
         joint_prediction=False, num_trials=1, mixed_precision="bfloat16"),
         log=lambda _: None).run()

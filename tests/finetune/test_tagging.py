@@ -8,6 +8,7 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd.finetune import metrics
+from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import tagging
 from official_rtd.finetune import tagging_data
 from tests import testutil
@@ -58,14 +59,14 @@ class RunTaggingTest(tf.test.TestCase):
     model_dir = os.path.join(self.tmp, "pos")
     config = self._config("pos", model_dir, max_train_examples=640, num_train_epochs=2,
                           learning_rate=1e-3)
-    runner = tagging.TaggingRunner(config, log=lambda _: None)
+    runner = runner_lib.Runner(config, log=lambda _: None)
     summary = runner.run()
     with open(os.path.join(model_dir, "eval_results.json")) as f:
       self.assertEqual(json.load(f), json.loads(json.dumps(summary)))
     self.assertEqual(summary["primary_metric"], "accuracy")
     # Long sentences take two 64-piece windows: steps count windows (/ 16, 2 epochs).
-    self.assertGreater(len(runner.train_windows), 640)
-    self.assertEqual(summary["trials"][0]["train_steps"], len(runner.train_windows) // 16 * 2)
+    self.assertGreater(len(runner.task.train_windows), 640)
+    self.assertEqual(summary["trials"][0]["train_steps"], len(runner.task.train_windows) // 16 * 2)
     _, dev = tagging_data.load_task(tagging_data.TASKS["pos"],
                                     os.path.join(TAGGING, "pos_ptb"))
     gold = [t for s in dev for t in s.tags]
@@ -80,11 +81,11 @@ class RunTaggingTest(tf.test.TestCase):
     self.assertAllClose(metrics.accuracy(gold, predicted), accuracy)
     # A re-run with more trials reuses the finished one; other settings are another run.
     with self.assertRaisesRegex(ValueError, r"holds another run \(--max_train_examples 640 → 32"):
-      tagging.TaggingRunner(self._config("pos", model_dir, num_trials=2, max_train_examples=32,
-                                         num_train_epochs=2, learning_rate=1e-3,
-                                         allow_unseen_dev_tags=True), print).run()
+      runner_lib.Runner(self._config("pos", model_dir, num_trials=2, max_train_examples=32,
+                                     num_train_epochs=2, learning_rate=1e-3,
+                                     allow_unseen_dev_tags=True), print).run()
     logs = []
-    again = tagging.TaggingRunner(
+    again = runner_lib.Runner(
         self._config("pos", model_dir, num_trials=2, max_train_examples=640, num_train_epochs=2,
                      learning_rate=1e-3), logs.append).run()
     self.assertEqual(sum("already done" in line for line in logs), 1)
@@ -93,9 +94,9 @@ class RunTaggingTest(tf.test.TestCase):
 
   def test_ner_crf_bioes_and_conlleval_file(self):
     model_dir = os.path.join(self.tmp, "ner")
-    runner = tagging.TaggingRunner(self._config("ner", model_dir, crf=True,
-                                                dev_file=self.ner_dev), log=lambda _: None)
-    self.assertTrue(any(t.startswith("S-") for t in runner.labels))  # trained on BIOES
+    runner = runner_lib.Runner(self._config("ner", model_dir, crf=True,
+                                            dev_file=self.ner_dev), log=lambda _: None)
+    self.assertTrue(any(t.startswith("S-") for t in runner.task.labels))  # trained on BIOES
     summary = runner.run()
     self.assertEqual(summary["primary_metric"], "f1")
     written = read_predictions(os.path.join(model_dir, "predictions.txt"))
@@ -110,30 +111,36 @@ class RunTaggingTest(tf.test.TestCase):
 
   def test_bad_configuration(self):
     with self.assertRaisesRegex(ValueError, "--tag_scheme must be one of"):
-      tagging.TaggingRunner(self._config("ner", self.tmp, tag_scheme="bilou"), lambda _: None)
+      runner_lib.Runner(self._config("ner", self.tmp, tag_scheme="bilou"), lambda _: None)
     with self.assertRaisesRegex(ValueError, "exceeds the encoder's max_position_embeddings"):
-      tagging.TaggingRunner(self._config("pos", self.tmp, max_seq_length=512), lambda _: None)
+      runner_lib.Runner(self._config("pos", self.tmp, max_seq_length=512), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--protocol=shao is Shao's PTB part-of-speech "
+                                "protocol; --task=ner has none"):
+      runner_lib.Runner(self._config("ner", self.tmp, protocol="shao"), lambda _: None)
+    shao = runner_lib.Runner(self._config("pos", self.tmp, protocol="shao", num_train_epochs=None,
+                                          allow_unseen_dev_tags=True), lambda _: None)
+    self.assertEqual((shao.learning_rate, shao.decay, shao.epochs), (5e-5, 1.0, 3))
     with self.assertRaisesRegex(ValueError, "--window_stride=-1 must be >= 0"):
-      tagging.TaggingRunner(self._config("pos", self.tmp, window_stride=-1), lambda _: None)
+      runner_lib.Runner(self._config("pos", self.tmp, window_stride=-1), lambda _: None)
     with self.assertRaisesRegex(ValueError, "--carve_dev_sentences=9000"):
-      tagging.TaggingRunner(self._config("chunk", self.tmp, carve_dev_sentences=9000),
-                            lambda _: None)
+      runner_lib.Runner(self._config("chunk", self.tmp, carve_dev_sentences=9000),
+                        lambda _: None)
     # NER on the POS files: the first POS tag is refused with its file and line.
     pos_dir = os.path.join(TAGGING, "pos_ptb")
     with self.assertRaisesRegex(ValueError, r"train\.tsv:1: tag '\w+' is not a span tag"):
-      tagging.TaggingRunner(self._config("ner", self.tmp, data_dir=pos_dir,
-                                         train_file="train.tsv", dev_file="dev.tsv"),
-                            lambda _: None)
+      runner_lib.Runner(self._config("ner", self.tmp, data_dir=pos_dir,
+                                     train_file="train.tsv", dev_file="dev.tsv"),
+                        lambda _: None)
 
   def test_dev_tags_unseen_in_training_are_refused_or_allowed(self):
     dev = testutil.write_text(os.path.join(self.tmp, "dev_unseen.tsv"),
                               "The\tDT\ncat\tNN\n...\tNEWTAG\n")
     with self.assertRaisesRegex(ValueError, r"dev tags never seen in the training sentences \(the "
                                 r"--max_train_examples=64 used\): NEWTAG \(1\)"):
-      tagging.TaggingRunner(self._config("pos", self.tmp, dev_file=dev), lambda _: None)
+      runner_lib.Runner(self._config("pos", self.tmp, dev_file=dev), lambda _: None)
     logged = []
-    tagging.TaggingRunner(self._config("pos", self.tmp, dev_file=dev,
-                                       allow_unseen_dev_tags=True), logged.append)
+    runner_lib.Runner(self._config("pos", self.tmp, dev_file=dev,
+                                   allow_unseen_dev_tags=True), logged.append)
     self.assertTrue(any("counted as errors: NEWTAG (1)" in line for line in logged), logged)
 
 

@@ -40,7 +40,8 @@ def dataset():
           .batch(8, drop_remainder=True))
 
 
-def loss_fn(model, batch):
+def loss_fn(model, batch, progress):
+  del progress  # unused
   return classifier.loss(model(batch[0], training=True), batch[1])
 
 
@@ -75,11 +76,27 @@ class ExactResumeTest(tf.test.TestCase):
     self.assertNotAllClose(model.weights[0].numpy(), expected[0])
 
 
+class ProgressTest(tf.test.TestCase):
+
+  def test_the_loss_sees_the_optimizer_step_over_the_last_step(self):
+    """`progress` (BAM's λ under linear teacher annealing) at each step, read against the
+    optimizer's own step counter: 0 at the first update, 1 at the last."""
+    model, optimizer = build()
+    seen = tf.Variable(tf.fill([STEPS], -1.0))
+
+    def recording_loss(m, batch, progress):
+      seen.scatter_nd_update([[optimizer.iterations]], [progress])
+      return loss_fn(m, batch, progress)
+
+    trials.train(model, optimizer, dataset(), STEPS, recording_loss, lambda _: None, 100, "t")
+    self.assertAllClose(seen, np.arange(STEPS) / (STEPS - 1))
+
+
 class DivergenceTest(tf.test.TestCase):
 
   def test_a_non_finite_loss_stops_the_trial_naming_the_step(self):
     model, optimizer = build()
-    nan_after = lambda m, batch: loss_fn(m, batch) * tf.constant(float("nan"))
+    nan_after = lambda m, batch, p: loss_fn(m, batch, p) * tf.constant(float("nan"))
     with self.assertRaisesRegex(ValueError, r"the training loss is nan at step 1 \(learning rate "
                                 r"0\)"):
       trials.train(model, optimizer, dataset(), STEPS, nan_after, lambda _: None, 100, "trial 1/1")

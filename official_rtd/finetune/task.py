@@ -1,0 +1,169 @@
+"""The fine-tuning task contract and registry (as google-research/electra's `finetune/task.py` and
+Model Garden's tasks): a task reads and encodes its data, builds its head on an encoder, defines
+the loss, predicts, evaluates and names its primary metric. `runner.Runner` owns everything else
+(the export, defaults, trials, checkpoints, the best trial, publishing, the summary), so a new
+task is one module:
+
+  @task.register("my_task")
+  class MyTask(task.Task):
+    default_epochs = 3
+    primary_metric = "accuracy"
+    def __init__(self, config, export, log): ...  # read and encode the data once
+    def train_arrays(self): ...      # (features, labels) numpy nests, one row per example
+    def build_model(self, encoder): ...
+    def loss(self, model, batch, progress): ...
+    def evaluate(self, model, trial_dir): ...
+
+and the runner picks it by `config.task_name`.
+"""
+import json
+import math
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
+
+import numpy as np
+import tensorflow as tf
+
+
+class Task:
+  """One fine-tuning task. Constructed once per run (after the export is loaded) with the
+  run's config, the `export.Export` and a log function; its data is read and encoded then.
+
+  Attributes a task sets (class or instance):
+    default_epochs: epochs when `--num_train_epochs` is unset.
+    primary_metric: the dev metric that picks the best trial (dotted for nested dicts, e.g.
+      `glue.average`).
+    published: per-trial files copied from the best trial to `<model_dir>`.
+    run_name: the name a run directory's fingerprint records for this task's runs.
+  """
+
+  default_epochs: float = 3.0
+  primary_metric: str = "accuracy"
+  published: Sequence[str] = ()
+  run_name: str = ""
+
+  def __init__(self, config, export, log: Callable[[str], None]):
+    self.config = config
+    self.export = export
+    self.tokenizer = export.tokenizer
+    self.log = log
+
+  @classmethod
+  def optimizer_defaults(cls, config) -> Dict:
+    """Settings of `config`'s run overriding the per-size defaults (e.g. BAM's batch 128);
+    called before the task is constructed."""
+    del config  # unused
+    return {}
+
+  def subset(self, items: Sequence) -> list:
+    """A `--max_train_examples` random subset of `items` (in their order), or all of them."""
+    return subset(items, self.config.max_train_examples, self.config.seed)
+
+  def check_max_seq_length(self):
+    positions = self.export.encoder_config["max_position_embeddings"]
+    if self.config.max_seq_length > positions:
+      raise ValueError(f"--max_seq_length={self.config.max_seq_length} exceeds the encoder's "
+                       f"max_position_embeddings {positions}")
+
+  # --- training ----------------------------------------------------------------------------------
+  def num_train_rows(self) -> int:
+    """Training examples per epoch."""
+    return len(tf.nest.flatten(self.train_arrays()[1])[0])
+
+  def train_arrays(self):
+    """`(features, labels)`: numpy nests with one row per training example."""
+    raise NotImplementedError
+
+  def train_dataset(self, seed: int, batch_size: int) -> Tuple[tf.data.Dataset, int]:
+    """`(dataset, rows per epoch)`: batches of `(features, labels)`, repeated, deterministic
+    for `seed` (a resumed trial replays it). Default: `train_arrays` shuffled."""
+    features, labels = self.train_arrays()
+    rows = len(tf.nest.flatten(labels)[0])
+    dataset = (tf.data.Dataset.from_tensor_slices((features, labels))
+               .shuffle(rows, seed=seed).repeat()
+               .batch(batch_size, drop_remainder=True).prefetch(2))
+    return dataset, rows
+
+  def build_model(self, encoder):
+    """The task's model on `encoder`, with its variables created."""
+    raise NotImplementedError
+
+  def loss(self, model, batch, progress) -> tf.Tensor:
+    """The scalar training loss of `batch`; `progress` is the step's fraction of training (a
+    float tensor in [0, 1], for schedules such as teacher annealing)."""
+    raise NotImplementedError
+
+  # --- evaluation --------------------------------------------------------------------------------
+  def evaluate(self, model, trial_dir: Optional[str]) -> dict:
+    """Dev metrics of `model`; writes the trial's output files (`published` among them) into
+    `trial_dir` (None: an evaluation during training, nothing written)."""
+    raise NotImplementedError
+
+  def primary(self, dev: dict) -> float:
+    """The primary metric's value in a trial's dev metrics (`primary_metric`, dotted)."""
+    value = dev
+    for key in self.primary_metric.split("."):
+      value = value[key]
+    return float(value)
+
+  def brief(self, dev: dict) -> str:
+    """One line of a trial's dev metrics for the log."""
+    return json.dumps(dev)
+
+  # --- the run -----------------------------------------------------------------------------------
+  def describe(self) -> str:
+    """The run's opening log line (data sizes), before the resolved defaults."""
+    return self.run_name
+
+  def summary_fields(self, median: dict) -> dict:
+    """Task fields of `eval_results.json` (e.g. the task name, labels), given the median dev
+    metrics."""
+    return {}
+
+  def resolved(self) -> dict:
+    """Settings the task resolved (beyond the optimizer's), for `eval_results.json`."""
+    return {}
+
+  def finish(self, trials: List[dict], best: dict, model_dir: str) -> None:
+    """After every trial (e.g. GLUE's test-set submission from the best trial)."""
+
+
+_TASKS: Dict[str, Type[Task]] = {}
+
+
+def register(*names: str):
+  """Class decorator registering a `Task` under each of `names`."""
+
+  def decorate(cls):
+    for name in names:
+      existing = _TASKS.get(name)
+      if existing is not None and existing.__qualname__ != cls.__qualname__:
+        raise ValueError(f"fine-tuning task name {name!r} is registered twice")
+      _TASKS[name] = cls
+    return cls
+  return decorate
+
+
+def get(name: str) -> Type[Task]:
+  if name not in _TASKS:
+    raise ValueError(f"unknown fine-tuning task {name!r} (--task); registered: "
+                     f"{', '.join(sorted(_TASKS)) or 'none'} (a task registers when its module "
+                     "is imported)")
+  return _TASKS[name]
+
+
+def names() -> List[str]:
+  return sorted(_TASKS)
+
+
+def num_steps(rows: int, batch_size: int, epochs: float) -> int:
+  """Training steps for `epochs` over `rows` examples in batches of `batch_size`."""
+  return int(math.ceil(max(rows // batch_size, 1) * epochs))
+
+
+def subset(items: Sequence, max_examples: int, seed: int) -> list:
+  """A random subset of `max_examples` of `items` (in their order), or all of them (0)."""
+  items = list(items)
+  if not max_examples:
+    return items
+  keep = np.random.default_rng(seed).permutation(len(items))
+  return [items[i] for i in sorted(keep[:max_examples])]

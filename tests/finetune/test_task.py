@@ -1,0 +1,146 @@
+"""The task contract: a new task written in this file alone (registered here, nothing else
+touched) runs through `runner.Runner`'s whole lifecycle, and the export is read once for all
+trials."""
+import dataclasses
+import json
+import os
+import tempfile
+from unittest import mock
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import configs
+from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune import task as task_lib
+from official_rtd.training import export as export_lib
+from tests.training.test_trainer import tiny_export
+
+SEVEN = 7  # the toy task: does the sequence hold token 7?
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ToyConfig(configs.FinetuneConfig):
+  task: str = "toy_has_seven"
+  rows: int = 64
+
+
+@task_lib.register("toy_has_seven")
+class HasSeven(task_lib.Task):
+  """Binary classification of random id sequences by whether token 7 occurs; the dev file holds
+  each example's predicted class."""
+
+  default_epochs = 2
+  published = ("dev_predictions.json",)
+
+  def __init__(self, config, export, log):
+    super().__init__(config, export, log)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(8, 40, [config.rows + 32, config.max_seq_length]).astype(np.int32)
+    ids[::2, 3] = SEVEN
+    ids[:, 0] = export.vocab.cls_id
+    self.inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                   "input_type_ids": np.zeros_like(ids)}
+    self.labels = (ids == SEVEN).any(1).astype(np.int32)
+
+  def _rows(self, part):
+    rows = slice(0, self.config.rows) if part == "train" else slice(self.config.rows, None)
+    return {k: v[rows] for k, v in self.inputs.items()}, self.labels[rows]
+
+  def train_arrays(self):
+    return self._rows("train")
+
+  def build_model(self, encoder):
+    inputs = {k: tf_keras.Input([None], dtype=tf.int32, name=k) for k in self.inputs}
+    logits = tf_keras.layers.Dense(2)(encoder(inputs)["sequence_output"][:, 0])
+    return tf_keras.Model(inputs, logits)
+
+  def loss(self, model, batch, progress):
+    del progress  # unused
+    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+        batch[1], model(batch[0], training=True), from_logits=True))
+
+  def evaluate(self, model, trial_dir):
+    features, labels = self._rows("dev")
+    predicted = model(features, training=False).numpy().argmax(-1)
+    if trial_dir is not None:
+      with open(os.path.join(trial_dir, "dev_predictions.json"), "w", encoding="utf-8") as f:
+        json.dump(predicted.tolist(), f)
+    return {"accuracy": float((predicted == labels).mean())}
+
+  def summary_fields(self, median):
+    return {"task": "toy_has_seven"}
+
+
+class TaskContractTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.export_dir = tiny_export(tempfile.mkdtemp())
+
+  def test_a_task_in_one_module_runs_through_the_runner(self):
+    model_dir = os.path.join(self.get_temp_dir(), "toy")
+    config = ToyConfig(init_checkpoint=self.export_dir, model_dir=model_dir, max_seq_length=8,
+                       train_batch_size=16, num_trials=3, log_every_steps=100)
+    runner = runner_lib.Runner(config, log=lambda _: None)
+    self.assertIsInstance(runner.task, HasSeven)
+    summary = runner.run()
+    self.assertEqual(summary["task"], "toy_has_seven")
+    self.assertEqual(summary["resolved"]["num_train_steps"], 64 // 16 * 2)  # 2 epochs of 4
+    self.assertLen(summary["trials"], 3)
+    accuracies = [t["dev"]["accuracy"] for t in summary["trials"]]
+    self.assertEqual(summary["best_trial"], int(np.argmax(accuracies)))
+    self.assertEqual(summary["median"]["accuracy"], float(np.median(accuracies)))
+    with open(os.path.join(model_dir, "dev_predictions.json"), encoding="utf-8") as f:
+      published = f.read()
+    with open(os.path.join(model_dir, f"trial_{summary['best_trial']}", "dev_predictions.json"),
+              encoding="utf-8") as f:
+      self.assertEqual(published, f.read())
+
+  def test_the_export_is_read_once_for_all_trials(self):
+    reads, loads = [], []
+    real_read, real_load = tf.train.Checkpoint.read, vocab_lib.load_vocab
+
+    def counting_read(checkpoint, path, *args, **kwargs):
+      if str(path).startswith(self.export_dir):
+        reads.append(path)
+      return real_read(checkpoint, path, *args, **kwargs)
+
+    def counting_load(path):
+      loads.append(path)
+      return real_load(path)
+
+    config = ToyConfig(init_checkpoint=self.export_dir, model_dir=os.path.join(
+        self.get_temp_dir(), "once"), max_seq_length=8, train_batch_size=16, num_trials=2,
+                       num_train_epochs=0.5)
+    with mock.patch.object(tf.train.Checkpoint, "read", counting_read), \
+        mock.patch.object(vocab_lib, "load_vocab", counting_load):
+      summary = runner_lib.Runner(config, log=lambda _: None).run()
+    self.assertLen(summary["trials"], 2)
+    self.assertLen(reads, 1)
+    self.assertLen(loads, 1)
+
+  def test_every_trial_starts_from_the_exported_weights(self):
+    export = export_lib.Export(self.export_dir)
+    first = export.encoder()
+    first.weights[0].assign(first.weights[0] + 1.0)  # a trial's training changes its copy
+    second = export.encoder()
+    reference = export_lib.load_encoder(self.export_dir)
+    for got, want in zip(second.weights, reference.weights):
+      self.assertAllEqual(got, want, msg=got.name)
+    random = export.encoder(restore=False)
+    self.assertNotAllClose(random.weights[0], reference.weights[0])
+
+  def test_unknown_and_duplicate_names(self):
+    with self.assertRaisesRegex(ValueError, r"unknown fine-tuning task 'nope' \(--task\); "
+                                r"registered: .*toy_has_seven"):
+      task_lib.get("nope")
+    with self.assertRaisesRegex(ValueError, "'toy_has_seven' is registered twice"):
+      task_lib.register("toy_has_seven")(type("Other", (task_lib.Task,), {}))
+
+
+if __name__ == "__main__":
+  tf.test.main()
