@@ -8,12 +8,15 @@ from official_rtd.modeling.layers.dropout import Dropout
 
 class SequenceClassifier(tf_keras.Model):
   """`call` returns `{"logits": [batch, num_classes]}`, or `{"predictions": [batch]}` for
-  regression (`num_classes == 1`)."""
+  regression (`num_classes == 1`): wᵀc (ELECTRA, BERT), or with `regression_scale` S > 0,
+  S·sigmoid(wᵀc) (BAM §3.1: sigmoid on labels normalised to [0, 1])."""
 
-  def __init__(self, encoder, num_classes: int, dropout_rate: float = 0.1, **kwargs):
+  def __init__(self, encoder, num_classes: int, dropout_rate: float = 0.1,
+               regression_scale: float = 0.0, **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
     self.num_classes = num_classes
+    self.regression_scale = regression_scale
     self.dropout = Dropout(dropout_rate)
     self.head = tf_keras.layers.Dense(
         num_classes, kernel_initializer=transformer_encoder.initializer(encoder.config),
@@ -23,13 +26,18 @@ class SequenceClassifier(tf_keras.Model):
     cls = self.encoder(inputs, training=training)["sequence_output"][:, 0]
     out = tf.cast(self.head(self.dropout(cls, training=training)), tf.float32)
     if self.num_classes == 1:
-      return {"predictions": tf.squeeze(out, -1)}
+      out = tf.squeeze(out, -1)
+      if self.regression_scale:
+        out = self.regression_scale * tf.sigmoid(out)
+      return {"predictions": out}
     return {"logits": out}
 
 
-def loss(outputs, labels) -> tf.Tensor:
-  """Mean softmax cross-entropy, or mean squared error for regression."""
+def loss(outputs, labels, regression_scale: float = 0.0) -> tf.Tensor:
+  """Mean softmax cross-entropy, or mean squared error for regression (on values and labels
+  divided by `regression_scale` when it is set: BAM's loss on labels normalised to [0, 1])."""
   if "predictions" in outputs:
-    return tf.reduce_mean(tf.square(outputs["predictions"] - tf.cast(labels, tf.float32)))
+    error = outputs["predictions"] - tf.cast(labels, tf.float32)
+    return tf.reduce_mean(tf.square(error / (regression_scale or 1.0)))
   return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=tf.cast(labels, tf.int32), logits=outputs["logits"]))

@@ -88,6 +88,7 @@ class GlueConfig(FinetuneConfig):
   teacher_annealing: str = "linear"
   teacher_lambda: float = 0.0
   single_task_finetune: str = ""
+  protocol: str = "electra"
 
   @property
   def task_name(self) -> str:
@@ -120,7 +121,7 @@ class SquadConfig(FinetuneConfig):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TaggingConfig(FinetuneConfig):
   """`run_tagging`: `num_train_epochs` None is 3; `protocol` "shao" takes Shao's PTB settings
-(`trials.SHAO_DEFAULTS`)."""
+(`trials.PROTOCOL_DEFAULTS`)."""
   task: str
   data_dir: str
   train_file: str = ""
@@ -137,7 +138,7 @@ class TaggingConfig(FinetuneConfig):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MultipleChoiceConfig(FinetuneConfig):
   """`run_multiple_choice`: `num_train_epochs` None is 2 (3 with `protocol` "shao", which also
-takes Shao's RACE input layout, 384 tokens at most and his settings, `trials.SHAO_DEFAULTS`)."""
+takes Shao's RACE input layout, 384 tokens at most and his settings, `trials.PROTOCOL_DEFAULTS`)."""
   task: str = "race"
   data_dir: str
   train_splits: str = "train"

@@ -22,16 +22,26 @@ def file_name(task: str) -> str:
   return f"train_predictions_{task}.json"
 
 
-def write_predictions(path: str, task: str, num_classes: int, predictions: np.ndarray):
-  """`predictions`: `[examples, num_classes]` logits, or `[examples]` regression values."""
+FUNCTIONS = ("softmax", "linear", "sigmoid")  # a teacher's prediction function
+
+
+def write_predictions(path: str, task: str, num_classes: int, predictions: np.ndarray,
+                      prediction_function: str):
+  """`predictions`: `[examples, num_classes]` logits, or `[examples]` regression values;
+  `prediction_function`: the head's (`FUNCTIONS`: softmax for classification, linear wᵀc or
+  sigmoid(wᵀc) on normalised labels for regression)."""
+  if prediction_function not in FUNCTIONS:
+    raise ValueError(f"prediction_function must be one of {FUNCTIONS}")
   records.write_json_atomic(path, {
       "task": task, "num_examples": int(len(predictions)), "num_classes": num_classes,
+      "prediction_function": prediction_function,
       "predictions": np.asarray(predictions, np.float64).round(6).tolist()})
 
 
-def read_predictions(path: str, task: str, num_examples: int, num_classes: int) -> np.ndarray:
+def read_predictions(path: str, task: str, num_examples: int, num_classes: int):
   """A teacher file's predictions, `[num_examples, num_classes]` (`[num_examples]` for a
-  regression task), checked against the student's training set.
+  regression task), checked against the student's training set, and its prediction function
+  ("" in files of earlier versions).
 
   Raises:
     ValueError: naming the file when it is missing, or its task, example count or label space
@@ -55,7 +65,7 @@ def read_predictions(path: str, task: str, num_examples: int, num_classes: int) 
   if problems:
     raise ValueError(f"teacher file {path} does not match the training set: "
                      + "; ".join(problems))
-  return predictions
+  return predictions, data.get("prediction_function", "")
 
 
 def teacher_paths(tasks: Sequence[str], teacher_dirs: str, teachers_from: str

@@ -22,6 +22,8 @@ from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
 
 LONG_TASKS = ("rte", "sts-b")  # 10 epochs instead of 3
+PROTOCOLS = ("electra", "bam")
+REGRESSION_SCALE = 5.0  # BAM: STS-B labels 0–5 normalised to [0, 1] under a sigmoid
 
 
 GlueConfig = configs.GlueConfig
@@ -73,15 +75,22 @@ class GlueTask(task_lib.Task):
 
   run_name = "GlueRunner"
 
+  @classmethod
+  def optimizer_defaults(cls, config):
+    return trials_lib.protocol_defaults(config.protocol, PROTOCOLS)
+
   def __init__(self, config: GlueConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)
     if not config.task or config.tasks:
       raise ValueError("the GLUE task is single-task: give --task (--tasks runs multitask.py)")
     self.spec = glue_data.get_task(config.task)
+    bam = config.protocol == "bam"
+    self.regression_scale = REGRESSION_SCALE if bam and self.spec.is_regression else 0.0
     if config.double_unordered and self.spec.name not in ("mrpc", "sts-b"):
       raise ValueError("--double_unordered applies to MRPC and STS-B only")
     self.check_max_seq_length()
-    self.default_epochs = 10 if self.spec.name in LONG_TASKS else 3
+    self.default_epochs = (trials_lib.PROTOCOL_EPOCHS["bam"] if bam
+                           else 10 if self.spec.name in LONG_TASKS else 3)
     self.primary_metric = metrics_lib.PRIMARY[self.spec.name]
     self.published = ([distillation.file_name(self.spec.name)]
                       if config.write_train_predictions else [])
@@ -92,7 +101,8 @@ class GlueTask(task_lib.Task):
     self._train_arrays = None
 
   def describe(self) -> str:
-    return f"run_glue: {self.spec.name}, {len(self.train_examples)} train examples"
+    return (f"run_glue ({self.config.protocol} protocol): {self.spec.name}, "
+            f"{len(self.train_examples)} train examples")
 
   # --- training ----------------------------------------------------------------------------------
   def train_arrays(self):
@@ -108,13 +118,14 @@ class GlueTask(task_lib.Task):
     return self._train_arrays
 
   def build_model(self, encoder):
-    model = classifier.SequenceClassifier(encoder, self.spec.num_classes, name="glue")
+    model = classifier.SequenceClassifier(encoder, self.spec.num_classes, name="glue",
+                                          regression_scale=self.regression_scale)
     model({k: v[:1] for k, v in encode(self.train_examples[:1], self.tokenizer, 8).items()})
     return model
 
   def loss(self, model, batch, progress):
     del progress  # unused
-    return classifier.loss(model(batch[0], training=True), batch[1])
+    return classifier.loss(model(batch[0], training=True), batch[1], self.regression_scale)
 
   # --- evaluation --------------------------------------------------------------------------------
   def evaluate(self, model, trial_dir):
@@ -129,7 +140,9 @@ class GlueTask(task_lib.Task):
     if self.config.write_train_predictions:
       distillation.write_predictions(
           os.path.join(trial_dir, distillation.file_name(self.spec.name)), self.spec.name,
-          self.spec.num_classes, self.scores(model, self.all_train_examples, logits=True))
+          self.spec.num_classes, self.scores(model, self.all_train_examples, logits=True),
+          "sigmoid" if self.regression_scale else "linear" if self.spec.is_regression
+          else "softmax")
     return dev
 
   def primary(self, dev) -> float:

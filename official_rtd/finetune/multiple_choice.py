@@ -25,6 +25,7 @@ from official_rtd.modeling.layers.dropout import Dropout
 
 PREDICTIONS_NAME = "predictions.jsonl"
 TASKS = ("race",)
+PROTOCOLS = ("electra", "shao")
 SHAO_MAX_SEQ_LENGTH = 384
 MultipleChoiceConfig = configs.MultipleChoiceConfig
 
@@ -63,13 +64,13 @@ class MultipleChoice(task_lib.Task):
 
   @classmethod
   def optimizer_defaults(cls, config):
-    return trials_lib.protocol_defaults(config.protocol)
+    return trials_lib.protocol_defaults(config.protocol, PROTOCOLS)
 
   def __init__(self, config: MultipleChoiceConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)
     shao = config.protocol == "shao"
     if shao:
-      self.default_epochs = trials_lib.SHAO_EPOCHS
+      self.default_epochs = trials_lib.PROTOCOL_EPOCHS["shao"]
     positions = export.encoder_config["max_position_embeddings"]
     caps = [(positions, "the encoder's max_position_embeddings")]
     if shao:

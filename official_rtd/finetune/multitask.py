@@ -35,7 +35,7 @@ BAM_DEFAULTS = {"train_batch_size": 128, "learning_rate": 1e-4, "layerwise_lr_de
                 "lr_decay_convention": "corrected"}
 MULTI_TASK_EPOCHS = 6
 SINGLE_TASK_FINETUNE_LEARNING_RATE = 1e-5  # Table 3.3
-REGRESSION_SCALE = 5.0  # STS-B labels 0–5 are normalised to [0, 1]
+REGRESSION_SCALE = glue.REGRESSION_SCALE  # STS-B labels 0–5 are normalised to [0, 1]
 MODEL_NAME = "model"
 
 
@@ -119,8 +119,9 @@ class MultiTask(task_lib.Task):
     super().__init__(config, export, log)
     self.tasks = tasks_of(config)
     names = [t.name for t in self.tasks]
-    if config.double_unordered or config.do_predict:
-      raise ValueError("--double_unordered and --do_predict are single-task (--task) options")
+    if config.double_unordered or config.do_predict or config.protocol != "electra":
+      raise ValueError("--double_unordered, --do_predict and --protocol are single-task (--task) "
+                       "options (multi-task runs follow BAM's §3.3)")
     if config.task_sampling_exponent < 0:
       raise ValueError(f"--task_sampling_exponent={config.task_sampling_exponent} must be >= 0")
     self.check_max_seq_length()
@@ -138,9 +139,15 @@ class MultiTask(task_lib.Task):
       self.train[task.name] = self.subset(range(len(self.all_train[task.name])))
       self.dev[task.name] = glue.load_split(config, task, "dev")
     paths = distillation.teacher_paths(names, config.teacher_dirs, config.teachers_from)
-    self.teachers = {name: distillation.read_predictions(
-        path, name, len(self.all_train[name]), glue_data.get_task(name).num_classes)
-        for name, path in paths.items()}
+    self.teachers = {}
+    for name, path in paths.items():
+      spec = glue_data.get_task(name)
+      self.teachers[name], function = distillation.read_predictions(
+          path, name, len(self.all_train[name]), spec.num_classes)
+      if spec.is_regression and function != "sigmoid":
+        log(f"teacher {path}: its {name} head is {function or 'a linear regressor'}, the "
+            "student's is sigmoid(wᵀc) on labels / 5; §3.2.2's born-again teachers share the "
+            "student's prediction function: train it with run_glue --protocol=bam")
     distillation.annealing_schedule(config.teacher_annealing, config.teacher_lambda)
     self.sizes = [len(self.train[t.name]) for t in self.tasks]
     self.probabilities = sampling_probabilities(self.sizes, config.task_sampling_exponent)
@@ -260,7 +267,8 @@ class MultiTask(task_lib.Task):
         if task.is_regression:
           values = values * REGRESSION_SCALE
         distillation.write_predictions(os.path.join(trial_dir, distillation.file_name(task.name)),
-                                       task.name, task.num_classes, values)
+                                       task.name, task.num_classes, values,
+                                       "sigmoid" if task.is_regression else "softmax")
     return dev
 
   def brief(self, dev) -> str:

@@ -22,6 +22,7 @@ from official_rtd.finetune import trials as trials_lib
 from official_rtd.ops import crf as crf_lib
 
 PREDICTIONS_NAME = "predictions.txt"
+PROTOCOLS = ("electra", "shao")
 TaggingConfig = configs.TaggingConfig
 
 
@@ -34,7 +35,7 @@ class TokenTagging(task_lib.Task):
 
   @classmethod
   def optimizer_defaults(cls, config):
-    return trials_lib.protocol_defaults(config.protocol)
+    return trials_lib.protocol_defaults(config.protocol, PROTOCOLS)
 
   def __init__(self, config: TaggingConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)
@@ -43,7 +44,7 @@ class TokenTagging(task_lib.Task):
       if self.spec.name != "pos":
         raise ValueError(f"--protocol=shao is Shao's PTB part-of-speech protocol; --task="
                          f"{self.spec.name} has none (use --protocol=electra)")
-      self.default_epochs = trials_lib.SHAO_EPOCHS
+      self.default_epochs = trials_lib.PROTOCOL_EPOCHS["shao"]
     if config.tag_scheme not in tag_schemes.SCHEMES:
       raise ValueError(f"--tag_scheme must be one of {tag_schemes.SCHEMES}")
     self.check_max_seq_length()

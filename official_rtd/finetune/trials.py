@@ -17,20 +17,28 @@ from official_rtd.training import precision
 
 # (learning rate, layer-wise decay) by model size, dissertation Table 5.2 (GLUE and SQuAD).
 SIZE_DEFAULTS = {"small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
-# `--protocol`: "electra" (the defaults above, ELECTRA's layer-wise decay) or "shao": Shao's BERT
-# fine-tuning of RACE and PTB POS (thesis §IV.B: learning rate 5e-5, no layer-wise decay, 3
-# epochs, RACE at 384 tokens as [CLS] article [SEP] question [SEP] option [SEP], the mean of 10
-# runs reported; the batch size is not stated, ours stays).
-PROTOCOLS = ("electra", "shao")
-SHAO_DEFAULTS = {"learning_rate": 5e-5, "layerwise_lr_decay": 1.0}
-SHAO_EPOCHS = 3
+# `--protocol` names a paper's fine-tuning settings besides "electra" (the defaults above):
+# "shao": Shao's BERT fine-tuning of RACE and PTB POS (thesis §IV.B: learning rate 5e-5, no
+# layer-wise decay, 3 epochs, RACE at 384 tokens as [CLS] article [SEP] question [SEP] option
+# [SEP], the mean of 10 runs reported; the batch size is not stated, ours stays).
+# "bam": BAM's single-task models and teachers (dissertation §3.3: BERT's settings — learning
+# rate 5e-5 from BERT's {5, 4, 3, 2}e-5, batch 32, 3 epochs — with α = 0.9 (or 1.0, picked on dev)
+# in lr·α^d, layer 0 the closest to the output; §3.2.2: the same prediction function as the
+# multi-task student, sigmoid(wᵀc) on STS-B labels / 5).
+PROTOCOL_DEFAULTS = {
+    "electra": {},
+    "shao": {"learning_rate": 5e-5, "layerwise_lr_decay": 1.0},
+    "bam": {"learning_rate": 5e-5, "layerwise_lr_decay": 0.9, "lr_decay_convention": "corrected"},
+}
+PROTOCOL_EPOCHS = {"shao": 3, "bam": 3}
 
 
-def protocol_defaults(protocol: str) -> Dict:
-  """The optimizer settings `--protocol` sets (flags given still win)."""
-  if protocol not in PROTOCOLS:
-    raise ValueError(f"--protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
-  return dict(SHAO_DEFAULTS) if protocol == "shao" else {}
+def protocol_defaults(protocol: str, allowed) -> Dict:
+  """The optimizer settings `--protocol` sets (flags given still win); `allowed`: the
+  protocols of the task."""
+  if protocol not in allowed:
+    raise ValueError(f"--protocol must be one of {list(allowed)}, got {protocol!r}")
+  return dict(PROTOCOL_DEFAULTS[protocol])
 
 
 def model_size(encoder_config: dict, requested: str) -> str:

@@ -44,13 +44,13 @@ ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "tag_scheme": ["iob1", "iob2", "bioes"],
          "teacher_annealing": ["linear", "fixed"],
          "mode": ["cvt", "supervised", "word_dropout"],
-         "on_decode_error": ["fail", "skip"],
-         "protocol": ["electra", "shao"]}
+         "on_decode_error": ["fail", "skip"]}
 
 
-def define_flags(config_class, help_texts):
+def define_flags(config_class, help_texts, enums=None):
   """Defines a flag per field of `config_class` named in `help_texts`, with the field's default
-  (None for required fields) and type."""
+  (None for required fields) and type; `enums` adds the tool's own enumerations to `ENUMS`."""
+  enums = {**ENUMS, **(enums or {})}
   from official_rtd.finetune import configs  # pylint: disable=g-import-not-at-top
   fields = {f.name: f for f in dataclasses.fields(config_class)}
   for name, help_text in help_texts.items():
@@ -59,8 +59,8 @@ def define_flags(config_class, help_texts):
       help_text = f"{help_text} ({configs.range_text(name)})"
     default = None if field.default is dataclasses.MISSING else field.default
     kind = str(field.type)
-    if name in ENUMS:
-      flags.DEFINE_enum(name, default, ENUMS[name], help_text)
+    if name in enums:
+      flags.DEFINE_enum(name, default, enums[name], help_text)
     elif "bool" in kind:
       flags.DEFINE_bool(name, default, help_text)
     elif "int" in kind:

@@ -42,9 +42,14 @@ finetune_flags.define_flags(configs.GlueConfig, {
                          "--lambda throughout.",
     "teacher_lambda": "The fixed lambda (also --lambda): target = lambda*gold + "
                       "(1-lambda)*teacher.",
+    "protocol": "Single-task (--task): electra: ELECTRA's fine-tuning (size defaults, 3 epochs, "
+                "10 for RTE/STS-B, a linear STS-B head); bam: BAM's single-task models and "
+                "teachers (BERT's lr 5e-5, batch 32, 3 epochs, layer-wise decay 0.9 as lr*a^d, "
+                "STS-B as sigmoid on labels/5, the multi-task student's head). Flags given "
+                "still win.",
     "single_task_finetune": "A multi-task run's model_dir: start from its best trial (encoder "
                             "and heads); learning rate default 1e-5 (Table 3.3).",
-})
+}, enums={"protocol": ["electra", "bam"]})
 flags.DEFINE_alias("lambda", "teacher_lambda")
 flags.mark_flags_as_required(["init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS

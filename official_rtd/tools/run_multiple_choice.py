@@ -29,7 +29,7 @@ finetune_flags.define_flags(configs.MultipleChoiceConfig, {
                 "shao: Shao's BERT RACE protocol ([CLS] article [SEP] question [SEP] option "
                 "[SEP], at most 384 tokens, lr 5e-5, no layer-wise decay, 3 epochs; the results' "
                 "spread holds the mean he reports). Flags given still win.",
-})
+}, enums={"protocol": ["electra", "shao"]})
 flags.mark_flags_as_required(["data_dir", "init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS
 

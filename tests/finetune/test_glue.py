@@ -4,8 +4,10 @@ import os
 import shutil
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
+from official_rtd.finetune import classifier
 from official_rtd.finetune import glue
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.training import export
@@ -21,6 +23,26 @@ def head_of(src, dst, rows, drop_last_column=False):
   if drop_last_column:
     lines = ["\t".join(l.split("\t")[:-1]) for l in lines]
   testutil.write_text(dst, "\n".join(lines) + "\n")
+
+
+class RegressionHeadTest(tf.test.TestCase):
+
+  def test_bam_head_is_five_times_the_sigmoid_of_electras(self):
+    """`--protocol=bam`'s STS-B head is BAM's student's: 5·sigmoid(wᵀc), trained on labels / 5."""
+    encoder = export.load_encoder(tiny_export(tempfile.mkdtemp()))
+    inputs = {"input_word_ids": tf.constant([[2, 9, 11, 3]]),
+              "input_mask": tf.ones([1, 4], tf.int32), "input_type_ids": tf.zeros([1, 4], tf.int32)}
+    linear = classifier.SequenceClassifier(encoder, 1)
+    bam = classifier.SequenceClassifier(encoder, 1, regression_scale=5.0)
+    linear(inputs)
+    bam(inputs)
+    bam.head.set_weights(linear.head.get_weights())
+    z = float(linear(inputs)["predictions"][0])
+    self.assertAllClose(bam(inputs)["predictions"][0], 5.0 / (1.0 + np.exp(-z)))
+    outputs = {"predictions": tf.constant([4.0, 1.0])}
+    self.assertAllClose(classifier.loss(outputs, [3.0, 1.5], 5.0),
+                        ((1.0 / 5) ** 2 + (0.5 / 5) ** 2) / 2)
+    self.assertAllClose(classifier.loss(outputs, [3.0, 1.5]), (1.0 + 0.25) / 2)
 
 
 @testutil.requires(GLUE)

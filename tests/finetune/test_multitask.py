@@ -164,9 +164,63 @@ class BamEndToEndTest(tf.test.TestCase):
                         lambda _: None)
     with self.assertRaisesRegex(ValueError, "names a task twice"):
       runner_lib.Runner(self.config(self.tmp, tasks="rte,rte"), lambda _: None)
-    with self.assertRaisesRegex(ValueError, "--double_unordered and --do_predict are single-task"):
+    with self.assertRaisesRegex(ValueError, "--double_unordered, --do_predict and --protocol are "
+                                "single-task"):
       runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b", do_predict=True),
                         lambda _: None)
+
+  def test_pure_distillation_follows_the_teacher_not_the_labels(self):
+    """λ = 0 (Table 3.4's pure distillation): the student learns the teacher's outputs. The
+    teacher here says 'not_entailment' with certainty for every RTE example, although about half
+    are gold 'entailment', and trains an STS-B head with the student's prediction function."""
+    teacher_dir = os.path.join(self.tmp, "certain_teacher")
+    os.makedirs(teacher_dir)
+    logits = np.tile([[-8.0, 8.0]], [48, 1])  # class 1 = not_entailment
+    distillation.write_predictions(os.path.join(teacher_dir, "train_predictions_rte.json"),
+                                   "rte", 2, logits, "softmax")
+    labels = glue_data.labels_of(glue_data.load_split(os.path.join(self.glue, "RTE"), RTE,
+                                                      "train")[0][1])
+    self.assertEqual(RTE.labels[1], "not_entailment")
+    self.assertBetween(float(np.mean(labels)), 0.3, 0.7)
+    mean_probability = {}
+    for lam in (0.0, 1.0):
+      student_dir = os.path.join(self.tmp, f"student_lambda_{lam}")
+      runner_lib.Runner(self.config(student_dir, tasks="rte", teacher_dirs=f"rte:{teacher_dir}",
+                                    teacher_annealing="fixed", teacher_lambda=lam,
+                                    num_train_epochs=4, learning_rate=2e-3,
+                                    write_train_predictions=True), lambda _: None).run()
+      with open(os.path.join(student_dir, "train_predictions_rte.json")) as f:
+        probability = distillation.softmax(np.asarray(json.load(f)["predictions"]))[:, 1]
+      mean_probability[lam] = float(probability.mean())
+    # λ = 0: towards the teacher's certainty; λ = 1 (the gold labels alone): their frequency.
+    self.assertGreater(mean_probability[0.0], 0.8)
+    self.assertLess(abs(mean_probability[1.0] - np.mean(labels)), 0.15)
+
+  def test_stsb_teacher_shares_the_students_prediction_function_under_bam_protocol(self):
+    warnings = {}
+    for protocol in ("electra", "bam"):
+      teacher_dir = os.path.join(self.tmp, f"stsb_{protocol}")
+      single = runner_lib.Runner(self.config(teacher_dir, task="sts-b", protocol=protocol,
+                                             data_dir=os.path.join(self.glue, "STS-B"),
+                                             num_train_epochs=None, write_train_predictions=True,
+                                             max_train_examples=32), lambda _: None)
+      if protocol == "bam":  # §3.3's single-task settings
+        self.assertEqual((single.learning_rate, single.decay, single.convention, single.epochs),
+                         (5e-5, 0.9, "corrected", 3))
+      single.run()
+      with open(os.path.join(teacher_dir, "train_predictions_sts-b.json")) as f:
+        teacher = json.load(f)
+      self.assertEqual(teacher["prediction_function"],
+                       "sigmoid" if protocol == "bam" else "linear")
+      if protocol == "bam":
+        self.assertTrue(all(0.0 < v < 5.0 for v in teacher["predictions"]))
+      logs = []
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b",
+                                    teacher_dirs=f"sts-b:{teacher_dir}"), logs.append)
+      warnings[protocol] = [l for l in logs if "born-again teachers share" in l]
+    self.assertLen(warnings["electra"], 1)
+    self.assertIn("its sts-b head is linear", warnings["electra"][0])
+    self.assertEmpty(warnings["bam"])
 
   def test_teacher_student_resume_and_single_task_finetune(self):
     # Teacher: a single-task run_glue that writes its training-set predictions.
@@ -183,14 +237,14 @@ class BamEndToEndTest(tf.test.TestCase):
     bad = os.path.join(self.tmp, "bad_teacher")
     os.makedirs(bad)
     distillation.write_predictions(os.path.join(bad, "train_predictions_rte.json"), "rte", 2,
-                                   np.zeros([47, 2]))
+                                   np.zeros([47, 2]), "softmax")
     with self.assertRaisesRegex(
         ValueError, "bad_teacher/train_predictions_rte.json does not match.*47 predictions but "
                     "the rte training set has 48"):
       runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b",
                                     teacher_dirs=f"rte:{bad}"), lambda _: None)
     distillation.write_predictions(os.path.join(bad, "train_predictions_rte.json"), "rte", 3,
-                                   np.zeros([48, 3]))
+                                   np.zeros([48, 3]), "softmax")
     with self.assertRaisesRegex(ValueError, "label space has 3 classes but rte has 2"):
       runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b",
                                     teacher_dirs=f"rte:{bad}"), lambda _: None)
