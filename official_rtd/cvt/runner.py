@@ -8,14 +8,13 @@ stream restarts, re-seeded by the step), and keeps its final EMA weights in `tri
 import dataclasses
 import json
 import os
-import time
+import shutil
 from typing import Callable, Dict, List
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd import progress
 from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import model as model_lib
 from official_rtd.cvt import training
@@ -181,42 +180,40 @@ class CvtRunner:
     model, steps = self._build(trial)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=steps.optimizer,
                                      ema=steps.ema.shadows, ema_updates=steps.ema.updates)
-    manager = tf.train.CheckpointManager(
-        checkpoint, trials_lib.trial_dir(cfg.model_dir, trial, "checkpoint"), max_to_keep=1)
-    done = 0
-    if manager.latest_checkpoint:
-      checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-      done = int(steps.optimizer.iterations.numpy()) // (1 if cfg.mode == "supervised" else 2)
-      self.log(f"trial {trial + 1}: resuming at step {done} from {manager.latest_checkpoint}")
-    labeled = self._labeled_batches(trial)
-    for _ in range(done):  # replay the labeled stream
-      next(labeled)
-    unlabeled = (self._unlabeled_batches(cfg.seed + trial + 7919 * done)
-                 if cfg.mode != "supervised" else None)
-    curve, losses, start = [], {"labeled": [], "unlabeled": []}, time.time()
-    for step in range(done + 1, cfg.train_steps + 1):
-      task, batch = next(labeled)
-      losses["labeled"].append(float(steps.labeled(batch.inputs(), batch.tags, task)))
-      if unlabeled is not None:
-        losses["unlabeled"].append(float(steps.unlabeled(next(unlabeled).inputs())))
-      if step % cfg.log_every_steps == 0 or step == cfg.train_steps:
-        elapsed = time.time() - start
-        eta = progress.format_duration((cfg.train_steps - step) * elapsed / (step - done))
-        self.log(f"trial {trial + 1}/{cfg.num_trials} step {step}/{cfg.train_steps} "
-                 f"labeled loss={np.mean(losses['labeled'][-cfg.log_every_steps:]):.4f} "
-                 + (f"unlabeled loss={np.mean(losses['unlabeled'][-cfg.log_every_steps:]):.4f} "
-                    if unlabeled is not None else "") + f"ETA {eta}")
-      if cfg.eval_every_steps and step % cfg.eval_every_steps == 0 and step < cfg.train_steps:
-        curve.append({"step": step, **self.evaluate(steps)})
-        self.log(f"trial {trial + 1} step {step}: dev {json.dumps(curve[-1])}")
-      if cfg.save_checkpoints_steps and step % cfg.save_checkpoints_steps == 0:
-        manager.save(checkpoint_number=step)
+    checkpoint_dir = trials_lib.trial_dir(cfg.model_dir, trial, "checkpoint")
+
+    def begin(done):
+      labeled = self._labeled_batches(trial)
+      for _ in range(done):  # replay the labeled stream
+        next(labeled)
+      unlabeled = (self._unlabeled_batches(cfg.seed + trial + 7919 * done)
+                   if cfg.mode != "supervised" else None)
+
+      def step(_):
+        task, batch = next(labeled)
+        values = {"labeled loss": float(steps.labeled(batch.inputs(), batch.tags, task))}
+        if unlabeled is not None:
+          values["unlabeled loss"] = float(steps.unlabeled(next(unlabeled).inputs()))
+        return values, 0
+      return step
+
+    curve = []
+
+    def evaluate_now(step):
+      curve.append({"step": step, **self.evaluate(steps)})
+      self.log(f"trial {trial + 1} step {step}: dev {json.dumps(curve[-1])}")
+
+    losses = trials_lib.run_steps(begin, cfg.train_steps, self.log, cfg.log_every_steps,
+                                  f"trial {trial + 1}/{cfg.num_trials}", checkpoint,
+                                  checkpoint_dir, cfg.save_checkpoints_steps, evaluate_now,
+                                  cfg.eval_every_steps)
     dev = self.evaluate(steps, trial)
     steps.ema.swap()  # the exported weights are the averages
     tf.train.Checkpoint(model=model).write(trials_lib.trial_dir(cfg.model_dir, trial, "model"))
     steps.ema.swap()
+    shutil.rmtree(checkpoint_dir, ignore_errors=True)  # the trial's results replace it
     return {"trial": trial, "seed": cfg.seed + trial, "train_steps": cfg.train_steps,
-            "final_labeled_loss": float(np.mean(losses["labeled"][-10:] or [np.nan])),
+            "final_labeled_loss": float(np.mean(losses.get("labeled loss", [])[-10:] or [np.nan])),
             "dev": dev, "dev_curve": curve}
 
   def evaluate(self, steps: training.CvtSteps, trial: int = -1) -> Dict[str, Dict[str, float]]:

@@ -22,8 +22,8 @@ SIZE_DEFAULTS = {"small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)
 # layer-wise decay, 3 epochs, RACE at 384 tokens as [CLS] article [SEP] question [SEP] option
 # [SEP], the mean of 10 runs reported; the batch size is not stated, ours stays).
 # "bam": BAM's single-task models and teachers (dissertation §3.3: BERT's settings — learning
-# rate 5e-5 from BERT's {5, 4, 3, 2}e-5, batch 32, 3 epochs — with α = 0.9 (or 1.0, picked on dev)
-# in lr·α^d, layer 0 the closest to the output; §3.2.2: the same prediction function as the
+# rate 5e-5 from BERT's {5, 4, 3, 2}e-5, batch 32, 3 epochs — with α = 0.9 (or 1.0, picked on
+# dev) in lr·α^d, layer 0 the closest to the output; §3.2.2: the same prediction function as the
 # multi-task student, sigmoid(wᵀc) on STS-B labels / 5).
 PROTOCOL_DEFAULTS = {
     "electra": {},
@@ -111,8 +111,9 @@ def median_and_spread(values_by_trial: List[Dict[str, float]]):
   for metric in values_by_trial[0]:
     values = np.array([t[metric] for t in values_by_trial], np.float64)
     median[metric] = float(np.median(values))
-    spread[metric] = {"mean": float(values.mean()), "min": float(values.min()), "max": float(values.max()),
-                      "std": float(values.std()), "n": int(len(values))}
+    spread[metric] = {"mean": float(values.mean()), "min": float(values.min()),
+                      "max": float(values.max()), "std": float(values.std()),
+                      "n": int(len(values))}
   return median, spread
 
 
@@ -149,37 +150,71 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 
+  def begin(done):
+    batches = iter(dataset.skip(done).take(num_steps - done))
+
+    def step(k):
+      batch = next(batches)
+      loss = float(train_step(batch, tf.constant(k, tf.int64)))
+      if not np.isfinite(loss):
+        rate = optimizer.learning_rate
+        rate = float(rate(k - 1)) if callable(rate) else float(rate)
+        raise ValueError(f"{label}: the training loss is {loss} at step {k} (learning rate "
+                         f"{rate:.3g}): the trial diverged and was stopped; nothing of it was "
+                         "kept as a result. Lower --learning_rate")
+      return {"loss": loss}, int(tf.nest.flatten(batch)[0].shape[0])
+    return step
+
+  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+  losses = run_steps(begin, num_steps, log, log_every_steps, label, checkpoint, checkpoint_dir,
+                     save_every_steps, callback, callback_every_steps)["loss"]
+  return float(np.mean(losses[-10:])) if losses else float("nan")
+
+
+def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_every_steps: int,
+              label: str, checkpoint: tf.train.Checkpoint = None, checkpoint_dir: str = "",
+              save_every_steps: int = 0, callback=None, callback_every_steps: int = 0
+              ) -> Dict[str, List[float]]:
+  """The resumable step loop of every fine-tuning trial (`train`) and of CVT.
+
+  `begin(done)` gets the number of steps already done (0, or the step of the checkpoint in
+  `checkpoint_dir`, restored into `checkpoint` first) and returns `step(k) -> ({name: value},
+  examples)` for steps k = done + 1 .. num_steps (the caller replays its data from `done`).
+  Logs each value's running mean, examples/s (when counted) and an ETA every `log_every_steps`;
+  `callback(k)` runs every `callback_every_steps` steps before the last (e.g. a dev evaluation);
+  `checkpoint` is saved every `save_every_steps` steps before the last. Returns every value of
+  each name, in order (this process's steps).
+  """
   done, manager = 0, None
-  if checkpoint_dir and save_every_steps:
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+  if checkpoint is not None and checkpoint_dir and save_every_steps:
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
     if manager.latest_checkpoint:
-      checkpoint.restore(manager.latest_checkpoint)
+      checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
       done = int(manager.latest_checkpoint.rsplit("-", 1)[1])
       log(f"{label}: resuming at step {done} from {manager.latest_checkpoint}")
-  start, losses, examples = time.time(), [], 0
-  for step, batch in enumerate(dataset.skip(done).take(num_steps - done), start=done + 1):
-    losses.append(float(train_step(batch, tf.constant(step, tf.int64))))
-    if not np.isfinite(losses[-1]):
-      rate = optimizer.learning_rate
-      rate = float(rate(step - 1)) if callable(rate) else float(rate)
-      raise ValueError(f"{label}: the training loss is {losses[-1]} at step {step} (learning "
-                       f"rate {rate:.3g}): the trial diverged and was stopped; nothing of it was "
-                       "kept as a result. Lower --learning_rate")
+  step_fn = begin(done)
+  history: Dict[str, List[float]] = {}
+  start, examples = time.time(), 0
+  for step in range(done + 1, num_steps + 1):
+    values, batch_examples = step_fn(step)
+    for name, value in values.items():
+      history.setdefault(name, []).append(value)
     if step == done + 1:  # rates exclude the first step's tracing
       start = time.time()
     else:
-      examples += int(tf.nest.flatten(batch)[0].shape[0])
+      examples += batch_examples
     if step % log_every_steps == 0 or step == num_steps:
       elapsed = max(time.time() - start, 1e-9)
-      log(f"{label} step {step}/{num_steps} loss={np.mean(losses[-log_every_steps:]):.4f} "
-          f"examples/s={examples / elapsed:.1f} ETA "
-          f"{progress.format_duration((num_steps - step) * elapsed / max(step - done - 1, 1))}")
+      shown = " ".join(f"{name}={np.mean(values[-log_every_steps:]):.4f}"
+                       for name, values in history.items())
+      rate = f" examples/s={examples / elapsed:.1f}" if examples else ""
+      eta = progress.format_duration((num_steps - step) * elapsed / max(step - done - 1, 1))
+      log(f"{label} step {step}/{num_steps} {shown}{rate} ETA {eta}")
     if callback and callback_every_steps and step % callback_every_steps == 0 and step < num_steps:
       callback(step)
     if manager and step % save_every_steps == 0 and step < num_steps:
       manager.save(checkpoint_number=step)
-  return float(np.mean(losses[-10:])) if losses else float("nan")
+  return history
 
 
 def predict(model_fn, inputs: Dict[str, np.ndarray], batch_size: int,

@@ -104,5 +104,21 @@ class RunCvtTest(tf.test.TestCase):
     self.assertTrue(np.isfinite(supervised["median"]["chunk"]["f1"]))
 
 
+  def test_a_trained_tagger_beats_the_most_frequent_tag(self):
+    """POS after 80 supervised steps: dev accuracy above the majority-tag baseline counted here
+    from the dev file, and equal to the accuracy counted from the written predictions."""
+    model_dir = os.path.join(tempfile.mkdtemp(), "pos")
+    summary = runner.CvtRunner(self.config(model_dir, tasks="pos", mode="supervised",
+                                           unlabeled_data="", train_steps=80, batch_size=32,
+                                           max_train_sentences=800, log_every_steps=1000,
+                                           save_checkpoints_steps=0), lambda _: None).run()
+    with open(os.path.join(model_dir, "trial_0", "predictions_pos.txt")) as f:
+      rows = [line.split() for line in f.read().splitlines() if line.strip()]
+    gold = [row[1] for row in rows]
+    majority = max(gold.count(tag) for tag in set(gold)) / len(gold)
+    accuracy = summary["trials"][0]["dev"]["pos"]["accuracy"]
+    self.assertAllClose(accuracy, np.mean([row[1] == row[2] for row in rows]))
+    self.assertGreater(accuracy, majority + 0.1, msg=f"majority-tag baseline {majority:.3f}")
+
 if __name__ == "__main__":
   tf.test.main()

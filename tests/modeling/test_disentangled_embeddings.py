@@ -182,26 +182,38 @@ class GdesTest(tf.test.TestCase):
 
   def test_every_pair_method_builds_with_gdes(self):
     """TEAMS (MWS head on the effective table), AMOS (soft inputs through it), Replace MLM (its
-    MLM head tied to it): the generator-side loss moves E_G, E_Δ gets the discriminator's."""
-    builders = {
-        "teams": lambda: teams.build_teams_pretrainer(CONFIG, vocab=VOCAB,
-                                                      embedding_sharing="gdes"),
-        "amos": lambda: amos.build_amos_pretrainer(CONFIG, mlm_layers=(1, 2),
-                                                   embedding_sharing="gdes"),
-        "replace_mlm": lambda: replace_mlm.build_replace_mlm_pretrainer(
-            CONFIG, embedding_sharing="gdes"),
+    MLM head tied to it): E_D = sg(E_G) + E_Δ, so the generator's loss never reaches E_Δ and the
+    discriminator's losses reach E_G only where the method routes them through the generator
+    itself (AMOS's gradient-reversed mixture), never through the table."""
+    builders = {  # name: (builder, generator-side loss, discriminator-side losses, E_G closed)
+        "teams": (lambda: teams.build_teams_pretrainer(CONFIG, vocab=VOCAB,
+                                                       embedding_sharing="gdes"),
+                  "mlm_loss", ("rtd_loss", "mws_loss"), True),
+        "amos": (lambda: amos.build_amos_pretrainer(CONFIG, mlm_layers=(1, 2),
+                                                    embedding_sharing="gdes"),
+                 "generator_loss", ("rtd_loss",), False),
+        "replace_mlm": (lambda: replace_mlm.build_replace_mlm_pretrainer(
+            CONFIG, embedding_sharing="gdes"), "mlm_loss", ("model_loss",), True),
     }
-    for name, build in builders.items():
+
+    def size(gradient):
+      return 0.0 if gradient is None else float(tf.reduce_max(tf.abs(
+          tf.convert_to_tensor(gradient))))
+
+    for name, (build, generator_loss, discriminator_losses, closed) in builders.items():
       tf_keras.utils.set_random_seed(0)
       model = build()
-      with tf.GradientTape() as tape:
-        losses = model.compute_losses(batch(), model(batch(), training=False))
-      delta = model.discriminator.embeddings.delta
-      gradients = tape.gradient(losses["total_loss"].value, delta.embedding_table)
-      self.assertGreater(float(tf.reduce_max(tf.abs(tf.convert_to_tensor(gradients)))), 0.0,
-                         name)
       self.assertIs(model.discriminator.embeddings.source, model.generator.embeddings, name)
-
+      delta = model.discriminator.embeddings.delta.embedding_table
+      e_g = model.generator.embeddings.embedding_table
+      with tf.GradientTape(persistent=True) as tape:
+        losses = model.compute_losses(batch(), model(batch(), training=False))
+      self.assertEqual(size(tape.gradient(losses[generator_loss].value, delta)), 0.0, name)
+      self.assertGreater(size(tape.gradient(losses[generator_loss].value, e_g)), 0.0, name)
+      for loss in discriminator_losses:
+        self.assertGreater(size(tape.gradient(losses[loss].value, delta)), 0.0, (name, loss))
+        if closed:
+          self.assertEqual(size(tape.gradient(losses[loss].value, e_g)), 0.0, (name, loss))
 
 if __name__ == "__main__":
   tf.test.main()
