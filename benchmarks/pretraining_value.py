@@ -151,7 +151,7 @@ def stage_evaluate(args):
     for score in scores:
       if not os.path.exists(os.path.join(out, f"blimp_{score}", "pairs_results.json")):
         jobs.append((f"{name} BLiMP {score}", [
-            "score_pairs", f"--model_dir={model_dir}", f"--pairs={os.path.join(SHARED, 'blimp')}",
+            "score_pairs", f"--run_dir={model_dir}", f"--pairs={os.path.join(SHARED, 'blimp')}",
             f"--score={score}", f"--output_dir={os.path.join(out, f'blimp_{score}')}",
             "--overwrite"],  # an earlier, killed attempt may have left pairs_scores.tsv
             os.path.join(out, f"blimp_{score}.log")))

@@ -1,7 +1,7 @@
 r"""Learns a vocabulary from text files: WordPiece (`vocab.txt`) or SentencePiece (`.model`).
 
   build_vocab --input_files='corpus/*.txt' --vocab_size=30522 --output_file=vocab.txt
-  build_vocab --input_files=zh.txt --model_type=sentencepiece_unigram --nolower_case \
+  build_vocab --input_files=zh.txt --model_type=sentencepiece_unigram --nodo_lower_case \
     --vocab_size=16000 --output_file=zh.model
 """
 from official_rtd.tools import cli
@@ -12,7 +12,9 @@ from absl import logging
 flags.DEFINE_multi_string("input_files", None, "Text files: comma lists and/or globs; repeatable.")
 flags.DEFINE_string("output_file", None, "Where to write the vocabulary (one token per line).")
 flags.DEFINE_integer("vocab_size", 30522, "Maximum vocabulary size, special tokens included.")
-flags.DEFINE_bool("lower_case", True, "Learn an uncased vocabulary (--nolower_case: cased).")
+flags.DEFINE_bool("do_lower_case", True, "Learn an uncased vocabulary (--nodo_lower_case: "
+                  "cased), as create_pretraining_data's --do_lower_case.")
+cli.define_renamed_flag("lower_case", "do_lower_case")
 flags.DEFINE_enum("on_decode_error", "fail", ["fail", "skip"],
                   "What to do with a line that is not valid UTF-8.")
 flags.DEFINE_integer("sample_lines", 0,
@@ -41,7 +43,7 @@ FLAGS = flags.FLAGS
 def main(_):
   from official_rtd.data import build_vocab  # pylint: disable=g-import-not-at-top
   build_vocab.build_vocab(cli.split_list(FLAGS.input_files), FLAGS.output_file,
-                          vocab_size=FLAGS.vocab_size, lower_case=FLAGS.lower_case,
+                          vocab_size=FLAGS.vocab_size, lower_case=FLAGS.do_lower_case,
                           on_decode_error=FLAGS.on_decode_error, log=logging.info,
                           sample_lines=FLAGS.sample_lines, seed=FLAGS.seed,
                           learner=FLAGS.learner, model_type=FLAGS.model_type,

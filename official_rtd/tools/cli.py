@@ -78,6 +78,7 @@ def run_main(main, tool_name: str):
     logging.set_verbosity(logging.INFO)
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
+      apply_renamed_flags(tool_name, REQUIRED_AFTER_RENAMING)
       main(argv)
     except KeyboardInterrupt as e:
       what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
@@ -92,6 +93,44 @@ def run_main(main, tool_name: str):
       sys.exit(1)
 
   app.run(wrapped)
+
+
+# `--old` -> `--new`: earlier flag names still accepted for one release (`define_renamed_flag`).
+RENAMED = {}
+REQUIRED_AFTER_RENAMING = []
+
+
+def define_renamed_flag(old: str, new: str, required: bool = False):
+  """`--old`, the earlier name of the (already defined) `--new`, accepted for one more release:
+  given alone it sets `--new` and the tool says once that it is deprecated; with `--new` too
+  the command is refused. A required `--new` is checked after the renaming (not by absl)."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  target = flags.FLAGS[new]
+  text = f"Deprecated name of --{new}, accepted until the next release."
+  if isinstance(target, flags.BooleanFlag):
+    flags.DEFINE_bool(old, None, text)
+  else:
+    flags.DEFINE_string(old, None, text)
+  RENAMED[old] = new
+  if required:
+    REQUIRED_AFTER_RENAMING.append(new)
+
+
+def apply_renamed_flags(tool_name: str, required=()):
+  """Moves each renamed flag's value to its new name (one deprecation line on stderr), then
+  checks the `required` new names have values."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  values = flags.FLAGS
+  for old, new in RENAMED.items():
+    if not values[old].present:
+      continue
+    if values[new].present:
+      raise ValueError(f"--{old} is the deprecated name of --{new}: give only --{new}")
+    values[new].value = values[old].value
+    sys.stderr.write(f"{tool_name}: --{old} is deprecated: use --{new} (same meaning)\n")
+  missing = [name for name in required if values[name].value is None]
+  if missing:
+    raise ValueError(f"--{missing[0]} is required")
 
 
 def split_list(values):

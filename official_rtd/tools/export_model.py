@@ -1,7 +1,7 @@
 r"""Exports a pre-training run for use elsewhere.
 
-  export_model --model_dir=/runs/electra_small --format=huggingface --output_dir=/runs/hf
-  export_model --model_dir=/runs/electra_small --format=saved_model --output_dir=/runs/saved
+  export_model --run_dir=/runs/electra_small --format=huggingface --output_dir=/runs/hf
+  export_model --run_dir=/runs/electra_small --format=saved_model --output_dir=/runs/saved
 
 `huggingface`: `<output_dir>/discriminator` (`transformers.ElectraForPreTraining`, or
 `ElectraModel` for methods without ELECTRA's RTD head) and `<output_dir>/generator`
@@ -17,7 +17,7 @@ from official_rtd.tools import cli
 from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
-flags.DEFINE_string("model_dir", None, "A run_pretraining model_dir (operative_config.gin + "
+flags.DEFINE_string("run_dir", None, "A run_pretraining model_dir (operative_config.gin + "
                     "checkpoints).")
 flags.DEFINE_enum("format", "huggingface", ["huggingface", "saved_model"], "What to write.")
 flags.DEFINE_string("output_dir", None, "Where the export goes (a new or empty directory).")
@@ -27,7 +27,8 @@ flags.DEFINE_integer("max_seq_length", 512, "Longest input the tokenizer config 
                      "piece, [SEP]).", lower_bound=3)
 flags.DEFINE_boolean("ema", False, "Export the average of the weights the run kept "
                      "(TrainConfig.ema_decay > 0) instead of the weights themselves.")
-flags.mark_flags_as_required(["model_dir", "output_dir"])
+cli.define_renamed_flag("model_dir", "run_dir", required=True)
+flags.mark_flags_as_required(["output_dir"])
 FLAGS = flags.FLAGS
 
 
@@ -37,7 +38,7 @@ def main(_):
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   if not FLAGS.overwrite:  # refuse an occupied --output_dir before loading anything
     cli.claim_output_dir(FLAGS.output_dir, False)
-  model, tokenizer = runs.load_model(FLAGS.model_dir, weight_average=FLAGS.ema)
+  model, tokenizer = runs.load_model(FLAGS.run_dir, weight_average=FLAGS.ema)
   if FLAGS.overwrite:  # move it aside only once the model has loaded
     cli.claim_output_dir(FLAGS.output_dir, True)
   max_len = min(FLAGS.max_seq_length, model.exported_encoder.config.max_position_embeddings)

@@ -1,7 +1,7 @@
 r"""Scores minimal pairs (BLiMP) with a pre-trained model: accuracy per paradigm, phenomenon, overall.
 
-  score_pairs --model_dir=/runs/electra --pairs=../shared/data/blimp --output_dir=/tmp/blimp
-  score_pairs --model_dir=/runs/electra --pairs='blimp/*.jsonl' --score=discriminator ...
+  score_pairs --run_dir=/runs/electra --pairs=../shared/data/blimp --output_dir=/tmp/blimp
+  score_pairs --run_dir=/runs/electra --pairs='blimp/*.jsonl' --score=discriminator ...
 
 Input: BLiMP JSONL (`sentence_good`, `sentence_bad`, `UID`, `linguistics_term`), files, globs or
 directories. A pair is right when `sentence_good` scores higher; ties count 1/2. `--score`: `pll`
@@ -16,7 +16,7 @@ from official_rtd.tools import cli
 from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
-flags.DEFINE_string("model_dir", None, "A run_pretraining --model_dir or an import_checkpoint "
+flags.DEFINE_string("run_dir", None, "A run_pretraining --model_dir or an import_checkpoint "
                     "--output_dir (an export/ holds the encoder alone: give its parent).")
 flags.DEFINE_list("pairs", None, "BLiMP JSONL files, globs or directories.")
 flags.DEFINE_enum("score", "pll", ["pll", "pll_word_l2r", "discriminator"],
@@ -27,7 +27,8 @@ flags.DEFINE_integer("max_seq_length", 128, "Pieces per sentence, [CLS]/[SEP] in
 flags.DEFINE_integer("batch_size", 32, "Sentences per forward pass (a PLL scores one masked copy "
                      "per piece of each) (>= 1).", lower_bound=1)
 cli.define_overwrite_flag()
-flags.mark_flags_as_required(["model_dir", "pairs", "output_dir"])
+cli.define_renamed_flag("model_dir", "run_dir", required=True)
+flags.mark_flags_as_required(["pairs", "output_dir"])
 FLAGS = flags.FLAGS
 
 RESULTS = "pairs_results.json"
@@ -43,10 +44,10 @@ def main(_):
   pairs = minimal_pairs.read_pairs(FLAGS.pairs)
   if not FLAGS.overwrite:  # refuse an occupied --output_dir before the slow scoring
     cli.claim_output_dir(FLAGS.output_dir, False)
-  model, tokenizer = runs.load_model(FLAGS.model_dir)
+  model, tokenizer = runs.load_model(FLAGS.run_dir)
   scorer = scoring.SentenceScorer(model, tokenizer, FLAGS.score, FLAGS.max_seq_length,
                                         FLAGS.batch_size)
-  logging.info("scoring %d pairs (%s) from %s", len(pairs), FLAGS.score, FLAGS.model_dir)
+  logging.info("scoring %d pairs (%s) from %s", len(pairs), FLAGS.score, FLAGS.run_dir)
   report = minimal_pairs.score_pairs(scorer, pairs, log=logging.info)
   scores = report.pop("scores")
   cli.claim_output_dir(FLAGS.output_dir, FLAGS.overwrite)  # moved aside only now, if at all
@@ -56,7 +57,7 @@ def main(_):
           f"{p.paradigm}\t{p.pair_id}\t{g:.6f}\t{b:.6f}\t{minimal_pairs.pair_outcome(g, b):g}\t"
           f"{p.good}\t{p.bad}" for p, (g, b) in zip(pairs, scores)])
   records.write_json_atomic(os.path.join(FLAGS.output_dir, RESULTS),
-                            dict(report, model_dir=FLAGS.model_dir, pairs_input=FLAGS.pairs))
+                            dict(report, run_dir=FLAGS.run_dir, pairs_input=FLAGS.pairs))
   for name, row in report["paradigms"].items():
     print(f"{row['accuracy']:6.2f}  {name} ({row['phenomenon']}, {row['pairs']} pairs, "
           f"{row['ties']} ties)")

@@ -1,9 +1,9 @@
 r"""Scores text with a pre-trained model's pseudo-log-likelihood, or re-ranks n-best lists.
 
-  score_pll --model_dir=/runs/electric --input_file=sentences.txt --output_file=scores.tsv
-  score_pll --model_dir=/runs/electric --nbest_file=nbest.tsv --lm_weight=0.3 \
+  score_pll --run_dir=/runs/electric --input_file=sentences.txt --output_file=scores.tsv
+  score_pll --run_dir=/runs/electric --nbest_file=nbest.tsv --lm_weight=0.3 \
       [--references=refs.tsv] --output_file=reranked.tsv
-  score_pll --model_dir=/runs/electric --nbest_file=test_nbest.tsv \
+  score_pll --run_dir=/runs/electric --nbest_file=test_nbest.tsv \
       --tune_lm_weight_on=dev_nbest.tsv --tune_references=dev_refs.tsv --output_file=reranked.tsv
 
 Sentences: one per line; output `line<TAB>pll<TAB>pieces<TAB>text`. N-best: `id<TAB>hypothesis<TAB>
@@ -18,7 +18,7 @@ from official_rtd.tools import cli
 from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
-flags.DEFINE_string("model_dir", None, "A run_pretraining --model_dir (any method that can score).")
+flags.DEFINE_string("run_dir", None, "A run_pretraining --model_dir (any method that can score).")
 flags.DEFINE_string("input_file", None, "Sentences to score, one per line.")
 flags.DEFINE_string("nbest_file", None, "N-best lists: id<TAB>hypothesis<TAB>score.")
 flags.DEFINE_string("references", None, "With --nbest_file: id<TAB>reference, to report WER.")
@@ -33,7 +33,8 @@ flags.DEFINE_string("output_file", None, "Where to write the TSV output.")
 flags.DEFINE_integer("max_seq_length", 128, "Pieces per sentence, [CLS]/[SEP] included.")
 flags.DEFINE_integer("batch_size", 16, "Sentences per batch.")
 cli.define_overwrite_flag("--output_file")
-flags.mark_flags_as_required(["model_dir", "output_file"])
+cli.define_renamed_flag("model_dir", "run_dir", required=True)
+flags.mark_flags_as_required(["output_file"])
 FLAGS = flags.FLAGS
 
 
@@ -60,7 +61,7 @@ def main(_):
   except ValueError:
     raise ValueError(f"--lm_weight_grid must be numbers, got {FLAGS.lm_weight_grid}") from None
   cli.claim_output_file(FLAGS.output_file, FLAGS.overwrite)
-  model, tokenizer = runs.load_model(FLAGS.model_dir)
+  model, tokenizer = runs.load_model(FLAGS.run_dir)
   if FLAGS.input_file:
     sentences = [line.strip() for _, line in textio.numbered_lines(FLAGS.input_file)
                  if line.strip()]

@@ -78,20 +78,15 @@ class RunMultipleChoiceTest(tf.test.TestCase):
 
   def test_shao_protocol_settings_and_layout(self):
     config = self._config(os.path.join(self.tmp, "shao"), protocol="shao", num_train_epochs=None,
-                          max_seq_length=48)
+                          max_seq_length=48, learning_rate=1e-4, train_splits="dev")
     runner = runner_lib.Runner(config, lambda _: None)
-    self.assertEqual((runner.learning_rate, runner.decay, runner.epochs), (5e-5, 1.0, 3))
+    self.assertEqual(runner.learning_rate, 1e-4)  # a flag given still wins
+    self.assertEqual((runner.decay, runner.epochs), (1.0, 3))  # Shao's
+    self.assertEqual(multiple_choice.MultipleChoice.optimizer_defaults(config),
+                     {"learning_rate": 5e-5, "layerwise_lr_decay": 1.0})
     ids = runner.task.train_inputs["input_word_ids"]
     sep = runner.export.vocab.sep_id
     self.assertAllEqual((ids == sep).sum(-1), np.full(ids.shape[:2], 3))  # article|question|option
-    electra = runner_lib.Runner(self._config(os.path.join(self.tmp, "electra"),
-                                             max_seq_length=48), lambda _: None)
-    self.assertAllEqual((electra.task.train_inputs["input_word_ids"] == sep).sum(-1),
-                        np.full(ids.shape[:2], 2))
-    self.assertEqual(electra.learning_rate, 3e-4)  # ELECTRA-Small's default
-    given = runner_lib.Runner(self._config(os.path.join(self.tmp, "given"), protocol="shao",
-                                           learning_rate=1e-4), lambda _: None)
-    self.assertEqual(given.learning_rate, 1e-4)  # a flag given still wins
 
   def test_bad_configuration(self):
     with self.assertRaisesRegex(ValueError,

@@ -5,9 +5,9 @@ import json
 import os
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
-from official_rtd.finetune import metrics
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import tagging
 from official_rtd.finetune import tagging_data
@@ -22,6 +22,19 @@ def first_sentences(src, dst, count):
   with open(src, encoding="utf-8") as f:
     blocks = [b for b in f.read().split("\n\n") if b.strip() and "-DOCSTART-" not in b]
   return testutil.write_text(dst, "\n\n".join(blocks[:count]) + "\n")
+
+
+def chunks(tags):
+  """`{(type, start, end)}` of a sentence's IOB1 or IOB2 tags, by conlleval's rules."""
+  out, kind, start = set(), None, 0
+  for i, tag in enumerate(list(tags) + ["O"]):
+    prefix, _, label = tag.partition("-")
+    if kind is not None and (prefix in ("O", "B") or label != kind):
+      out.add((kind, start, i))
+      kind = None
+    if prefix in ("B", "I") and kind is None:
+      kind, start = label, i
+  return out
 
 
 def read_predictions(path):
@@ -78,7 +91,7 @@ class RunTaggingTest(tf.test.TestCase):
     self.assertEqual([[w for w, _, _ in s] for s in written], [list(s.words) for s in dev])
     self.assertEqual([[g for _, g, _ in s] for s in written], [list(s.tags) for s in dev])
     predicted = [p for s in written for _, _, p in s]
-    self.assertAllClose(metrics.accuracy(gold, predicted), accuracy)
+    self.assertAllClose(np.mean([g == p for g, p in zip(gold, predicted)]), accuracy)
     # A re-run with more trials reuses the finished one; other settings are another run.
     with self.assertRaisesRegex(ValueError, r"holds another run \(--max_train_examples 640 → 32"):
       runner_lib.Runner(self._config("pos", model_dir, num_trials=2, max_train_examples=32,
@@ -103,11 +116,16 @@ class RunTaggingTest(tf.test.TestCase):
     self.assertLen(written, 60)
     predicted_tags = {p for s in written for _, _, p in s}
     self.assertFalse(any(t[:2] in ("S-", "E-") for t in predicted_tags))  # written as IOB2
-    recomputed = metrics.span_metrics([[g for _, g, _ in s] for s in written],
-                                      [[p for _, _, p in s] for s in written])
-    self.assertAllClose(recomputed["overall"]["f1"], summary["median"]["f1"])
+    # Span F1 counted here with conlleval's chunk rules (independent of metrics.py): a chunk
+    # starts at B-, or at I- after O or another type; the gold file is IOB1.
+    gold = {(n, c) for n, s in enumerate(written) for c in chunks([g for _, g, _ in s])}
+    found = {(n, c) for n, s in enumerate(written) for c in chunks([p for _, _, p in s])}
+    correct = len(gold & found)
+    precision, recall = correct / max(len(found), 1), correct / len(gold)
+    f1 = 2 * precision * recall / (precision + recall) if correct else 0.0
+    self.assertAllClose(summary["median"]["f1"], f1)
     self.assertEqual({k for k in summary["median"] if k.startswith("f1_")},
-                     {f"f1_{kind}" for kind in recomputed["per_type"]})
+                     {f"f1_{kind}" for _, (kind, _, _) in gold | found})
 
   def test_bad_configuration(self):
     with self.assertRaisesRegex(ValueError, "--tag_scheme must be one of"):

@@ -128,9 +128,10 @@ class BuildVocabCliTest(tf.test.TestCase):
     corpus = testutil.write_text(os.path.join(tmp, "c.txt"),
                                  "\n".join(testutil.sample_paragraphs(100)) + "\n")
     result = run_tool([sys.executable, os.path.join(testutil.REPO, "data_prep", "build_vocab.py"),
-                       f"--input_files={corpus}", "--vocab_size=300", "--output_file=v.txt"],
-                      cwd=tmp)
+                       f"--input_files={corpus}", "--vocab_size=300", "--output_file=v.txt",
+                       "--lower_case"], cwd=tmp)  # the earlier name of --do_lower_case
     self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertIn("build_vocab: --lower_case is deprecated: use --do_lower_case", result.stderr)
     with open(os.path.join(tmp, "v.txt")) as f:
       self.assertEqual(f.read().split("\n")[:5], ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     result = run_tool(["build_vocab", "--input_files=nothing*.txt", "--output_file=v2.txt"], cwd=tmp)

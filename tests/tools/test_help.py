@@ -29,11 +29,11 @@ KEY_FLAGS = {
     "run_cvt": ["tasks", "data_dir", "unlabeled_data", "mode", "word_embeddings",
                 "train_steps", "num_trials"],
     "compare_runs": ["model_dirs", "figures"],
-    "score_pll": ["model_dir", "input_file", "output_file"],
-    "score_pairs": ["model_dir", "pairs", "score", "output_dir", "batch_size"],
+    "score_pll": ["run_dir", "input_file", "output_file"],
+    "score_pairs": ["run_dir", "pairs", "score", "output_dir", "batch_size"],
     "run_probes": ["init_checkpoint", "pos_data_dir", "glue_data_dir", "random_init_seeds",
                    "output_file"],
-    "export_model": ["model_dir", "format", "output_dir", "ema"],
+    "export_model": ["run_dir", "format", "output_dir", "ema"],
     "import_checkpoint": ["source", "checkpoint", "generator", "vocab_file", "output_dir"],
 }
 

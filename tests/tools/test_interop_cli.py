@@ -41,7 +41,7 @@ class ExportModelCliTest(tf.test.TestCase):
     tmp = tempfile.mkdtemp()
     self._pretrain(tmp, "--gin_param=TrainConfig.num_train_steps = 2",
                    "--gin_param=EncoderConfig.hidden_size = 64")
-    result = run("export_model", f"--model_dir={tmp}/run", "--format=huggingface",
+    result = run("export_model", f"--run_dir={tmp}/run", "--format=huggingface",
                  f"--output_dir={tmp}/hf")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     with open(os.path.join(tmp, "hf", "discriminator", "config.json")) as f:
@@ -49,24 +49,24 @@ class ExportModelCliTest(tf.test.TestCase):
     self.assertEqual((config["architectures"], config["hidden_size"], config["vocab_size"]),
                      (["ElectraForPreTraining"], 64, 5883))
     self.assertTrue(os.path.isfile(os.path.join(tmp, "hf", "generator", "model.safetensors")))
-    result = run("export_model", f"--model_dir={tmp}/run", "--format=saved_model",
+    result = run("export_model", f"--run_dir={tmp}/run", "--format=saved_model",
                  f"--output_dir={tmp}/saved")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     loaded = tf.saved_model.load(os.path.join(tmp, "saved"))
     out = loaded.signatures["serving_default"](tf.constant(["Down the rabbit hole."]))
     self.assertEqual(out["sequence_output"].shape[-1], 64)
     self.assertIn("is not a run_pretraining directory",
-                  one_error(self, run("export_model", f"--model_dir={tmp}",
+                  one_error(self, run("export_model", f"--run_dir={tmp}",
                                       f"--output_dir={tmp}/x"), "export_model"))
     # An occupied --output_dir (the SavedModel written above) is refused, left as it was.
     before = sorted(os.listdir(f"{tmp}/saved"))
     self.assertIn(f"--output_dir={tmp}/saved already holds files",
-                  one_error(self, run("export_model", f"--model_dir={tmp}/run",
+                  one_error(self, run("export_model", f"--run_dir={tmp}/run",
                                       "--format=huggingface", f"--output_dir={tmp}/saved"),
                             "export_model"))
     self.assertEqual(sorted(os.listdir(f"{tmp}/saved")), before)
     self.assertIn("kept no weight average (its TrainConfig.ema_decay is 0)",
-                  one_error(self, run("export_model", f"--model_dir={tmp}/run", "--ema",
+                  one_error(self, run("export_model", f"--run_dir={tmp}/run", "--ema",
                                       f"--output_dir={tmp}/y"), "export_model"))
 
   def test_ema_exports_the_weight_average(self):
@@ -74,7 +74,7 @@ class ExportModelCliTest(tf.test.TestCase):
     self._pretrain(tmp, "--gin_param=TrainConfig.num_train_steps = 3",
                    "--gin_param=TrainConfig.ema_decay = 0.5",
                    "--gin_param=EncoderConfig.num_layers = 1")
-    result = run("export_model", f"--model_dir={tmp}/run", "--ema", f"--output_dir={tmp}/hf")
+    result = run("export_model", f"--run_dir={tmp}/run", "--ema", f"--output_dir={tmp}/hf")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     tensors = safetensors.numpy.load_file(os.path.join(tmp, "hf", "discriminator",
                                                        "model.safetensors"))

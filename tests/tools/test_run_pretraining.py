@@ -5,9 +5,12 @@ import signal
 import subprocess
 import tempfile
 
+import gin
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import runs
+from official_rtd.tools import cli
 from tests import testutil
 from tests.training.test_trainer import RecordsTestCase
 
@@ -39,12 +42,25 @@ class RunPretrainingCliTest(RecordsTestCase):
         (["--gin_param=OptimizerConfig.learning_rate = -0.001"],
          r"OptimizerConfig.learning_rate = -0.001 must be > 0"),
     ]
-    for extra, message in cases:
-      result = self._run(f"--input_records={self.records}", f"--model_dir={model_dir}", *extra)
-      self.assertEqual(result.returncode, 1, result.stderr[-2000:])
-      errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining: error:")]
-      self.assertLen(errors, 1, result.stderr[-2000:])
-      self.assertRegex(errors[0], message)
+    # The first case through the command line (one line, exit 1); the rest in this process,
+    # which raises the line's text as a user error (`cli.USER_ERRORS`).
+    result = self._run(f"--input_records={self.records}", f"--model_dir={model_dir}",
+                       *cases[0][0])
+    self.assertEqual(result.returncode, 1, result.stderr[-2000:])
+    errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining: error:")]
+    self.assertLen(errors, 1, result.stderr[-2000:])
+    self.assertRegex(errors[0], cases[0][1])
+    for extra, message in cases[1:]:
+      gin_files = [a.split("=", 1)[1] for a in BASE[1:] + extra if a.startswith("--gin_file")]
+      gin_params = [a.split("=", 1)[1] for a in extra if a.startswith("--gin_param")]
+      options = dict(a[2:].split("=", 1) for a in extra if a.startswith("--mode")
+                     or a.startswith("--eval_input"))
+      try:
+        with self.assertRaisesRegex(cli.USER_ERRORS, message):
+          runs.run_pretraining(gin_files, gin_params, self.records, model_dir,
+                               log=lambda _: None, **options)
+      finally:
+        gin.clear_config()
     empty = tempfile.mkdtemp()
     result = self._run(f"--input_records={empty}", f"--model_dir={model_dir}")
     self.assertEqual(result.returncode, 1)

@@ -37,7 +37,7 @@ class ScorePllTest(tf.test.TestCase):
     sentences = ["Alice was beginning to get very tired.", "tired very get to beginning was Alice."]
     path = testutil.write_text(os.path.join(self.tmp, "s.txt"), "\n".join(sentences) + "\n")
     out = os.path.join(self.tmp, "scores.tsv")
-    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--input_file={path}",
+    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--input_file={path}",
                   f"--output_file={out}"])
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     with open(out) as f:
@@ -55,7 +55,7 @@ class ScorePllTest(tf.test.TestCase):
     refs = testutil.write_text(os.path.join(self.tmp, "refs.tsv"),
                                "u1\tthe cat sat\nu2\ta dog ran home\n")
     out = os.path.join(self.tmp, "reranked.tsv")
-    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
                   f"--references={refs}", "--lm_weight=0", f"--output_file={out}"])
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     # λ = 0 keeps the first-pass choice: "the cat sad" (1 error in 7 reference words).
@@ -73,7 +73,7 @@ class ScorePllTest(tf.test.TestCase):
     refs = testutil.write_text(os.path.join(self.tmp, "dev_refs.tsv"),
                                "d1\tshe was very tired\nd2\tthe rabbit ran away\n")
     out = os.path.join(self.tmp, "tuned.tsv")
-    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
                   f"--tune_lm_weight_on={nbest}", f"--tune_references={refs}",
                   "--lm_weight_grid=0,0.5,1,2", f"--references={refs}", f"--output_file={out}"])
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
@@ -88,11 +88,11 @@ class ScorePllTest(tf.test.TestCase):
     self.assertRegex(result.stdout, rf"lm_weight {weight:g} chosen on .*dev.tsv: dev WER "
                      rf"{wers[weight]:.2f}%")
     self.assertIn(f"WER re-ranked: {wers[weight]:.2f}%", result.stdout)
-    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
                   f"--tune_lm_weight_on={nbest}", f"--output_file={out}"])
     self.assertEqual(result.returncode, 1)
     self.assertIn("--tune_lm_weight_on and --tune_references go together", result.stderr)
-    result = run(["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
                   f"--tune_lm_weight_on={nbest}", f"--tune_references={refs}",
                   "--lm_weight_grid=0.1,heavy", f"--output_file={out}"])
     self.assertEqual(result.returncode, 1)
@@ -100,7 +100,7 @@ class ScorePllTest(tf.test.TestCase):
     # The output exists now: refused before any scoring, replaced with --overwrite.
     with open(out) as f:
       before = f.read()
-    again = ["score_pll", f"--model_dir={self.model_dir}", f"--nbest_file={nbest}",
+    again = ["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
              f"--output_file={out}", "--lm_weight=0"]
     result = run(again)
     self.assertEqual(result.returncode, 1)
@@ -126,10 +126,19 @@ class ScorePllTest(tf.test.TestCase):
       scoring.read_references(bad, nbest)
 
   def test_errors(self):
+    # The earlier name --model_dir still works, saying so once.
     result = run(["score_pll", f"--model_dir={self.tmp}", "--input_file=x",
                   f"--output_file={self.tmp}/o"])
     self.assertEqual(result.returncode, 1)
+    self.assertIn("score_pll: --model_dir is deprecated: use --run_dir", result.stderr)
     self.assertIn("is not a run_pretraining directory", result.stderr)
+    result = run(["score_pll", f"--model_dir={self.tmp}", f"--run_dir={self.tmp}",
+                  "--input_file=x", f"--output_file={self.tmp}/o"])
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("score_pll: error: --model_dir is the deprecated name of --run_dir: give only "
+                  "--run_dir", result.stderr)
+    result = run(["score_pll", "--input_file=x", f"--output_file={self.tmp}/o"])
+    self.assertIn("score_pll: error: --run_dir is required", result.stderr)
     bad = testutil.write_text(os.path.join(self.tmp, "bad.tsv"), "u1\tonly two\n")
     with self.assertRaisesRegex(scoring.ScoringError, r"bad.tsv:1: expected id<TAB>hypothesis"):
       scoring.read_nbest(bad)
@@ -146,7 +155,7 @@ class ScorePllTest(tf.test.TestCase):
     model, tokenizer = runs.load_model(self.model_dir)
     for score in ("pll", "discriminator"):
       out = os.path.join(self.tmp, f"pairs_{score}")
-      result = run(["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={pair_dir}",
+      result = run(["score_pairs", f"--run_dir={self.model_dir}", f"--pairs={pair_dir}",
                     f"--score={score}", f"--output_dir={out}"])
       self.assertEqual(result.returncode, 0, result.stderr[-3000:])
       with open(os.path.join(out, "pairs_results.json")) as f:
@@ -165,16 +174,16 @@ class ScorePllTest(tf.test.TestCase):
     # Bad input: one line each, nothing written.
     broken = testutil.write_text(os.path.join(self.tmp, "broken.jsonl"), '{"UID": "x"}\n')
     out = os.path.join(self.tmp, "pairs_broken")
-    result = run(["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={broken}",
+    result = run(["score_pairs", f"--run_dir={self.model_dir}", f"--pairs={broken}",
                   f"--output_dir={out}"])
     self.assertEqual(result.returncode, 1)
     self.assertIn("broken.jsonl:1: missing or empty sentence_good", result.stderr)
     self.assertFalse(os.path.exists(out))
-    result = run(["score_pairs", f"--model_dir={self.model_dir}/export", f"--pairs={pair_dir}",
+    result = run(["score_pairs", f"--run_dir={self.model_dir}/export", f"--pairs={pair_dir}",
                   f"--output_dir={out}"])
     self.assertEqual(result.returncode, 1)
     self.assertIn("is an export", result.stderr)
-    result = run(["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={pair_dir}",
+    result = run(["score_pairs", f"--run_dir={self.model_dir}", f"--pairs={pair_dir}",
                   "--score=pll_word_l2r", f"--output_dir={out}"])
     self.assertEqual(result.returncode, 1)
     self.assertIn("has no masked LM", result.stderr)
@@ -183,7 +192,7 @@ class ScorePllTest(tf.test.TestCase):
     done = os.path.join(self.tmp, "pairs_pll")
     with open(os.path.join(done, "pairs_results.json")) as f:
       before = f.read()
-    again = ["score_pairs", f"--model_dir={self.model_dir}", f"--pairs={pair_dir}",
+    again = ["score_pairs", f"--run_dir={self.model_dir}", f"--pairs={pair_dir}",
              f"--output_dir={done}"]
     result = run(again)
     self.assertEqual(result.returncode, 1)
