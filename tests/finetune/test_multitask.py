@@ -187,8 +187,9 @@ class BamEndToEndTest(tf.test.TestCase):
       student_dir = os.path.join(self.tmp, f"student_lambda_{lam}")
       runner_lib.Runner(self.config(student_dir, tasks="rte", teacher_dirs=f"rte:{teacher_dir}",
                                     teacher_annealing="fixed", teacher_lambda=lam,
-                                    num_train_epochs=4, learning_rate=2e-3,
-                                    write_train_predictions=True), lambda _: None).run()
+                                    num_train_epochs=4, learning_rate=2e-3, max_seq_length=16,
+                                    eval_batch_size=48, write_train_predictions=True),
+                        lambda _: None).run()
       with open(os.path.join(student_dir, "train_predictions_rte.json")) as f:
         probability = distillation.softmax(np.asarray(json.load(f)["predictions"]))[:, 1]
       mean_probability[lam] = float(probability.mean())

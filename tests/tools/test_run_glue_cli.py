@@ -1,8 +1,11 @@
 """run_glue's command line: a bad task, export or out-of-range number fails with one clear line."""
+import re
 import subprocess
 import tempfile
 
 import tensorflow as tf
+
+from official_rtd.finetune import configs
 
 
 class RunGlueCliTest(tf.test.TestCase):
@@ -11,22 +14,10 @@ class RunGlueCliTest(tf.test.TestCase):
     tmp = tempfile.mkdtemp()
     for args, message in [
         (["--task=squad", f"--init_checkpoint={tmp}"], "unknown GLUE task 'squad'"),
+        (["--task=rte", f"--init_checkpoint={tmp}", "--data_dir=/nonexistent",
+          "--num_train_epochs=-1"], "--num_train_epochs=-1.0 must be > 0"),
         (["--task=rte", f"--init_checkpoint={tmp}", "--data_dir=/nonexistent"],
          f"{tmp} is not an encoder export"),
-        (["--task=rte", f"--init_checkpoint={tmp}", "--num_train_epochs=-1"],
-         "--num_train_epochs=-1.0 must be > 0"),
-        (["--task=rte", f"--init_checkpoint={tmp}", "--num_train_epochs=0"],
-         "--num_train_epochs=0.0 must be > 0"),
-        (["--task=rte", f"--init_checkpoint={tmp}", "--train_batch_size=0"],
-         "--train_batch_size=0 must be >= 1"),
-        (["--task=rte", f"--init_checkpoint={tmp}", "--learning_rate=-1e-4"],
-         "--learning_rate=-0.0001 must be > 0"),
-        (["--task=rte", f"--init_checkpoint={tmp}", "--warmup_proportion=2"],
-         "--warmup_proportion=2.0 must be in [0, 1]"),
-        (["--task=rte", f"--init_checkpoint={tmp}", "--layerwise_lr_decay=1.5"],
-         "--layerwise_lr_decay=1.5 must be in (0, 1]"),
-        (["--task=rte", f"--init_checkpoint={tmp}", "--max_train_examples=-5"],
-         "--max_train_examples=-5 must be >= 0"),
     ]:
       result = subprocess.run(["run_glue", f"--model_dir={tmp}/out", *args], capture_output=True,
                               text=True, timeout=300, stdin=subprocess.DEVNULL)
@@ -34,7 +25,18 @@ class RunGlueCliTest(tf.test.TestCase):
       errors = [l for l in result.stderr.splitlines() if l.startswith("run_glue: error:")]
       self.assertLen(errors, 1, result.stderr[-2000:])
       self.assertIn(message, errors[0])
-
+    # The other range checks are the config's (the flags' values as parsed), in this process.
+    for field, value, message in [
+        ("num_train_epochs", 0.0, "--num_train_epochs=0.0 must be > 0"),
+        ("train_batch_size", 0, "--train_batch_size=0 must be >= 1"),
+        ("learning_rate", -1e-4, "--learning_rate=-0.0001 must be > 0"),
+        ("warmup_proportion", 2.0, "--warmup_proportion=2.0 must be in [0, 1]"),
+        ("layerwise_lr_decay", 1.5, "--layerwise_lr_decay=1.5 must be in (0, 1]"),
+        ("max_train_examples", -5, "--max_train_examples=-5 must be >= 0"),
+    ]:
+      with self.assertRaisesRegex(ValueError, re.escape(message)):
+        configs.GlueConfig(task="rte", init_checkpoint=tmp, model_dir=f"{tmp}/out",
+                           **{field: value})
 
 if __name__ == "__main__":
   tf.test.main()
