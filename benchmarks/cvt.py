@@ -50,7 +50,7 @@ def main(_):
         unlabeled_data="" if mode == "supervised" else FLAGS.unlabeled_data,
         word_dim=FLAGS.word_dim, lstm1_size=FLAGS.lstm1_size, lstm2_size=FLAGS.lstm2_size,
         projection_size=FLAGS.projection_size, hidden_size=FLAGS.hidden_size,
-        train_steps=FLAGS.train_steps, batch_size=FLAGS.batch_size,
+        train_steps=FLAGS.train_steps, train_batch_size=FLAGS.batch_size,
         max_train_sentences=FLAGS.max_train_sentences, eval_every_steps=0,
         save_checkpoints_steps=0, log_every_steps=200, num_trials=FLAGS.num_trials),
         logging.info).run()

@@ -44,7 +44,7 @@ class CvtRunConfig:
   projection_size: int = 512
   hidden_size: int = 512
   train_steps: int = 20000
-  batch_size: int = 64
+  train_batch_size: int = 64
   max_sentence_length: int = 100
   on_decode_error: str = "fail"
   max_train_sentences: int = 0
@@ -70,8 +70,8 @@ class CvtRunner:
     self.tasks = [tagging_data.get_task(n) for n in names]
     if config.mode != "supervised" and not config.unlabeled_data:
       raise ValueError(f"--mode={config.mode} needs --unlabeled_data (a corpus)")
-    if config.train_steps < 1 or config.batch_size < 1:
-      raise ValueError("--train_steps and --batch_size must be >= 1")
+    if config.train_steps < 1 or config.train_batch_size < 1:
+      raise ValueError("--train_steps and --train_batch_size must be >= 1")
     self.train, self.dev, self.labels = {}, {}, {}
     rng = np.random.default_rng(config.seed)
     for task in self.tasks:
@@ -159,10 +159,10 @@ class CvtRunner:
     orders = {t.name: [] for t in self.tasks}
     while True:
       task = self.tasks[int(rng.integers(len(self.tasks)))].name
-      if len(orders[task]) < self.config.batch_size:
+      if len(orders[task]) < self.config.train_batch_size:
         orders[task].extend(rng.permutation(len(self.train[task])).tolist())
-      chosen = orders[task][:self.config.batch_size]
-      del orders[task][:self.config.batch_size]
+      chosen = orders[task][:self.config.train_batch_size]
+      del orders[task][:self.config.train_batch_size]
       yield task, data_lib.pad_batch([self.encoded[task][i] for i in chosen],
                                      [self.tag_ids[task][i] for i in chosen])
 
@@ -172,7 +172,7 @@ class CvtRunner:
                                           on_decode_error=self.config.on_decode_error,
                                           warn=self.log)
     while True:
-      yield data_lib.make_batch([next(stream) for _ in range(self.config.batch_size)],
+      yield data_lib.make_batch([next(stream) for _ in range(self.config.train_batch_size)],
                                 self.vocab)
 
   def run_trial(self, trial: int) -> dict:
@@ -246,7 +246,8 @@ class CvtRunner:
     task's tags, the model's sizes), then runs the trials and writes `eval_results.json`."""
     cfg = self.config
     # A re-run resumes only this same run; another run's directory is refused, nothing written.
-    fingerprint.check_or_record(cfg.model_dir, fingerprint.fingerprint(type(self).__name__, cfg))
+    fingerprint.check_or_record(cfg.model_dir, fingerprint.fingerprint(type(self).__name__, cfg),
+                                fingerprint.field_defaults(cfg))
     records.write_json_atomic(os.path.join(cfg.model_dir, VOCAB_NAME), {
         **self.vocab.to_json(), "tags": self.labels,
         "model": dataclasses.asdict(self.model_config)})

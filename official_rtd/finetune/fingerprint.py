@@ -20,6 +20,10 @@ RESUMABLE = frozenset({"model_dir", "num_trials", "log_every_steps", "save_check
                        "eval_batch_size", "allow_unseen_dev_tags"})
 
 
+# Settings renamed in a later version: a directory recorded under the old name resumes.
+RENAMED_SETTINGS = {"batch_size": "train_batch_size"}  # run_cvt
+
+
 class RunMismatchError(ValueError):
   """A `--model_dir` that holds another run."""
 
@@ -53,6 +57,8 @@ def differences(old: Dict, new: Dict, defaults: Optional[Dict] = None) -> List[s
   (added in a later version) counts as its value in `defaults` (the config's field defaults)."""
   out = []
   defaults = defaults or {}
+  old = dict(old, settings={RENAMED_SETTINGS.get(k, k): v
+                            for k, v in old.get("settings", {}).items()})
   if old.get("tool") != new["tool"]:
     out.append(f"tool {old.get('tool')} → {new['tool']}")
   for key in sorted(set(old.get("settings", {})) | set(new["settings"])):

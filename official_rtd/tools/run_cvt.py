@@ -39,7 +39,7 @@ finetune_flags.define_flags(runner.CvtRunConfig, {
     "projection_size": "LSTM projection size.",
     "hidden_size": "Prediction modules' hidden layer.",
     "train_steps": "Labeled steps (each followed by an unlabeled step unless supervised).",
-    "batch_size": "Sentences per minibatch.",
+    "train_batch_size": "Sentences per minibatch (labeled and unlabeled).",
     "max_sentence_length": "Longest unlabeled sentence kept, in words.",
     "on_decode_error": "A line of --unlabeled_data that is not UTF-8: fail (naming file:line) "
                        "or skip (with a warning).",
@@ -53,6 +53,7 @@ finetune_flags.define_flags(runner.CvtRunConfig, {
     "num_trials": "Runs with seeds seed..seed+N-1; medians in eval_results.json.",
     "seed": "First trial's seed.",
 })
+cli.define_renamed_flag("batch_size", "train_batch_size")
 flags.mark_flags_as_required(["tasks", "data_dir", "model_dir"])
 FLAGS = flags.FLAGS
 

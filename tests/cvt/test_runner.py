@@ -21,7 +21,7 @@ class RunCvtTest(tf.test.TestCase):
   def config(self, model_dir, **kwargs):
     values = dict(tasks="chunk", data_dir=TAGGING, model_dir=model_dir, unlabeled_data=SAMPLE,
                   word_dim=24, char_dim=8, lstm1_size=24, lstm2_size=16, projection_size=16,
-                  hidden_size=16, train_steps=6, batch_size=16, max_train_sentences=64,
+                  hidden_size=16, train_steps=6, train_batch_size=16, max_train_sentences=64,
                   eval_every_steps=0, save_checkpoints_steps=2, log_every_steps=1)
     values.update(kwargs)
     return runner.CvtRunConfig(**values)
@@ -95,7 +95,7 @@ class RunCvtTest(tf.test.TestCase):
     glove = testutil.write_text(os.path.join(tmp, "glove.txt"), "the 0.1 0.2\n")
     with self.assertRaisesRegex(ValueError, "glove.txt holds 2-d vectors but --word_dim=24"):
       runner.CvtRunner(self.config(tmp, word_embeddings=glove), lambda _: None)
-    with self.assertRaisesRegex(ValueError, "--train_steps and --batch_size must be >= 1"):
+    with self.assertRaisesRegex(ValueError, "--train_steps and --train_batch_size must be >= 1"):
       runner.CvtRunner(self.config(tmp, train_steps=0), lambda _: None)
     with self.assertRaisesRegex(ValueError, "must name each task once"):
       runner.CvtRunner(self.config(tmp, tasks="chunk,chunk"), lambda _: None)
@@ -109,7 +109,7 @@ class RunCvtTest(tf.test.TestCase):
     from the dev file, and equal to the accuracy counted from the written predictions."""
     model_dir = os.path.join(tempfile.mkdtemp(), "pos")
     summary = runner.CvtRunner(self.config(model_dir, tasks="pos", mode="supervised",
-                                           unlabeled_data="", train_steps=80, batch_size=32,
+                                           unlabeled_data="", train_steps=80, train_batch_size=32,
                                            max_train_sentences=800, log_every_steps=1000,
                                            save_checkpoints_steps=0), lambda _: None).run()
     with open(os.path.join(model_dir, "trial_0", "predictions_pos.txt")) as f:

@@ -23,5 +23,13 @@ class FingerprintTest(tf.test.TestCase):
                      ["--protocol 'electra' → 'shao'"])
 
 
+  def test_a_renamed_setting_resumes_under_its_new_name(self):
+    new = {"tool": "CvtRunner", "inputs": {}, "settings": {"train_batch_size": 64, "seed": 0}}
+    old = {"tool": "CvtRunner", "inputs": {}, "settings": {"batch_size": 64, "seed": 0}}
+    self.assertEqual(fingerprint.differences(old, new), [])
+    old["settings"]["batch_size"] = 32
+    self.assertEqual(fingerprint.differences(old, new), ["--train_batch_size 32 → 64"])
+
+
 if __name__ == "__main__":
   tf.test.main()
