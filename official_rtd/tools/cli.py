@@ -109,8 +109,8 @@ def define_renamed_flag(old: str, new: str, required: bool = False):
   text = f"Deprecated name of --{new}, accepted until the next release."
   if isinstance(target, flags.BooleanFlag):
     flags.DEFINE_bool(old, None, text)
-  else:
-    flags.DEFINE_string(old, None, text)
+  else:  # the same parser: the value has the new flag's type
+    flags.DEFINE(target.parser, old, None, text, serializer=target.serializer)
   RENAMED[old] = new
   if required:
     REQUIRED_AFTER_RENAMING.append(new)

@@ -24,10 +24,11 @@ flags.DEFINE_enum("score", "pll", ["pll", "pll_word_l2r", "discriminator"],
 flags.DEFINE_string("output_dir", None, "Where pairs_results.json and pairs_scores.tsv go.")
 flags.DEFINE_integer("max_seq_length", 128, "Pieces per sentence, [CLS]/[SEP] included (>= 3).",
                      lower_bound=3)
-flags.DEFINE_integer("batch_size", 32, "Sentences per forward pass (a PLL scores one masked copy "
+flags.DEFINE_integer("eval_batch_size", 32, "Sentences per forward pass (a PLL scores one masked copy "
                      "per piece of each) (>= 1).", lower_bound=1)
 cli.define_overwrite_flag()
 cli.define_renamed_flag("model_dir", "run_dir", required=True)
+cli.define_renamed_flag("batch_size", "eval_batch_size")
 flags.mark_flags_as_required(["pairs", "output_dir"])
 FLAGS = flags.FLAGS
 
@@ -46,7 +47,7 @@ def main(_):
     cli.claim_output_dir(FLAGS.output_dir, False)
   model, tokenizer = runs.load_model(FLAGS.run_dir)
   scorer = scoring.SentenceScorer(model, tokenizer, FLAGS.score, FLAGS.max_seq_length,
-                                        FLAGS.batch_size)
+                                        FLAGS.eval_batch_size)
   logging.info("scoring %d pairs (%s) from %s", len(pairs), FLAGS.score, FLAGS.run_dir)
   report = minimal_pairs.score_pairs(scorer, pairs, log=logging.info)
   scores = report.pop("scores")

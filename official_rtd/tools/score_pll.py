@@ -31,9 +31,10 @@ flags.DEFINE_list("lm_weight_grid", None, "λ values --tune_lm_weight_on tries; 
                   "0.1, ..., 0.95, 1.0 (dissertation §5.4.5).")
 flags.DEFINE_string("output_file", None, "Where to write the TSV output.")
 flags.DEFINE_integer("max_seq_length", 128, "Pieces per sentence, [CLS]/[SEP] included.")
-flags.DEFINE_integer("batch_size", 16, "Sentences per batch.")
+flags.DEFINE_integer("eval_batch_size", 16, "Sentences per batch.")
 cli.define_overwrite_flag("--output_file")
 cli.define_renamed_flag("model_dir", "run_dir", required=True)
+cli.define_renamed_flag("batch_size", "eval_batch_size")
 flags.mark_flags_as_required(["output_file"])
 FLAGS = flags.FLAGS
 
@@ -43,7 +44,7 @@ def _score_nbest(model, tokenizer, nbest):
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   flat = [(key, i, hyp) for key, hyps in nbest.items() for i, (hyp, _) in enumerate(hyps)]
   plls, _ = scoring.score_sentences(model, tokenizer, [h for _, _, h in flat],
-                                    FLAGS.max_seq_length, FLAGS.batch_size)
+                                    FLAGS.max_seq_length, FLAGS.eval_batch_size)
   return {(key, i): float(p) for (key, i, _), p in zip(flat, plls)}
 
 
@@ -68,7 +69,7 @@ def main(_):
     if not sentences:
       raise ValueError(f"{FLAGS.input_file} holds no sentences")
     plls, lengths = scoring.score_sentences(model, tokenizer, sentences, FLAGS.max_seq_length,
-                                            FLAGS.batch_size)
+                                            FLAGS.eval_batch_size)
     records.write_lines_atomic(FLAGS.output_file, [
         f"{i + 1}\t{p:.4f}\t{n}\t{s}" for i, (p, n, s) in enumerate(zip(plls, lengths, sentences))])
     logging.info("scored %d sentences -> %s", len(sentences), FLAGS.output_file)

@@ -30,7 +30,7 @@ KEY_FLAGS = {
                 "train_steps", "num_trials"],
     "compare_runs": ["model_dirs", "figures"],
     "score_pll": ["run_dir", "input_file", "output_file"],
-    "score_pairs": ["run_dir", "pairs", "score", "output_dir", "batch_size"],
+    "score_pairs": ["run_dir", "pairs", "score", "output_dir", "eval_batch_size"],
     "run_probes": ["init_checkpoint", "pos_data_dir", "glue_data_dir", "random_init_seeds",
                    "output_file"],
     "export_model": ["run_dir", "format", "output_dir", "ema"],

@@ -38,8 +38,9 @@ class ScorePllTest(tf.test.TestCase):
     path = testutil.write_text(os.path.join(self.tmp, "s.txt"), "\n".join(sentences) + "\n")
     out = os.path.join(self.tmp, "scores.tsv")
     result = run(["score_pll", f"--run_dir={self.model_dir}", f"--input_file={path}",
-                  f"--output_file={out}"])
+                  f"--output_file={out}", "--batch_size=1"])  # the earlier --eval_batch_size
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("--batch_size is deprecated: use --eval_batch_size", result.stderr)
     with open(out) as f:
       rows = [line.rstrip("\n").split("\t") for line in f]
     self.assertEqual([r[3] for r in rows], sentences)
