@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.interop import bert_layout
 from official_rtd.methods import electra
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -103,24 +104,12 @@ def _assignments(encoder: TransformerEncoder, prefix: str, embeddings_prefix: Op
   else:  # the checkpoint must not have one either
     pairs.append((None, f"{prefix}/embeddings_project/kernel"))
   for i, block in enumerate(encoder.transformer_layers):
-    layer = f"{prefix}/encoder/layer_{i}"
-    attention = block._attention_layer  # pylint: disable=protected-access
-    for part, dense in (("query", attention._query_dense), ("key", attention._key_dense),  # pylint: disable=protected-access
-                        ("value", attention._value_dense)):  # pylint: disable=protected-access
-      pairs += [(dense.kernel, f"{layer}/attention/self/{part}/kernel"),
-                (dense.bias, f"{layer}/attention/self/{part}/bias")]
-    output = attention._output_dense  # pylint: disable=protected-access
-    norm = block._attention_layer_norm  # pylint: disable=protected-access
-    pairs += [(output.kernel, f"{layer}/attention/output/dense/kernel"),
-              (output.bias, f"{layer}/attention/output/dense/bias"),
-              (norm.gamma, f"{layer}/attention/output/LayerNorm/gamma"),
-              (norm.beta, f"{layer}/attention/output/LayerNorm/beta")]
-    for dense, name in ((block._intermediate_dense, "intermediate/dense"),  # pylint: disable=protected-access
-                        (block._output_dense, "output/dense")):  # pylint: disable=protected-access
-      pairs += [(dense.kernel, f"{layer}/{name}/kernel"), (dense.bias, f"{layer}/{name}/bias")]
-    norm = block._output_layer_norm  # pylint: disable=protected-access
-    pairs += [(norm.gamma, f"{layer}/output/LayerNorm/gamma"),
-              (norm.beta, f"{layer}/output/LayerNorm/beta")]
+    for path, layer in bert_layout.block_layers(block):
+      name = f"{prefix}/encoder/layer_{i}/{path}"
+      if hasattr(layer, "gamma"):
+        pairs += [(layer.gamma, f"{name}/gamma"), (layer.beta, f"{name}/beta")]
+      else:
+        pairs += [(layer.kernel, f"{name}/kernel"), (layer.bias, f"{name}/bias")]
   return pairs
 
 

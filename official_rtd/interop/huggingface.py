@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from official_rtd import textio
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.interop import bert_layout
 from official_rtd.methods import electra
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -97,16 +98,9 @@ def encoder_slots(encoder: TransformerEncoder, prefix: str = "electra.",
   if encoder.embedding_projection is not None:
     slots += _linear(f"{prefix}embeddings_project", encoder.embedding_projection)
   for i, block in enumerate(encoder.transformer_layers):
-    name = f"{prefix}encoder.layer.{i}"
-    attention = block._attention_layer  # pylint: disable=protected-access
-    for part, dense in (("query", attention._query_dense), ("key", attention._key_dense),  # pylint: disable=protected-access
-                        ("value", attention._value_dense)):  # pylint: disable=protected-access
-      slots += _linear(f"{name}.attention.self.{part}", dense)
-    slots += _linear(f"{name}.attention.output.dense", attention._output_dense)  # pylint: disable=protected-access
-    slots += _layer_norm(f"{name}.attention.output.LayerNorm", block._attention_layer_norm)  # pylint: disable=protected-access
-    slots += _linear(f"{name}.intermediate.dense", block._intermediate_dense)  # pylint: disable=protected-access
-    slots += _linear(f"{name}.output.dense", block._output_dense)  # pylint: disable=protected-access
-    slots += _layer_norm(f"{name}.output.LayerNorm", block._output_layer_norm)  # pylint: disable=protected-access
+    for path, layer in bert_layout.block_layers(block, "."):
+      name = f"{prefix}encoder.layer.{i}.{path}"
+      slots += _layer_norm(name, layer) if hasattr(layer, "gamma") else _linear(name, layer)
   return slots
 
 

@@ -9,7 +9,7 @@ another order than Model Garden's block: match them by name
 distance key − query, one instance shared by all layers of an encoder, as in T5 and AMOS), its
 attention adds that bias to the scores before the masked softmax.
 """
-from typing import Optional
+from typing import Dict, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -41,6 +41,21 @@ class Attention(tf_keras.layers.MultiHeadAttention):
 
 class TransformerBlock(layers.TransformerEncoderBlock):
   """Model Garden's post-LayerNorm block with `Attention` and our `Dropout`."""
+
+  @property
+  def attention(self) -> Attention:
+    """The block's self-attention layer (e.g. to read its probabilities)."""
+    return self._attention_layer
+
+  def parts(self) -> Dict[str, tf_keras.layers.Layer]:
+    """The block's weight-holding sublayers by role, in BERT's order (`PARTS`): the one place
+    that reads Model Garden's private attribute names (checkpoint converters map the roles)."""
+    attention = self._attention_layer
+    return {"query": attention._query_dense, "key": attention._key_dense,  # pylint: disable=protected-access
+            "value": attention._value_dense, "attention_output": attention._output_dense,  # pylint: disable=protected-access
+            "attention_norm": self._attention_layer_norm,
+            "intermediate": self._intermediate_dense, "output": self._output_dense,
+            "output_norm": self._output_layer_norm}
 
   def __init__(self, position_bias: Optional[layers.RelativePositionBias] = None, **kwargs):
     super().__init__(**kwargs)

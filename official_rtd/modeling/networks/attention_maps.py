@@ -21,7 +21,7 @@ def attention_maps(encoder: TransformerEncoder, inputs: Dict[str, tf.Tensor]) ->
   mask = encoder.attention_mask_layer(x, inputs["input_mask"])
   maps = []
   for layer in encoder.transformer_layers:
-    _, probabilities = layer._attention_layer(  # pylint: disable=protected-access
+    _, probabilities = layer.attention(
         query=x, value=x, key=x, attention_mask=mask, return_attention_scores=True,
         training=False)
     maps.append(probabilities)
