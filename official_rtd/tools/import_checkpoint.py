@@ -18,7 +18,6 @@ default to hidden / 64). `model_garden`: Model Garden `ElectraPretrainer` checkp
 `config.json`, embeddings shared when both hold the same tables. Missing or mis-shaped variables
 fail with their names.
 """
-import os
 
 from official_rtd.tools import cli
 

@@ -39,7 +39,6 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  import os  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
