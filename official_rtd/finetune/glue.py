@@ -74,10 +74,7 @@ class GlueTask(task_lib.Task):
   teacher)."""
 
   run_name = "GlueRunner"
-
-  @classmethod
-  def optimizer_defaults(cls, config):
-    return trials_lib.protocol_defaults(config.protocol, PROTOCOLS)
+  protocols = PROTOCOLS
 
   def __init__(self, config: GlueConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)

@@ -59,12 +59,9 @@ class MultipleChoice(task_lib.Task):
   """Reads and encodes the questions once; a trial's model is `MultipleChoiceModel`."""
 
   run_name = "MultipleChoiceRunner"
+  protocols = PROTOCOLS
   default_epochs = 2
   published = (PREDICTIONS_NAME,)
-
-  @classmethod
-  def optimizer_defaults(cls, config):
-    return trials_lib.protocol_defaults(config.protocol, PROTOCOLS)
 
   def __init__(self, config: MultipleChoiceConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)

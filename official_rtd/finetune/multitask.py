@@ -215,7 +215,7 @@ class MultiTask(task_lib.Task):
                       .shuffle(len(targets["gold"]), seed=seed + 1000 * index).repeat())
     mixed = tf.data.Dataset.sample_from_datasets(per_task, weights=self.probabilities.tolist(),
                                                  seed=seed)
-    return mixed.batch(batch_size, drop_remainder=True).prefetch(2), self.num_train_rows()
+    return mixed.batch(batch_size, drop_remainder=True).prefetch(2)
 
   # --- one trial ---------------------------------------------------------------------------------
   def build_model(self, encoder):

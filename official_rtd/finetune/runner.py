@@ -60,7 +60,7 @@ class Runner:
     trial's result (trial, seed, steps, final loss, dev metrics)."""
     cfg = self.config
     seed = cfg.seed + trial
-    dataset, _ = self.task.train_dataset(seed, self.batch_size)
+    dataset = self.task.train_dataset(seed, self.batch_size)
     tf_keras.utils.set_random_seed(seed)
     with precision.policy(cfg.mixed_precision):
       encoder = self.export.encoder(restore=not cfg.random_init)

@@ -31,11 +31,8 @@ class TokenTagging(task_lib.Task):
   """Reads and encodes the data once; a trial's model is the encoder + `tagger.TokenTagger`."""
 
   run_name = "TaggingRunner"
+  protocols = PROTOCOLS
   published = (PREDICTIONS_NAME,)
-
-  @classmethod
-  def optimizer_defaults(cls, config):
-    return trials_lib.protocol_defaults(config.protocol, PROTOCOLS)
 
   def __init__(self, config: TaggingConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)

@@ -18,10 +18,12 @@ and the runner picks it by `config.task_name`.
 """
 import json
 import math
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Dict, List, Optional, Sequence, Type
 
 import numpy as np
 import tensorflow as tf
+
+from official_rtd.finetune import trials as trials_lib
 
 
 class Task:
@@ -34,12 +36,14 @@ class Task:
       `glue.average`).
     published: per-trial files copied from the best trial to `<model_dir>`.
     run_name: the name a run directory's fingerprint records for this task's runs.
+    protocols: the `--protocol` values the task accepts (`trials.PROTOCOL_DEFAULTS`).
   """
 
   default_epochs: float = 3.0
   primary_metric: str = "accuracy"
   published: Sequence[str] = ()
   run_name: str = ""
+  protocols: Sequence[str] = ("electra",)
 
   def __init__(self, config, export, log: Callable[[str], None]):
     self.config = config
@@ -49,14 +53,18 @@ class Task:
 
   @classmethod
   def optimizer_defaults(cls, config) -> Dict:
-    """Settings of `config`'s run overriding the per-size defaults (e.g. BAM's batch 128);
-    called before the task is constructed."""
-    del config  # unused
-    return {}
+    """Settings of `config`'s run overriding the per-size defaults: its `--protocol`'s (checked
+    against `protocols`; a config without one is "electra"). Called before the task is
+    constructed."""
+    return trials_lib.protocol_defaults(getattr(config, "protocol", "electra"), cls.protocols)
 
   def subset(self, items: Sequence) -> list:
     """A `--max_train_examples` random subset of `items` (in their order), or all of them."""
-    return subset(items, self.config.max_train_examples, self.config.seed)
+    items = list(items)
+    if not self.config.max_train_examples:
+      return items
+    keep = np.random.default_rng(self.config.seed).permutation(len(items))
+    return [items[i] for i in sorted(keep[:self.config.max_train_examples])]
 
   def check_max_seq_length(self):
     positions = self.export.encoder_config["max_position_embeddings"]
@@ -73,15 +81,13 @@ class Task:
     """`(features, labels)`: numpy nests with one row per training example."""
     raise NotImplementedError
 
-  def train_dataset(self, seed: int, batch_size: int) -> Tuple[tf.data.Dataset, int]:
-    """`(dataset, rows per epoch)`: batches of `(features, labels)`, repeated, deterministic
-    for `seed` (a resumed trial replays it). Default: `train_arrays` shuffled."""
+  def train_dataset(self, seed: int, batch_size: int) -> tf.data.Dataset:
+    """Batches of `(features, labels)`, repeated, deterministic for `seed` (a resumed trial
+    replays it). Default: `train_arrays` shuffled."""
     features, labels = self.train_arrays()
-    rows = len(tf.nest.flatten(labels)[0])
-    dataset = (tf.data.Dataset.from_tensor_slices((features, labels))
-               .shuffle(rows, seed=seed).repeat()
-               .batch(batch_size, drop_remainder=True).prefetch(2))
-    return dataset, rows
+    return (tf.data.Dataset.from_tensor_slices((features, labels))
+            .shuffle(self.num_train_rows(), seed=seed).repeat()
+            .batch(batch_size, drop_remainder=True).prefetch(2))
 
   def build_model(self, encoder):
     """The task's model on `encoder`, with its variables created."""
@@ -151,19 +157,6 @@ def get(name: str) -> Type[Task]:
   return _TASKS[name]
 
 
-def names() -> List[str]:
-  return sorted(_TASKS)
-
-
 def num_steps(rows: int, batch_size: int, epochs: float) -> int:
   """Training steps for `epochs` over `rows` examples in batches of `batch_size`."""
   return int(math.ceil(max(rows // batch_size, 1) * epochs))
-
-
-def subset(items: Sequence, max_examples: int, seed: int) -> list:
-  """A random subset of `max_examples` of `items` (in their order), or all of them (0)."""
-  items = list(items)
-  if not max_examples:
-    return items
-  keep = np.random.default_rng(seed).permutation(len(items))
-  return [items[i] for i in sorted(keep[:max_examples])]

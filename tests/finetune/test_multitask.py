@@ -139,7 +139,7 @@ class BamEndToEndTest(tf.test.TestCase):
     self.assertEqual(runner.batch_size, 16)
     self.assertEqual(runner.convention, "corrected")  # BAM's lr·α^d
     self.assertEqual((runner.learning_rate, runner.decay), (1e-4, 0.9))
-    dataset, _ = runner.task.train_dataset(0, runner.batch_size)
+    dataset = runner.task.train_dataset(0, runner.batch_size)
     ids = np.concatenate([b[1]["task_id"].numpy() for b in dataset.take(400)])
     expected = multitask.sampling_probabilities([48, 80], 0.75)
     frequency = np.bincount(ids, minlength=2) / len(ids)
