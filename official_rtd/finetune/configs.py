@@ -89,10 +89,23 @@ class GlueConfig(FinetuneConfig):
   teacher_lambda: float = 0.0
   single_task_finetune: str = ""
   protocol: str = "electra"
+  task_data_dirs: str = ""
 
   @property
   def task_name(self) -> str:
     return "bam" if self.tasks else self.task
+
+
+def task_data_dirs(config) -> dict:
+  """`{task: folder}` from `--task_data_dirs=task:dir,...` (a multi-task run's per-task data,
+  e.g. a tagging task beside GLUE tasks)."""
+  dirs = {}
+  for item in filter(None, (t.strip() for t in getattr(config, "task_data_dirs", "").split(","))):
+    task, sep, directory = item.partition(":")
+    if not sep or not directory:
+      raise ValueError(f"--task_data_dirs entry {item!r} is not task:dir")
+    dirs[task] = directory
+  return dirs
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -133,6 +146,7 @@ class TaggingConfig(FinetuneConfig):
   crf: bool = False
   allow_unseen_dev_tags: bool = False
   protocol: str = "electra"
+  write_train_predictions: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

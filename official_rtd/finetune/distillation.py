@@ -8,7 +8,7 @@ value on the label scale). The student minimises
 with λ raised linearly from 0 to 1 over training (teacher annealing), or held fixed.
 """
 import os
-from typing import Callable, Dict, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -68,11 +68,11 @@ def read_predictions(path: str, task: str, num_examples: int, num_classes: int):
   return predictions, data.get("prediction_function", "")
 
 
-def teacher_paths(tasks: Sequence[str], teacher_dirs: str, teachers_from: str
-                  ) -> Dict[str, str]:
+def teacher_paths(tasks: Sequence[str], teacher_dirs: str, teachers_from: str,
+                  file_names: Optional[Dict[str, str]] = None) -> Dict[str, str]:
   """`{task: teacher file}` from `--teacher_dirs=task:dir,...` and/or `--teachers_from=root`
   (`<root>/<task>/` for each task that has such a folder); a directory may be a single-task or
-  a multi-task run."""
+  a multi-task run. `file_names`: each task's teacher file name (default `file_name(task)`)."""
   dirs = {}
   for item in filter(None, (t.strip() for t in teacher_dirs.split(","))):
     task, sep, directory = item.partition(":")
@@ -88,7 +88,9 @@ def teacher_paths(tasks: Sequence[str], teacher_dirs: str, teachers_from: str
                        f"{list(tasks)}")
     for task in found:
       dirs.setdefault(task, os.path.join(teachers_from, task))
-  return {task: os.path.join(directory, file_name(task)) for task, directory in dirs.items()}
+  names = file_names or {}
+  return {task: os.path.join(directory, names.get(task) or file_name(task))
+          for task, directory in dirs.items()}
 
 
 def annealing_schedule(mode: str, fixed_lambda: float) -> Callable:

@@ -3,6 +3,7 @@
 Per trial: the exported encoder + ELECTRA's head, AdamW (ε 1e-6, weight decay 0 by default) with
 layer-wise learning-rate decay, 10% linear warmup then linear decay, gradient clipping 1.0, batch 32,
 3 epochs (10 for RTE and STS-B); evaluation on dev at the end (`runner.Runner` runs the trials).
+`GlueMember`: a GLUE task in a multi-task (BAM) run.
 """
 import os
 from typing import Callable, Dict, List
@@ -55,6 +56,9 @@ def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.Tokenizer
 def load_split(config: GlueConfig, task: glue_data.TaskSpec, split: str):
   """A task's split from `--tfds_data_dir`, or from `--data_dir`: the task's folder, or a GLUE
   root holding `<TASK>/` folders (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI)."""
+  own = configs.task_data_dirs(config).get(task.name)
+  if own:
+    return glue_data.load_split(own, task, split)
   if bool(config.data_dir) == bool(config.tfds_data_dir):
     raise ValueError("give exactly one of --data_dir (GLUE TSV files) and --tfds_data_dir")
   if config.tfds_data_dir:
@@ -191,3 +195,94 @@ class GlueTask(task_lib.Task):
         lines.append(f"{example.guid}\t{shown}")
       records.write_lines_atomic(path, lines)
       self.log(f"wrote {len(examples)} test predictions to {path}")
+
+
+@task_lib.register_member(*glue_data.TASKS)
+class GlueMember(task_lib.Member):
+  """A GLUE task in a BAM run (§3.1): softmax(W c) on `[CLS]`, or for regression sigmoid(wᵀc) on
+  labels normalised to [0, 1] (scaled back for Pearson/Spearman); targets λ·y + (1 − λ)·teacher."""
+
+  family = "glue"
+
+  def __init__(self, name: str, config: GlueConfig, tokenizer, log: Callable[[str], None]):
+    super().__init__(name, config, tokenizer, log)
+    self.spec = glue_data.get_task(name)
+    self.num_outputs = self.spec.num_classes
+    self.teacher_file = distillation.file_name(name)
+    self.all_train = load_split(config, self.spec, "train")[0][1]
+    self.rows = task_lib.subset_rows(len(self.all_train), config)
+    self.num_train = len(self.rows)
+    self.dev = load_split(config, self.spec, "dev")
+    self.teacher = None  # [all_train, classes] probabilities or [all_train, 1] values in [0, 1]
+    self._train_arrays = None
+
+  def read_teacher(self, path: str) -> None:
+    predictions, function = distillation.read_predictions(path, self.name, len(self.all_train),
+                                                          self.spec.num_classes)
+    if self.spec.is_regression:
+      if function != "sigmoid":
+        self.log(f"teacher {path}: its {self.name} head is {function or 'a linear regressor'}, "
+                 "the student's is sigmoid(wᵀc) on labels / 5; §3.2.2's born-again teachers "
+                 "share the student's prediction function: train it with run_glue "
+                 "--protocol=bam")
+      self.teacher = np.clip(predictions / REGRESSION_SCALE, 0.0, 1.0)[:, None]
+    else:
+      self.teacher = distillation.softmax(predictions)
+    self.teacher_path = path
+
+  def train_dataset(self, seed: int) -> tf.data.Dataset:
+    """Targets: `gold` `[classes]` one-hot (`[1]`: the normalised value), `teacher` alike (zeros
+    without one), `has_teacher` `[]`."""
+    if self._train_arrays is None:
+      examples = [self.all_train[i] for i in self.rows]
+      labels = np.array(glue_data.labels_of(examples), np.float32)
+      gold = ((labels / REGRESSION_SCALE)[:, None] if self.spec.is_regression
+              else np.eye(self.spec.num_classes, dtype=np.float32)[labels.astype(np.int64)])
+      teacher = (self.teacher[self.rows].astype(np.float32) if self.teacher is not None
+                 else np.zeros_like(gold))
+      self._train_arrays = (
+          encode(examples, self.tokenizer, self.config.max_seq_length),
+          {"gold": gold, "teacher": teacher,
+           "has_teacher": np.full([len(examples)], float(self.teacher is not None), np.float32)})
+    return (tf.data.Dataset.from_tensor_slices(self._train_arrays)
+            .shuffle(self.num_train, seed=seed).repeat())
+
+  def output(self, head, dropout, sequence_output, inputs, training):
+    """`[batch, classes]` logits, or `[batch]` sigmoid values in [0, 1] for regression."""
+    y = tf.cast(head(dropout(sequence_output[:, 0], training=training)), tf.float32)
+    return tf.sigmoid(y[:, 0]) if self.spec.is_regression else y
+
+  def example_losses(self, output, features, targets, lam):
+    """Cross-entropy against the mixed distribution, or the squared error for regression."""
+    del features  # unused
+    mixed = distillation.soft_targets(targets["gold"], targets["teacher"],
+                                      targets["has_teacher"], lam)
+    if self.spec.is_regression:
+      losses = tf.square(output - mixed[:, 0])
+    else:
+      losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
+    return losses, tf.ones_like(losses)
+
+  def evaluate(self, predict):
+    """Metrics per dev split (`<task>` or `<task>:<split>` for MNLI's two); the primary metric
+    of the first split (WNLI: not averaged, as GLUE's average)."""
+    dev, primary = {}, None
+    for position, (split, examples) in enumerate(self.dev):
+      values = predict(encode(examples, self.tokenizer, self.config.max_seq_length),
+                       f"{self.name}: predicting {len(examples)} examples")
+      predictions = values * REGRESSION_SCALE if self.spec.is_regression else values.argmax(-1)
+      key = self.name if len(self.dev) == 1 else f"{self.name}:{split}"
+      dev[key] = metrics_lib.task_metrics(self.name, glue_data.labels_of(examples),
+                                          predictions.tolist())
+      if position == 0 and self.name != "wnli":
+        primary = dev[key][metrics_lib.PRIMARY[self.name]]
+    return dev, primary
+
+  def write_teacher(self, path: str, predict) -> None:
+    """Logits, or regression values on the label scale, for every training row."""
+    values = predict(encode(self.all_train, self.tokenizer, self.config.max_seq_length),
+                     f"{self.name}: predicting {len(self.all_train)} training examples")
+    if self.spec.is_regression:
+      values = values * REGRESSION_SCALE
+    distillation.write_predictions(path, self.name, self.spec.num_classes, values,
+                                   "sigmoid" if self.spec.is_regression else "softmax")

@@ -1,13 +1,15 @@
-"""BAM: multi-task GLUE fine-tuning with born-again distillation and teacher annealing
-(dissertation ch. 3), `run_glue --tasks=...`.
+"""BAM: multi-task fine-tuning with born-again distillation and teacher annealing (dissertation
+ch. 3), `run_glue --tasks=...`, over any mix of registered members (`task.Member`: the GLUE tasks
+in `glue.py`, the tagging tasks in `tagging.py`).
 
 One shared encoder and a head per task (softmax(W c) on `[CLS]` for classification; sigmoid(wᵀc)
-on labels normalised to [0, 1] for regression, scaled back for Pearson/Spearman). Examples of all
-tasks are shuffled together, even within a batch: each example's task is drawn with probability
-∝ |D_τ|^`--task_sampling_exponent` (Bowman et al.), every head runs on every example and the other
-tasks' losses are masked; the loss is the sum over tasks, divided by the batch size (so a batch of
-one task gives exactly that task's single-task loss). One epoch is Σ_τ |D_τ| examples drawn from
-the mixture. With teachers (`distillation.py`) the targets are λ·y + (1 − λ)·f_τ(x, θ_τ).
+on labels normalised to [0, 1] for regression, scaled back for Pearson/Spearman; a softmax per
+word for tagging). Examples of all tasks are shuffled together, even within a batch: each
+example's task is drawn with probability ∝ |D_τ|^`--task_sampling_exponent` (Bowman et al.), every
+head runs on every example and the other tasks' losses are masked. Each task adds its share of
+the batch times its mean loss over its examples in the batch (per word for tagging), so a batch
+of one task gives exactly that task's single-task loss. One epoch is Σ_τ |D_τ| examples drawn
+from the mixture. With teachers (`distillation.py`) the targets are λ·y + (1 − λ)·f_τ(x, θ_τ).
 """
 import json
 import os
@@ -21,8 +23,6 @@ from official_rtd import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune import glue
-from official_rtd.finetune import glue_data
-from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
@@ -35,7 +35,6 @@ BAM_DEFAULTS = {"train_batch_size": 128, "learning_rate": 1e-4, "layerwise_lr_de
                 "lr_decay_convention": "corrected"}
 MULTI_TASK_EPOCHS = 6
 SINGLE_TASK_FINETUNE_LEARNING_RATE = 1e-5  # Table 3.3
-REGRESSION_SCALE = glue.REGRESSION_SCALE  # STS-B labels 0–5 are normalised to [0, 1]
 MODEL_NAME = "model"
 
 
@@ -49,179 +48,157 @@ def head_name(task: str) -> str:
   return task.replace("-", "_")
 
 
-class MultiTaskClassifier(tf_keras.Model):
-  """`call` returns `{task: [batch, classes] logits}`, or `{task: [batch]}` sigmoid values in
-  [0, 1] for a regression task."""
+def dummy_inputs(length: int = 8) -> Dict[str, np.ndarray]:
+  """One all-padding example with every member's features (builds every head)."""
+  zeros = np.zeros([1, length], np.int32)
+  return {"input_word_ids": zeros, "input_mask": np.ones_like(zeros),
+          "input_type_ids": zeros, "word_positions": zeros,
+          "word_lengths": np.zeros([1], np.int32)}
 
-  def __init__(self, encoder, tasks: Sequence[glue_data.TaskSpec], dropout_rate: float = 0.1,
+
+class MultiTaskModel(tf_keras.Model):
+  """`call` returns `{task: output}` (each member's `output`: `[batch, classes]` logits,
+  `[batch]` regression values in [0, 1], `[batch, seq_len, tags]` word logits); `only=task`
+  runs that head alone (its features suffice)."""
+
+  def __init__(self, encoder, members: Sequence[task_lib.Member], dropout_rate: float = 0.1,
                **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
-    self.tasks = list(tasks)
+    self.members = list(members)
     self.dropout = Dropout(dropout_rate)
-    self.heads = {head_name(t.name): tf_keras.layers.Dense(
-        t.num_classes, kernel_initializer=transformer_encoder.initializer(encoder.config),
-        name=f"{head_name(t.name)}_head") for t in self.tasks}
+    self.heads = {head_name(m.name): tf_keras.layers.Dense(
+        m.num_outputs, kernel_initializer=transformer_encoder.initializer(encoder.config),
+        name=f"{head_name(m.name)}_head") for m in self.members}
 
-  def call(self, inputs, training=None):
-    c = self.dropout(self.encoder(inputs, training=training)["sequence_output"][:, 0],
-                     training=training)
-    out = {}
-    for task in self.tasks:
-      y = tf.cast(self.heads[head_name(task.name)](c), tf.float32)
-      out[task.name] = tf.sigmoid(y[:, 0]) if task.is_regression else y
-    return out
+  def call(self, inputs, training=None, only=None):
+    sequence = self.encoder(inputs, training=training)["sequence_output"]
+    return {m.name: m.output(self.heads[head_name(m.name)], self.dropout, sequence, inputs,
+                             training)
+            for m in self.members if only in (None, m.name)}
 
 
-def multitask_loss(outputs: Dict[str, tf.Tensor], task_ids, targets,
-                   tasks: Sequence[glue_data.TaskSpec]) -> tf.Tensor:
-  """Σ_τ Σ_{i: task_i = τ} ℓ_τ(target_i, f_τ(x_i)) / batch.
+def multitask_loss(members: Sequence[task_lib.Member], outputs: Dict[str, tf.Tensor], features,
+                   targets, lam) -> tf.Tensor:
+  """Σ_τ (n_τ / batch) · Σ_{i: task_i = τ} ℓ_τ(i) / Σ_{i: task_i = τ} units_τ(i).
 
   Args:
-    outputs: `MultiTaskClassifier` outputs.
-    task_ids: `[batch]` index into `tasks` of each example's task.
-    targets: `[batch, max_classes]`: class distributions (one-hot, or mixed with a teacher's), or
-      the normalised regression target in column 0.
-  ℓ is the cross-entropy against the target distribution, or the squared error for regression.
+    outputs: `MultiTaskModel` outputs.
+    features: the batch's features (every member's keys).
+    targets: `task_id` `[batch]` (index into `members`) and, per member name, its targets.
+    lam: λ of the soft targets λ·y + (1 − λ)·teacher.
+  A sentence-level task's units are its examples (the term is Σ ℓ / batch); a tagging task's are
+  its words (the term is the batch share times its per-word mean loss).
   """
+  task_ids = targets["task_id"]
   batch = tf.cast(tf.shape(task_ids)[0], tf.float32)
   total = 0.0
-  for index, task in enumerate(tasks):
+  for index, member in enumerate(members):
     mask = tf.cast(tf.equal(task_ids, index), tf.float32)
-    prediction = outputs[task.name]
-    if task.is_regression:
-      losses = tf.square(prediction - targets[:, 0])
-    else:
-      losses = -tf.reduce_sum(targets[:, :task.num_classes] * tf.nn.log_softmax(prediction), -1)
-    total += tf.reduce_sum(losses * mask) / batch
+    losses, units = member.example_losses(outputs[member.name], features, targets[member.name],
+                                          lam)
+    share = tf.reduce_sum(mask) / batch
+    total += share * tf.math.divide_no_nan(tf.reduce_sum(losses * mask),
+                                           tf.reduce_sum(tf.cast(units, tf.float32) * mask))
   return total
 
 
 @task_lib.register("bam")
 class MultiTask(task_lib.Task):
-  """BAM over `--tasks`: every task's data and teachers read once; a trial's model is
-  `MultiTaskClassifier`; with `--single_task_finetune` it starts from a multi-task run's best
+  """BAM over `--tasks`: every member's data and teacher read once; a trial's model is
+  `MultiTaskModel`; with `--single_task_finetune` it starts from a multi-task run's best
   trial."""
 
   run_name = "MultiTaskRunner"
-  primary_metric = "glue.average"
 
   @classmethod
   def optimizer_defaults(cls, config) -> Dict:
     """§3.3's for several tasks (one task keeps the per-size ones); Table 3.3's learning rate
     with `--single_task_finetune`."""
-    defaults = dict(BAM_DEFAULTS) if len(tasks_of(config)) > 1 else {}
+    defaults = dict(BAM_DEFAULTS) if len(task_names(config)) > 1 else {}
     if config.single_task_finetune:
       defaults["learning_rate"] = SINGLE_TASK_FINETUNE_LEARNING_RATE
     return defaults
 
   def __init__(self, config: configs.GlueConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)
-    self.tasks = tasks_of(config)
-    names = [t.name for t in self.tasks]
+    names = task_names(config)
+    classes = [task_lib.get_member(n) for n in names]  # unknown names refused before reading
     if config.double_unordered or config.do_predict or config.protocol != "electra":
       raise ValueError("--double_unordered, --do_predict and --protocol are single-task (--task) "
                        "options (multi-task runs follow BAM's §3.3)")
     if config.task_sampling_exponent < 0:
       raise ValueError(f"--task_sampling_exponent={config.task_sampling_exponent} must be >= 0")
+    unknown = sorted(set(configs.task_data_dirs(config)) - set(names))
+    if unknown:
+      raise ValueError(f"--task_data_dirs names {unknown}, not in --tasks {names}")
     self.check_max_seq_length()
-    self.default_epochs = (MULTI_TASK_EPOCHS if len(self.tasks) > 1
-                           else 10 if names[0] in glue.LONG_TASKS else 3)
-    self.published = ([distillation.file_name(n) for n in names]
-                      if config.write_train_predictions else [])
-    self.max_classes = max(t.num_classes for t in self.tasks)
-    self._encoded = {}  # task index -> (features, targets), shared by the trials
-    self.source_checkpoint = (self._source_checkpoint(config.single_task_finetune)
+    self.source_checkpoint = (source_checkpoint(config.single_task_finetune, names)
                               if config.single_task_finetune else "")
-    self.all_train, self.train, self.dev = {}, {}, {}
-    for task in self.tasks:
-      self.all_train[task.name] = glue.load_split(config, task, "train")[0][1]
-      self.train[task.name] = self.subset(range(len(self.all_train[task.name])))
-      self.dev[task.name] = glue.load_split(config, task, "dev")
-    paths = distillation.teacher_paths(names, config.teacher_dirs, config.teachers_from)
-    self.teachers = {}
-    for name, path in paths.items():
-      spec = glue_data.get_task(name)
-      self.teachers[name], function = distillation.read_predictions(
-          path, name, len(self.all_train[name]), spec.num_classes)
-      if spec.is_regression and function != "sigmoid":
-        log(f"teacher {path}: its {name} head is {function or 'a linear regressor'}, the "
-            "student's is sigmoid(wᵀc) on labels / 5; §3.2.2's born-again teachers share the "
-            "student's prediction function: train it with run_glue --protocol=bam")
+    self.members = [cls(name, config, self.tokenizer, log) for cls, name in zip(classes, names)]
+    self.default_epochs = (MULTI_TASK_EPOCHS if len(names) > 1
+                           else 10 if names[0] in glue.LONG_TASKS else 3)
+    self.primary_metric = ("glue.average" if all(m.family == "glue" for m in self.members)
+                           else "tasks.average")
+    self.published = ([m.teacher_file for m in self.members]
+                      if config.write_train_predictions else [])
+    paths = distillation.teacher_paths(names, config.teacher_dirs, config.teachers_from,
+                                       {m.name: m.teacher_file for m in self.members})
+    for member in self.members:
+      if member.name in paths:
+        member.read_teacher(paths[member.name])
     distillation.annealing_schedule(config.teacher_annealing, config.teacher_lambda)
-    self.sizes = [len(self.train[t.name]) for t in self.tasks]
+    self.sizes = [m.num_train for m in self.members]
     self.probabilities = sampling_probabilities(self.sizes, config.task_sampling_exponent)
 
+  @property
+  def teachers(self) -> List[str]:
+    return sorted(m.name for m in self.members if m.teacher_path)
+
   def describe(self) -> str:
-    mixture = ", ".join(f"{t.name} {n} (p={p:.3f})"
-                        for t, n, p in zip(self.tasks, self.sizes, self.probabilities))
-    return (f"run_glue (multi-task): {mixture}; teachers for {sorted(self.teachers) or 'no task'}"
+    mixture = ", ".join(f"{m.name} {n} (p={p:.3f})"
+                        for m, n, p in zip(self.members, self.sizes, self.probabilities))
+    return (f"run_glue (multi-task): {mixture}; teachers for {self.teachers or 'no task'}"
             f" ({self.config.teacher_annealing} annealing)")
 
-  def _source_checkpoint(self, model_dir: str) -> str:
-    """The best trial's weights of a multi-task run, checked to cover every task of ours."""
-    path = os.path.join(model_dir, runner_lib.RESULTS_NAME)
-    if not os.path.isfile(path):
-      raise ValueError(f"--single_task_finetune={model_dir} holds no {runner_lib.RESULTS_NAME}"
-                       " (a finished multi-task run_glue --tasks=... model_dir)")
-    source = textio.load_json(path)
-    missing = [t.name for t in self.tasks if t.name not in source.get("tasks", [])]
-    if missing:
-      raise ValueError(f"--single_task_finetune={model_dir} was not trained on {missing}")
-    return trials_lib.trial_dir(model_dir, source["best_trial"], MODEL_NAME)
-
   # --- data --------------------------------------------------------------------------------------
-  def task_examples(self, index: int):
-    """`(features, targets)` numpy arrays of task `index`'s training examples (encoded once for
-    all trials): targets hold
-    `task_id`, `gold` `[n, max_classes]` (one-hot, or the normalised value in column 0),
-    `teacher` (the teacher's softmax or normalised value; zeros without one), `has_teacher`."""
-    if index in self._encoded:
-      return self._encoded[index]
-    task = self.tasks[index]
-    rows = self.train[task.name]
-    examples = [self.all_train[task.name][i] for i in rows]
-    features = glue.encode(examples, self.tokenizer, self.config.max_seq_length)
-    n = len(examples)
-    gold = np.zeros([n, self.max_classes], np.float32)
-    teacher = np.zeros_like(gold)
-    labels = np.array(glue_data.labels_of(examples), np.float32)
-    if task.is_regression:
-      gold[:, 0] = labels / REGRESSION_SCALE
-    else:
-      gold[np.arange(n), labels.astype(np.int64)] = 1.0
-    if task.name in self.teachers:
-      predictions = self.teachers[task.name][rows]
-      if task.is_regression:
-        teacher[:, 0] = np.clip(predictions / REGRESSION_SCALE, 0.0, 1.0)
-      else:
-        teacher[:, :task.num_classes] = distillation.softmax(predictions)
-    targets = {"task_id": np.full([n], index, np.int32), "gold": gold, "teacher": teacher,
-               "has_teacher": np.full([n], float(task.name in self.teachers), np.float32)}
-    self._encoded[index] = (features, targets)
-    return features, targets
-
   def num_train_rows(self) -> int:
     """One epoch is Σ_τ |D_τ| examples drawn from the mixture."""
     return sum(self.sizes)
 
   def train_dataset(self, seed: int, batch_size: int):
     """Each example from task τ with probability p(τ), shuffled within tasks; deterministic for
-    `seed` (a resumed trial replays it)."""
-    per_task = []
-    for index in range(len(self.tasks)):
-      features, targets = self.task_examples(index)
-      per_task.append(tf.data.Dataset.from_tensor_slices((features, targets))
-                      .shuffle(len(targets["gold"]), seed=seed + 1000 * index).repeat())
-    mixed = tf.data.Dataset.sample_from_datasets(per_task, weights=self.probabilities.tolist(),
-                                                 seed=seed)
+    `seed` (a resumed trial replays it). Every example carries every member's features and
+    targets (zeros where they are another task's) and `task_id`."""
+    per_task = [m.train_dataset(seed + 1000 * index) for index, m in enumerate(self.members)]
+    feature_specs, target_specs = {}, {}
+    for member, dataset in zip(self.members, per_task):
+      feature_specs.update(dataset.element_spec[0])
+      target_specs[member.name] = dataset.element_spec[1]
+
+    def zeros(spec):
+      return tf.zeros(spec.shape, spec.dtype)
+
+    def widen(index):
+      def to_union(features, own):
+        features = {k: features[k] if k in features else zeros(spec)
+                    for k, spec in feature_specs.items()}
+        targets = {name: own if name == self.members[index].name
+                   else tf.nest.map_structure(zeros, spec)
+                   for name, spec in target_specs.items()}
+        targets["task_id"] = tf.constant(index, tf.int32)
+        return features, targets
+      return to_union
+
+    mixed = tf.data.Dataset.sample_from_datasets(
+        [dataset.map(widen(index)) for index, dataset in enumerate(per_task)],
+        weights=self.probabilities.tolist(), seed=seed)
     return mixed.batch(batch_size, drop_remainder=True).prefetch(2)
 
   # --- one trial ---------------------------------------------------------------------------------
   def build_model(self, encoder):
-    model = MultiTaskClassifier(encoder, self.tasks, name="bam")
-    first = self.all_train[self.tasks[0].name][:1]
-    model(glue.encode(first, self.tokenizer, 8))
+    model = MultiTaskModel(encoder, self.members, name="bam")
+    model(dummy_inputs())
     if self.source_checkpoint:  # encoder and our tasks' heads from the multi-task run
       status = tf.train.Checkpoint(model=model).read(self.source_checkpoint)
       status.expect_partial().assert_existing_objects_matched()
@@ -232,60 +209,69 @@ class MultiTask(task_lib.Task):
     features, targets = batch
     lam = distillation.annealing_schedule(self.config.teacher_annealing,
                                           self.config.teacher_lambda)(progress)
-    mixed = distillation.soft_targets(targets["gold"], targets["teacher"],
-                                      targets["has_teacher"], lam)
-    return multitask_loss(model(features, training=True), targets["task_id"], mixed, self.tasks)
+    return multitask_loss(self.members, model(features, training=True), features, targets, lam)
 
-  def outputs(self, model, task: glue_data.TaskSpec, examples) -> np.ndarray:
-    """The task head's outputs (logits, or the sigmoid value in [0, 1]) for `examples`."""
-    features = glue.encode(examples, self.tokenizer, self.config.max_seq_length)
-    return trials_lib.predict(lambda batch: {"y": model(batch, training=False)[task.name]},
-                              features, self.config.eval_batch_size, self.log,
-                              f"{task.name}: predicting {len(examples)} examples")["y"]
+  def predictor(self, model, member: task_lib.Member):
+    """`predict(features, label)`: the member's head outputs over numpy features."""
+
+    def predict(features, label):
+      return trials_lib.predict(
+          lambda batch: {"y": model(batch, training=False, only=member.name)[member.name]},
+          features, self.config.eval_batch_size, self.log, label)["y"]
+    return predict
 
   def evaluate(self, model, trial_dir) -> Dict[str, dict]:
-    """Each task's dev metrics (`<task>` or `<task>:<split>` for MNLI's two dev sets) and
-    `glue.average`: the mean primary metric (first dev split per task, WNLI excluded) × 100.
-    With `trial_dir`, the model's weights and (`--write_train_predictions`) each task's
-    training-set outputs are written there."""
-    dev, primaries = {}, []
-    for task in self.tasks:
-      for position, (split, examples) in enumerate(self.dev[task.name]):
-        values = self.outputs(model, task, examples)
-        predictions = (values * REGRESSION_SCALE if task.is_regression
-                       else values.argmax(-1))
-        key = task.name if len(self.dev[task.name]) == 1 else f"{task.name}:{split}"
-        dev[key] = metrics_lib.task_metrics(task.name, glue_data.labels_of(examples),
-                                            predictions.tolist())
-        if position == 0 and task.name != "wnli":
-          primaries.append(dev[key][metrics_lib.PRIMARY[task.name]])
-    dev["glue"] = {"average": float(100.0 * np.mean(primaries)) if primaries else 0.0}
+    """Each member's dev metrics and the mean primary metric × 100 (WNLI excluded):
+    `glue.average` over the GLUE tasks, `tasks.average` over all when they are not all GLUE.
+    With `trial_dir`, the model's weights and (`--write_train_predictions`) each member's
+    teacher file are written there."""
+    dev, primaries = {}, {}
+    for member in self.members:
+      metrics, primary = member.evaluate(self.predictor(model, member))
+      dev.update(metrics)
+      if primary is not None:
+        primaries[member.name] = (member.family, primary)
+    glue_values = [v for family, v in primaries.values() if family == "glue"]
+    if glue_values or self.primary_metric == "glue.average":
+      dev["glue"] = {"average": float(100.0 * np.mean(glue_values)) if glue_values else 0.0}
+    if self.primary_metric == "tasks.average":
+      dev["tasks"] = {"average": float(100.0 * np.mean([v for _, v in primaries.values()]))}
     if trial_dir is not None:
       tf.train.Checkpoint(model=model).write(os.path.join(trial_dir, MODEL_NAME))
-      for task in self.tasks if self.config.write_train_predictions else []:
-        values = self.outputs(model, task, self.all_train[task.name])
-        if task.is_regression:
-          values = values * REGRESSION_SCALE
-        distillation.write_predictions(os.path.join(trial_dir, distillation.file_name(task.name)),
-                                       task.name, task.num_classes, values,
-                                       "sigmoid" if task.is_regression else "softmax")
+      for member in self.members if self.config.write_train_predictions else []:
+        member.write_teacher(os.path.join(trial_dir, member.teacher_file),
+                             self.predictor(model, member))
     return dev
 
   def brief(self, dev) -> str:
-    return (f"dev average {dev['glue']['average']:.2f}: "
-            + json.dumps({k: v for k, v in dev.items() if k != "glue"}))
+    averages = ("glue", "tasks")
+    return (f"dev average {self.primary(dev):.2f}: "
+            + json.dumps({k: v for k, v in dev.items() if k not in averages}))
 
   def summary_fields(self, median):
-    names = [t.name for t in self.tasks]
+    names = [m.name for m in self.members]
     return {"tasks": names, "sampling_probabilities": dict(zip(names, self.probabilities.tolist())),
-            "teachers": sorted(self.teachers)}
+            "teachers": self.teachers}
 
 
-def tasks_of(config: configs.GlueConfig) -> List[glue_data.TaskSpec]:
-  """`--tasks` as task specs, checked."""
+def source_checkpoint(model_dir: str, names: Sequence[str]) -> str:
+  """The best trial's weights of a multi-task run, checked to cover every task of `names`."""
+  path = os.path.join(model_dir, runner_lib.RESULTS_NAME)
+  if not os.path.isfile(path):
+    raise ValueError(f"--single_task_finetune={model_dir} holds no {runner_lib.RESULTS_NAME}"
+                     " (a finished multi-task run_glue --tasks=... model_dir)")
+  source = textio.load_json(path)
+  missing = [name for name in names if name not in source.get("tasks", [])]
+  if missing:
+    raise ValueError(f"--single_task_finetune={model_dir} was not trained on {missing}")
+  return trials_lib.trial_dir(model_dir, source["best_trial"], MODEL_NAME)
+
+
+def task_names(config: configs.GlueConfig) -> List[str]:
+  """`--tasks` as a list, checked."""
   names = [n.strip() for n in config.tasks.split(",") if n.strip()]
   if not names or config.task:
     raise ValueError("give --tasks (a comma list) and not --task for multi-task fine-tuning")
   if len(set(names)) != len(names):
     raise ValueError(f"--tasks={config.tasks} names a task twice")
-  return [glue_data.get_task(n) for n in names]
+  return names

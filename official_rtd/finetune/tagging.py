@@ -7,12 +7,18 @@ NER). Span tasks train on `--tag_scheme` tags (BIOES by default, as google-resea
 predictions are written back as IOB2, which conlleval reads next to the gold file's IOB1 or IOB2.
 Finished trials are kept in `<model_dir>/trial_<k>/` (results.json, predictions.txt), so a killed
 run resumes with the next unfinished trial; `<model_dir>/predictions.txt` is the best trial's.
+With `--write_train_predictions`, each training word's tag logits (`train_predictions_<task>.npz`):
+a teacher for a multi-task run. `TaggingMember`: a tagging task in a multi-task (BAM) run.
 """
 import os
-from typing import Callable, List
+from typing import Callable, List, Sequence
+
+import numpy as np
+import tensorflow as tf
 
 from official_rtd.data import records
 from official_rtd.finetune import configs
+from official_rtd.finetune import distillation
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import tag_schemes
 from official_rtd.finetune import tagger
@@ -24,6 +30,11 @@ from official_rtd.ops import crf as crf_lib
 PREDICTIONS_NAME = "predictions.txt"
 PROTOCOLS = ("electra", "shao")
 TaggingConfig = configs.TaggingConfig
+DEFAULT_TAG_SCHEME = TaggingConfig.__dataclass_fields__["tag_scheme"].default
+
+
+def teacher_file(task: str) -> str:
+  return f"train_predictions_{task}.npz"
 
 
 @task_lib.register(*tagging_data.TASKS)
@@ -49,14 +60,21 @@ class TokenTagging(task_lib.Task):
       raise ValueError(f"--max_seq_length={config.max_seq_length} leaves no room for a word")
     if config.window_stride < 0:
       raise ValueError(f"--window_stride={config.window_stride} must be >= 0 (0: half a window)")
+    if config.write_train_predictions and config.crf:
+      raise ValueError("--write_train_predictions writes a softmax teacher's word logits; a CRF's "
+                       "word scores are not a distribution over tags: drop --crf")
+    if config.write_train_predictions:
+      self.published = (PREDICTIONS_NAME, teacher_file(self.spec.name))
     self.primary_metric = "f1" if self.spec.spans else "accuracy"
     train, self.dev_sentences = tagging_data.load_task(
         self.spec, config.data_dir, config.label_column, config.train_file, config.dev_file,
         config.carve_dev_sentences)
-    train = self.subset(train)
-    self.check_dev_tags(train)
     if self.spec.spans:
       train = tagging_data.with_scheme(train, config.tag_scheme)
+    self.all_train = train
+    self._all_train_windows = None
+    train = self.subset(train)
+    self.check_dev_tags(train)
     self.labels = sorted({tag for sentence in train for tag in sentence.tags})
     label_ids = {tag: i for i, tag in enumerate(self.labels)}
     self.train_windows = tagging_data.encode(train, self.tokenizer, config.max_seq_length,
@@ -110,27 +128,114 @@ class TokenTagging(task_lib.Task):
     predicted = self.predict(model)
     if trial_dir is not None:
       write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME), self.dev_sentences, predicted)
+      if self.config.write_train_predictions:
+        self.write_teacher(model, os.path.join(trial_dir, teacher_file(self.spec.name)))
     return evaluate(self.spec, self.dev_sentences, predicted)
+
+  def window_logits(self, model, windows: tagging_data.Windows, label: str) -> np.ndarray:
+    return trials_lib.predict(lambda batch: model(batch, training=False), windows.inputs,
+                              self.config.eval_batch_size, self.log, label)["word_logits"]
+
+  def write_teacher(self, model, path: str):
+    """Every training sentence's word logits (all of them, whatever `--max_train_examples`)."""
+    if self._all_train_windows is None:
+      self._all_train_windows = tagging_data.encode(
+          self.all_train, self.tokenizer, self.config.max_seq_length,
+          {tag: i for i, tag in enumerate(self.labels)}, self.config.window_stride)
+    windows = self._all_train_windows
+    logits = self.window_logits(model, windows, f"tagging {len(windows)} training windows")
+    write_teacher(path, self.spec.name, self.labels,
+                  sentence_word_logits(windows, logits, self.all_train))
 
   def brief(self, dev) -> str:
     return f"{self.primary_metric}={dev[self.primary_metric]:.4f}"
 
   def predict(self, model) -> List[List[str]]:
     """Each dev sentence's predicted tags (IOB2 for span tasks)."""
-    logits = trials_lib.predict(lambda batch: model(batch, training=False),
-                                self.dev_windows.inputs, self.config.eval_batch_size, self.log,
-                                f"tagging {len(self.dev_windows)} windows")["word_logits"]
-    lengths = self.dev_windows.inputs["word_lengths"]
-    if model.crf:
-      transitions = model.transitions.numpy()
-      ids = [crf_lib.viterbi_decode(row[:n], transitions) for row, n in zip(logits, lengths)]
-    else:
-      ids = [row[:n].argmax(-1) for row, n in zip(logits, lengths)]
-    by_sentence = tagging_data.words_by_sentence(self.dev_windows, ids, self.dev_sentences)
-    return output_tags(self.spec, [[self.labels[i] for i in row] for row in by_sentence])
+    logits = self.window_logits(model, self.dev_windows,
+                                f"tagging {len(self.dev_windows)} windows")
+    return predicted_tags(self.spec, self.labels, self.dev_windows, logits, self.dev_sentences,
+                          model.transitions.numpy() if model.crf else None)
 
   def summary_fields(self, median):
     return {"task": self.spec.name, "labels": self.labels}
+
+
+def predicted_tags(task: tagging_data.TaggingTask, labels: Sequence[str],
+                   windows: tagging_data.Windows, logits: np.ndarray, sentences,
+                   transitions=None) -> List[List[str]]:
+  """Each sentence's tags from its windows' `[windows, seq_len, tags]` word logits: argmax, or
+  Viterbi with a CRF's `transitions`; IOB2 for span tasks."""
+  lengths = windows.inputs["word_lengths"]
+  if transitions is not None:
+    ids = [crf_lib.viterbi_decode(row[:n], transitions) for row, n in zip(logits, lengths)]
+  else:
+    ids = [row[:n].argmax(-1) for row, n in zip(logits, lengths)]
+  by_sentence = tagging_data.words_by_sentence(windows, ids, sentences)
+  return output_tags(task, [[labels[i] for i in row] for row in by_sentence])
+
+
+def sentence_word_logits(windows: tagging_data.Windows, logits: np.ndarray, sentences
+                         ) -> List[np.ndarray]:
+  """`[words, tags]` logits of each sentence, from its windows' owned words."""
+  lengths = windows.inputs["word_lengths"]
+  rows = tagging_data.words_by_sentence(windows, [row[:n] for row, n in zip(logits, lengths)],
+                                        sentences)
+  return [np.asarray(row, np.float32).reshape(len(row), logits.shape[-1]) for row in rows]
+
+
+def write_teacher(path: str, task: str, labels: Sequence[str], per_sentence: List[np.ndarray]):
+  """A tagging teacher file (`.npz`, written atomically): `logits` `[words, tags]` of every
+  training word in order, `sentence_lengths`, `labels` (the tag of each column), `task`."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with open(tmp, "wb") as f:
+    np.savez(f, task=np.array(task), labels=np.array(list(labels)),
+             prediction_function=np.array("softmax"),
+             sentence_lengths=np.array([len(r) for r in per_sentence], np.int64),
+             logits=np.concatenate(per_sentence).astype(np.float32))
+  os.replace(tmp, path)
+
+
+def read_teacher(path: str, task: str, sentences, labels: Sequence[str]) -> np.ndarray:
+  """A tagging teacher's `[words, tags]` logits in the order of the student's `labels`, checked
+  against the student's training sentences and tags (the teacher's must be among them).
+
+  Raises:
+    ValueError: naming the file when it is missing or unreadable, or its task, sentences (count,
+      words) or tags differ from the student's.
+  """
+  if not os.path.isfile(path):
+    raise ValueError(f"teacher file {path} does not exist (write it with run_tagging or a "
+                     "multi-task run_glue, --write_train_predictions)")
+  try:
+    with np.load(path, allow_pickle=False) as data:
+      data = {k: data[k] for k in data.files}
+  except (OSError, ValueError) as e:
+    raise ValueError(f"teacher file {path} is not a tagging teacher (.npz): {e}") from None
+  problems = []
+  if str(data.get("task", "")) != task:
+    problems.append(f"it is for task {str(data.get('task', ''))!r}, not {task!r}")
+  lengths = data.get("sentence_lengths", np.zeros([0], np.int64))
+  expected = [len(s.words) for s in sentences]
+  if len(lengths) != len(expected):
+    problems.append(f"it holds {len(lengths)} sentences but the {task} training set has "
+                    f"{len(expected)}")
+  elif not np.array_equal(lengths, expected):
+    first = int(np.flatnonzero(lengths != np.asarray(expected))[0])
+    problems.append(f"sentence {first + 1} has {lengths[first]} words there but "
+                    f"{expected[first]} here")
+  teacher_tags = [str(tag) for tag in data.get("labels", [])]
+  extra = sorted(set(teacher_tags) - set(labels))
+  if extra:
+    problems.append(f"its tags {extra[:6]} are not in the training set's")
+  if problems:
+    raise ValueError(f"teacher file {path} does not match the training set: "
+                     + "; ".join(problems))
+  # Columns in the student's tag order; a tag the teacher never saw (it trained on a subset)
+  # gets probability 0.
+  logits = np.full([len(data["logits"]), len(labels)], -1e9, np.float32)
+  logits[:, [list(labels).index(tag) for tag in teacher_tags]] = data["logits"]
+  return logits
 
 
 def output_tags(task: tagging_data.TaggingTask, tags: List[List[str]]) -> List[List[str]]:
@@ -159,3 +264,98 @@ def write_predictions(path: str, sentences, predicted: List[List[str]]):
     lines.append("")
   records.write_lines_atomic(path, lines)
 
+
+
+@task_lib.register_member(*tagging_data.TASKS)
+class TaggingMember(task_lib.Member):
+  """A tagging task in a BAM run: a softmax over tags at each word's first piece (no CRF; span
+  tasks train on BIOES tags, scored as `run_tagging` does). Its examples are word-piece windows;
+  its data is `--task_data_dirs=<task>:DIR` or `<--data_dir>/<folder>` (pos_ptb,
+  chunk_conll2000, ner_conll2003). The tag set is the whole training set's, as a teacher's."""
+
+  def __init__(self, name: str, config, tokenizer, log: Callable[[str], None]):
+    super().__init__(name, config, tokenizer, log)
+    self.spec = tagging_data.get_task(name)
+    directory = (configs.task_data_dirs(config).get(name)
+                 or os.path.join(config.data_dir, self.spec.folder))
+    if not os.path.isdir(directory):
+      raise ValueError(f"no data for {name}: {directory} is not a folder; give "
+                       f"--task_data_dirs={name}:DIR (with {self.spec.train_file}) or a "
+                       f"--data_dir holding {self.spec.folder}/")
+    train, self.dev_sentences = tagging_data.load_task(self.spec, directory)
+    if self.spec.spans:
+      train = tagging_data.with_scheme(train, DEFAULT_TAG_SCHEME)
+    self.all_train = train
+    self.rows = task_lib.subset_rows(len(train), config)
+    self.labels = sorted({tag for sentence in train for tag in sentence.tags})
+    unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.spec.spans)
+    if unseen:
+      log(f"{name}: dev tags unseen in training, counted as errors: {dict(unseen)}")
+    self.label_ids = {tag: i for i, tag in enumerate(self.labels)}
+    self.windows = tagging_data.encode([train[i] for i in self.rows], tokenizer,
+                                       config.max_seq_length, self.label_ids)
+    self.dev_windows = tagging_data.encode(self.dev_sentences, tokenizer, config.max_seq_length,
+                                           self.label_ids)
+    self.num_train = len(self.windows)
+    self.num_outputs = len(self.labels)
+    self.teacher_file = teacher_file(name)
+    self.teacher = None  # ([words, tags] probabilities, [windows, seq_len] row of each word)
+
+  def read_teacher(self, path: str) -> None:
+    probabilities = distillation.softmax(read_teacher(path, self.name, self.all_train,
+                                                      self.labels)).astype(np.float32)
+    offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in self.all_train])])
+    index = np.zeros_like(self.windows.word_labels)
+    lengths = self.windows.inputs["word_lengths"]
+    for k, (sentence, first) in enumerate(zip(self.windows.sentence, self.windows.first_word)):
+      start = offsets[self.rows[sentence]] + first
+      index[k, :lengths[k]] = np.arange(start, start + lengths[k])
+    self.teacher = probabilities, index
+    self.teacher_path = path
+
+  def train_dataset(self, seed: int) -> tf.data.Dataset:
+    """Targets: `labels` `[seq_len]` tag ids of the owned words, `teacher` `[seq_len, tags]`
+    (the teacher's distribution per word, zeros without one or past the words), `has_teacher`."""
+    n = self.num_train
+    probabilities, index = self.teacher or (np.zeros([1, self.num_outputs], np.float32),
+                                            np.zeros_like(self.windows.word_labels))
+    targets = {"labels": self.windows.word_labels,
+               "has_teacher": np.full([n], float(self.teacher is not None), np.float32)}
+    table = tf.constant(probabilities)
+
+    def with_teacher(features, targets, rows):
+      owned = tf.sequence_mask(features["word_lengths"], tf.shape(rows)[0], tf.float32)
+      return features, {**targets, "teacher": tf.gather(table, rows) * owned[:, None]}
+
+    return (tf.data.Dataset.from_tensor_slices((self.windows.inputs, targets, index))
+            .shuffle(n, seed=seed).repeat().map(with_teacher))
+
+  def output(self, head, dropout, sequence_output, inputs, training):
+    """`[batch, seq_len, tags]` logits at each owned word's first piece, left-aligned."""
+    logits = tf.cast(head(dropout(sequence_output, training=training)), tf.float32)
+    return tf.gather(logits, inputs["word_positions"], batch_dims=1)
+
+  def example_losses(self, output, features, targets, lam):
+    """Each window's summed per-word cross-entropy against λ·y + (1 − λ)·teacher; its words."""
+    lengths = features["word_lengths"]
+    owned = tf.sequence_mask(lengths, tf.shape(output)[1], tf.float32)
+    gold = tf.one_hot(tf.maximum(tf.cast(targets["labels"], tf.int32), 0), self.num_outputs)
+    has_teacher = targets["has_teacher"][:, None, None]
+    mixed = (has_teacher * (lam * gold + (1.0 - lam) * targets["teacher"])
+             + (1.0 - has_teacher) * gold)
+    losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
+    return tf.reduce_sum(losses * owned, -1), tf.cast(lengths, tf.float32)
+
+  def evaluate(self, predict):
+    logits = predict(self.dev_windows.inputs, f"{self.name}: tagging {len(self.dev_windows)} windows")
+    metrics = evaluate(self.spec, self.dev_sentences,
+                       predicted_tags(self.spec, self.labels, self.dev_windows, logits,
+                                      self.dev_sentences))
+    return {self.name: metrics}, metrics["f1" if self.spec.spans else "accuracy"]
+
+  def write_teacher(self, path: str, predict) -> None:
+    windows = tagging_data.encode(self.all_train, self.tokenizer, self.config.max_seq_length,
+                                  self.label_ids)
+    logits = predict(windows.inputs, f"{self.name}: tagging {len(windows)} training windows")
+    write_teacher(path, self.name, self.labels,
+                  sentence_word_logits(windows, logits, self.all_train))

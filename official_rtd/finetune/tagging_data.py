@@ -236,6 +236,7 @@ def words_by_sentence(windows: Windows, word_predictions: Sequence[Sequence[int]
         raise AssertionError(f"sentence {sentence} word {first + offset} predicted twice")
       out[sentence][first + offset] = value
   for index, row in enumerate(out):
-    if None in row:
-      raise AssertionError(f"sentence {index} word {row.index(None)} predicted by no window")
+    missing = [w for w, value in enumerate(row) if value is None]
+    if missing:
+      raise AssertionError(f"sentence {index} word {missing[0]} predicted by no window")
   return out

@@ -18,7 +18,7 @@ and the runner picks it by `config.task_name`.
 """
 import json
 import math
-from typing import Callable, Dict, List, Optional, Sequence, Type
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 import tensorflow as tf
@@ -60,11 +60,7 @@ class Task:
 
   def subset(self, items: Sequence) -> list:
     """A `--max_train_examples` random subset of `items` (in their order), or all of them."""
-    items = list(items)
-    if not self.config.max_train_examples:
-      return items
-    keep = np.random.default_rng(self.config.seed).permutation(len(items))
-    return [items[i] for i in sorted(keep[:self.config.max_train_examples])]
+    return [items[i] for i in subset_rows(len(items), self.config)]
 
   def check_max_seq_length(self):
     positions = self.export.encoder_config["max_position_embeddings"]
@@ -133,20 +129,97 @@ class Task:
     """After every trial (e.g. GLUE's test-set submission from the best trial)."""
 
 
+def subset_rows(count: int, config) -> List[int]:
+  """Indices (ascending) of a `--max_train_examples` random subset of `count` rows (seeded by
+  `--seed`), or all of them."""
+  if not config.max_train_examples:
+    return list(range(count))
+  keep = np.random.default_rng(config.seed).permutation(count)
+  return sorted(int(i) for i in keep[:config.max_train_examples])
+
+
+class Member:
+  """One task of a multi-task (BAM) run (`multitask.py`): its examples, a head on the shared
+  encoder, per-example losses against soft targets (gold mixed with a teacher), dev metrics and
+  its teacher file. Constructed with the run's config, its name, the tokenizer and a log.
+
+  Attributes a member sets:
+    family: "glue" members make up `glue.average`.
+    num_outputs: units of its head (`Dense` on the encoder output).
+    teacher_file: its teacher file's name in a teacher run's directory.
+    teacher_path: the teacher file read (`read_teacher`), "" without one.
+    num_train: training examples (after `--max_train_examples`).
+  """
+
+  family: str = ""
+  num_outputs: int = 1
+  teacher_file: str = ""
+  teacher_path: str = ""
+  num_train: int = 0
+
+  def __init__(self, name: str, config, tokenizer, log: Callable[[str], None]):
+    self.name = name
+    self.config = config
+    self.tokenizer = tokenizer
+    self.log = log
+
+  def read_teacher(self, path: str) -> None:
+    """Reads the teacher file at `path` (checked against the training set); sets
+    `teacher_path`."""
+    raise NotImplementedError
+
+  def train_dataset(self, seed: int) -> tf.data.Dataset:
+    """Unbatched `(features, targets)` of the training examples, shuffled (for `seed`) and
+    repeated; `targets` holds the member's own gold and teacher tensors."""
+    raise NotImplementedError
+
+  def output(self, head, dropout, sequence_output, inputs, training):
+    """The member's output from the encoder's `[batch, seq_len, hidden]` sequence output."""
+    raise NotImplementedError
+
+  def example_losses(self, output, features, targets, lam):
+    """`(losses, units)`, both `[batch]`: each example's summed loss against λ·gold +
+    (1 − λ)·teacher, and the units it sums over (1 per sentence, its words for tagging)."""
+    raise NotImplementedError
+
+  def evaluate(self, predict) -> Tuple[Dict[str, dict], float]:
+    """Dev metrics `{key: metrics}` and the primary metric in [0, 1] (None: not averaged);
+    `predict(features, label)` runs the member's head over numpy features."""
+    raise NotImplementedError
+
+  def write_teacher(self, path: str, predict) -> None:
+    """Writes the member's training-set predictions (a teacher for a later run) to `path`."""
+    raise NotImplementedError
+
+
 _TASKS: Dict[str, Type[Task]] = {}
+_MEMBERS: Dict[str, Type[Member]] = {}
 
 
-def register(*names: str):
-  """Class decorator registering a `Task` under each of `names`."""
+def get_member(name: str) -> Type[Member]:
+  if name not in _MEMBERS:
+    raise ValueError(f"--tasks names {name!r}, which cannot join a multi-task run; known: "
+                     f"{', '.join(sorted(_MEMBERS))}")
+  return _MEMBERS[name]
 
-  def decorate(cls):
-    for name in names:
-      existing = _TASKS.get(name)
-      if existing is not None and existing.__qualname__ != cls.__qualname__:
-        raise ValueError(f"fine-tuning task name {name!r} is registered twice")
-      _TASKS[name] = cls
-    return cls
-  return decorate
+
+def _registry(table: dict, what: str):
+  """A class decorator factory `(*names)` registering a class in `table` under each name."""
+
+  def register_as(*names: str):
+    def decorate(cls):
+      for name in names:
+        existing = table.get(name)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+          raise ValueError(f"{what} name {name!r} is registered twice")
+        table[name] = cls
+      return cls
+    return decorate
+  return register_as
+
+
+register = _registry(_TASKS, "fine-tuning task")  # @register("rte", ...) on a `Task`
+register_member = _registry(_MEMBERS, "multi-task member")  # @register_member(...) on a `Member`
 
 
 def get(name: str) -> Type[Task]:

@@ -22,10 +22,13 @@ from official_rtd.tools import finetune_flags
 finetune_flags.define_common_flags(configs.GlueConfig)
 finetune_flags.define_flags(configs.GlueConfig, {
     "task": "Single-task: cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte or wnli.",
-    "tasks": "Multi-task (BAM): a comma list of tasks sharing one encoder (one task: with a "
-             "teacher, Single->Single distillation).",
-    "data_dir": "The task's folder with GLUE train.tsv/dev.tsv(/test.tsv), or (--tasks) the GLUE "
-                "root holding CoLA/, SST-2/, ...",
+    "tasks": "Multi-task (BAM): a comma list of tasks sharing one encoder: GLUE tasks and the "
+             "tagging tasks pos, chunk, ner (one task: with a teacher, Single->Single "
+             "distillation).",
+    "data_dir": "The task's folder with GLUE train.tsv/dev.tsv(/test.tsv), or (--tasks) a root "
+                "holding CoLA/, SST-2/, ... (and pos_ptb/, chunk_conll2000/, ner_conll2003/).",
+    "task_data_dirs": "Multi-task: task:dir,... for tasks whose data is not under --data_dir "
+                      "(e.g. pos:../shared/data/tagging/pos_ptb).",
     "tfds_data_dir": "A TFDS data dir already holding glue/<task> (never downloads).",
     "double_unordered": "MRPC/STS-B: train on both sentence orders and average both orders' "
                         "predictions.",
@@ -35,7 +38,8 @@ finetune_flags.define_flags(configs.GlueConfig, {
     "task_sampling_exponent": "Multi-task: sample task t with probability |D_t|^x (0 uniform, "
                               "1 proportional).",
     "eval_every_steps": "Multi-task: dev evaluation every N steps (0: at the end only).",
-    "teacher_dirs": "Distillation: task:dir,... of run_glue runs (single- or multi-task) with "
+    "teacher_dirs": "Distillation: task:dir,... of run_glue (or, for a tagging task, "
+                    "run_tagging) runs, single- or multi-task, with "
                     "--write_train_predictions.",
     "teachers_from": "Distillation: a root whose <task>/ folders are teacher runs.",
     "teacher_annealing": "linear: lambda 0 -> 1 over training (teacher annealing); fixed: "
@@ -60,6 +64,7 @@ def main(_):
   from official_rtd.finetune import glue_data  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import multitask  # pylint: disable=g-import-not-at-top,unused-import
   from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import tagging  # pylint: disable=g-import-not-at-top,unused-import
   config = finetune_flags.config_from_flags(configs.GlueConfig)
   if bool(config.task) == bool(config.tasks):
     raise ValueError("give exactly one of --task (single-task) and --tasks (multi-task)")

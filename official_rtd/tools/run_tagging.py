@@ -35,6 +35,9 @@ finetune_flags.define_flags(configs.TaggingConfig, {
                 "results' spread holds the mean he reports). Flags given still win.",
     "allow_unseen_dev_tags": "Accept dev tags (span types) the training sentences lack, counted "
                              "as errors; otherwise they are refused.",
+    "write_train_predictions": "Write the best trial's word logits for every training sentence "
+                               "(train_predictions_<task>.npz): a teacher for a multi-task "
+                               "run_glue --tasks=...,<task> (not with --crf).",
 }, enums={"protocol": ["electra", "shao"]})
 flags.mark_flags_as_required(["task", "data_dir", "init_checkpoint", "model_dir"])
 FLAGS = flags.FLAGS
