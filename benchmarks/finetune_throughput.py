@@ -30,7 +30,7 @@ from official_rtd.finetune import glue
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import squad
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.training import export
+from official_rtd.interop import export
 
 from official_rtd.finetune import span_head
 from official_rtd.finetune import trials

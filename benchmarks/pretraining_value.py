@@ -177,7 +177,7 @@ def pending_exports(args, filename):
   `eval/<run>/<filename>` does not yet; `write_row` writes that file."""
   from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import export  # pylint: disable=g-import-not-at-top
   for name, _, _ in runs(args):
     out = os.path.join(args.work_dir, "eval", name, filename)
     export_dir = os.path.join(args.work_dir, name, "export")

@@ -93,7 +93,7 @@ def memory_mode():
   """Peak RSS of a few RACE training steps at the default batch with a Small-shaped encoder."""
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling import encoder_config  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import export  # pylint: disable=g-import-not-at-top
   out = tempfile.mkdtemp()
   vocab = vocab_lib.load_vocab(os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"))
   small = encoder_config.EncoderConfig(vocab_size=vocab.size, hidden_size=256, num_layers=12,

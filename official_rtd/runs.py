@@ -17,7 +17,7 @@ from official_rtd.finetune import probe
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import ema
 from official_rtd.training import evaluation
-from official_rtd.training import run_dir
+from official_rtd.interop import run_dir
 from official_rtd.training import strategies
 from official_rtd.training import trainer as trainer_lib
 

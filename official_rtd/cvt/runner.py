@@ -125,7 +125,7 @@ class CvtRunner:
   def _encoder_vectors(self, export_dir: str) -> Dict[str, np.ndarray]:
     """Each training word's vector: the mean of its word pieces' input embeddings in a
     pre-trained encoder export (whose embedding size must be `--word_dim`)."""
-    from official_rtd.training import export as export_lib  # pylint: disable=g-import-not-at-top
+    from official_rtd.interop import export as export_lib  # pylint: disable=g-import-not-at-top
     export = export_lib.Export(export_dir)
     encoder = export.encoder()
     table = encoder.embeddings.embedding_table.numpy()

@@ -13,7 +13,7 @@ from official_rtd.data import records
 from official_rtd.finetune import fingerprint
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
-from official_rtd.training import export as export_lib
+from official_rtd.interop import export as export_lib
 from official_rtd.training import precision
 
 RESULTS_NAME = "eval_results.json"

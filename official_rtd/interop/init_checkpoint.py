@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.training import run_dir
+from official_rtd.interop import run_dir
 
 
 def _config_lines(config: EncoderConfig, scope: str = "") -> list:

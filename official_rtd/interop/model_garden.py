@@ -48,16 +48,21 @@ def _dummy_batch():
               masked_lm_weights=tf.ones([1, NUM_PREDICTIONS]))
 
 
+# Model Garden's embedding layers (Keras layer names in its functional `BertEncoder`) -> ours.
+EMBEDDING_LAYERS = {"word_embeddings": "word_embeddings",
+                    "position_embedding": "position_embeddings",
+                    "type_embeddings": "type_embeddings", "embeddings/layer_norm": "layer_norm"}
+
+
 def _copy_encoder(mg_encoder, ours, embeddings_from):
-  for mg_layer, layer in [(embeddings_from._embedding_layer, ours.embeddings.word_embeddings),  # pylint: disable=protected-access
-                          (embeddings_from._position_embedding_layer,  # pylint: disable=protected-access
-                           ours.embeddings.position_embeddings),
-                          (embeddings_from._type_embedding_layer, ours.embeddings.type_embeddings),  # pylint: disable=protected-access
-                          (embeddings_from._embedding_norm_layer, ours.embeddings.layer_norm)]:  # pylint: disable=protected-access
-    layer.set_weights(mg_layer.get_weights())
+  """Copies a Model Garden `BertEncoder` into ours through its public Keras API (`get_layer` by
+  name, `transformer_layers`); the embeddings come from `embeddings_from`."""
+  for mg_name, name in EMBEDDING_LAYERS.items():
+    getattr(ours.embeddings, name).set_weights(embeddings_from.get_layer(mg_name).get_weights())
   if ours.embedding_projection is not None:
-    ours.embedding_projection.set_weights(mg_encoder._embedding_projection.get_weights())  # pylint: disable=protected-access
-  for mg_layer, layer in zip(mg_encoder._transformer_layers, ours.transformer_layers):  # pylint: disable=protected-access
+    ours.embedding_projection.set_weights(
+        mg_encoder.get_layer("embedding_projection").get_weights())
+  for mg_layer, layer in zip(mg_encoder.transformer_layers, ours.transformer_layers):
     copy_weights_by_name(mg_layer, layer)
 
 

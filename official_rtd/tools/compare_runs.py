@@ -25,7 +25,7 @@ FLAGS = flags.FLAGS
 
 def compare(model_dirs, figures=()) -> str:
   """Returns the markdown table."""
-  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import run_dir  # pylint: disable=g-import-not-at-top
   runs = {d: run_dir.read_results(d) for d in model_dirs}
   budget = min(max(r["train_flops"] for r in rows) for rows in runs.values())
   chosen = {d: max((r for r in rows if r["train_flops"] <= budget), key=lambda r: r["train_flops"],
@@ -58,7 +58,7 @@ def plot(model_dirs, metric: str, output_file: str):
   Raises:
     ValueError: a run has no row with `metric` (the message lists the figures it has).
   """
-  from official_rtd.training import run_dir  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import run_dir  # pylint: disable=g-import-not-at-top
   series = {}
   for d in model_dirs:
     rows = sorted(run_dir.read_results(d), key=lambda r: r["train_flops"])

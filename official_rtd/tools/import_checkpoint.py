@@ -53,7 +53,7 @@ def main(_):
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import electra_tf1  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import init_checkpoint  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import export  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import export  # pylint: disable=g-import-not-at-top
   cli.claim_output_dir(FLAGS.output_dir, FLAGS.overwrite)
   vocab_file, do_lower_case = FLAGS.vocab_file, FLAGS.do_lower_case
   if FLAGS.source == "huggingface":

@@ -44,7 +44,7 @@ def main(_):
   import tf_keras  # pylint: disable=g-import-not-at-top
   from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import probe as probe_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import export as export_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import export as export_lib  # pylint: disable=g-import-not-at-top
   if not FLAGS.pos_data_dir and not FLAGS.glue_data_dir:
     raise ValueError("give --pos_data_dir, --glue_data_dir or both")
   export = export_lib.Export(FLAGS.init_checkpoint)

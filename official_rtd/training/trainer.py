@@ -36,10 +36,10 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.ops import masking
 from official_rtd.ops import sampling
 from official_rtd.training import ema
-from official_rtd.training import export
+from official_rtd.interop import export
 from official_rtd.training import optimization
 from official_rtd.training import precision
-from official_rtd.training import run_dir
+from official_rtd.interop import run_dir
 from official_rtd.training import train_step
 from official_rtd.training import warm_start
 

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.cvt import runner
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 from tests.cvt.test_data import SAMPLE
 from tests.finetune.test_squad import write_export

@@ -10,7 +10,7 @@ import tensorflow as tf
 from official_rtd.finetune import classifier
 from official_rtd.finetune import glue
 from official_rtd.finetune import runner as runner_lib
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 from tests.training.test_trainer import tiny_export
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from official_rtd.finetune import multiple_choice
 from official_rtd.finetune import runner as runner_lib
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 from tests.finetune.test_race_data import RACE
 from tests.finetune.test_squad import write_export

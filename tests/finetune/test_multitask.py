@@ -18,7 +18,7 @@ from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import tagging
 from official_rtd.finetune import tagging_data
 from official_rtd.finetune import task as task_lib
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 from tests.finetune.test_glue import GLUE, head_of
 from tests.finetune.test_squad import write_export

@@ -15,7 +15,7 @@ from official_rtd.finetune import probe as probe_lib
 from official_rtd.finetune import tagging_data
 from official_rtd.methods import mlm
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 
 POS_DIR = os.path.join(testutil.SHARED_DATA, "tagging", "pos_ptb")

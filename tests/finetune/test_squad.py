@@ -12,7 +12,7 @@ from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import squad
 from official_rtd.finetune import squad_data
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 from tests.finetune.test_squad_data import SQUAD, V2
 from tests.training.test_trainer import TINY

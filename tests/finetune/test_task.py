@@ -15,7 +15,7 @@ from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import configs
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import task as task_lib
-from official_rtd.training import export as export_lib
+from official_rtd.interop import export as export_lib
 from tests.training.test_trainer import tiny_export
 
 SEVEN = 7  # the toy task: does the sequence hold token 7?

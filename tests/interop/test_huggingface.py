@@ -162,6 +162,7 @@ class HuggingFaceImportTest(tf.test.TestCase):
 
   def test_transformers_written_checkpoints_import_with_equal_hidden_states(self):
     import transformers  # pylint: disable=g-import-not-at-top
+    tf.random.set_seed(3)  # transformers' random initialisation
     common = dict(vocab_size=self.vocab.size, embedding_size=16, num_hidden_layers=2,
                   max_position_embeddings=32, hidden_act="gelu_new", hidden_dropout_prob=0.0,
                   attention_probs_dropout_prob=0.0)
@@ -193,7 +194,9 @@ class HuggingFaceImportTest(tf.test.TestCase):
     self.assertAllClose(sequence.numpy()[real], got.hidden_states[-1].numpy()[real], atol=1e-5)
     positions = tf.constant([[1, 2, 3], [1, 4, 5]])
     hf_logits = np.take_along_axis(got.logits.numpy(), positions.numpy()[..., None], 1)
-    self.assertAllClose(model.masked_lm(sequence, positions), hf_logits, atol=1e-4)
+    # transformers' generator head applies the erf GELU whatever hidden_act says; ours (and the
+    # original ELECTRA code's) is BERT's tanh approximation: logits differ by ~1e-4 here.
+    self.assertAllClose(model.masked_lm(sequence, positions), hf_logits, atol=5e-4)
 
   def test_problems_are_named(self):
     model = tiny_electra(self.vocab)

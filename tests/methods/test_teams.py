@@ -9,7 +9,7 @@ from official_rtd.data import vocab as vocab_lib
 from official_rtd.methods import teams
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.ops import sampling
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 from tests.methods.test_electra import forcing_noise, toy_batch
 from tests.training.test_trainer import make_records, text_trainer

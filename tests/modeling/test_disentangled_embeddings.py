@@ -20,7 +20,7 @@ from official_rtd.methods import teams
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.disentangled_embeddings import DisentangledEmbeddings
 from official_rtd.modeling.layers.embeddings import Embeddings
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 from tests.methods.test_electra import toy_batch
 

@@ -8,7 +8,7 @@ import safetensors.numpy
 import tensorflow as tf
 
 from official_rtd import runs
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests import testutil
 from tests.interop import test_electra_tf1
 from tests.training.test_trainer import make_records

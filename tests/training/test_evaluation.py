@@ -12,7 +12,7 @@ from official_rtd.methods import electra
 from official_rtd.methods import teams
 from official_rtd.training import evaluation
 from official_rtd.training import optimization
-from official_rtd.training import run_dir
+from official_rtd.interop import run_dir
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 from tests.training.test_trainer import TINY, RecordsTestCase, make_records

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from official_rtd.methods import electra
 from official_rtd.ops.losses import Loss
-from official_rtd.training import export
+from official_rtd.interop import export
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests.training.test_trainer import TINY

@@ -6,7 +6,7 @@ import tempfile
 
 import tensorflow as tf
 
-from official_rtd.training import export
+from official_rtd.interop import export
 from tests.finetune.test_squad import write_export
 
 
