@@ -1,11 +1,13 @@
 """Shared command-line plumbing: `--help` lists the tool's own flags, user errors become one
 `<tool>: error: ...` line and exit 1."""
+import dataclasses
 import os
 import re
 import signal
 import sys
 import textwrap
-import types
+import typing
+from typing import Dict, List, Sequence, Tuple
 
 # Keep TensorFlow's C++ start-up chatter out of the tools' output unless the user asks for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -33,26 +35,149 @@ def user_error_message(error: BaseException):
 
 HELP_ARGS = ("-h", "--help", "-help", "--helpshort", "-?")
 
+OVERWRITE_HELP = ("Replace an existing {what} (a directory is moved aside to "
+                  "<dir>.replaced-<time>) instead of refusing it before any work.")
 
-def tool_help(main, tool_name: str) -> str:
-  """The tool's usage (its module docstring) and the flags it defines itself or through the
-  flag modules it imports (e.g. `finetune_flags`), each with its help text and default.
 
-  absl's own `--help` lists the flags of `sys.argv[0]`'s module, which for a console script or a
-  `finetune/*.py` wrapper defines none.
+@dataclasses.dataclass(frozen=True)
+class Flag:
+  """One command-line flag as `--help` and the README tables show it."""
+  name: str
+  kind: str  # bool, int, float, str, enum, multi (repeatable, comma lists), list (comma list)
+  default: object
+  help: str
+  choices: Tuple[str, ...] = ()
+  required: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Flags:
+  """A tool's command line, the one convention of every tool: a flag per field of the dataclass
+  `config` named in `help` (in that order), whose name, type and default are the field's (a
+  default is written once, in the dataclass; a field without one is required). The tool's main
+  reads `values()`, a `config` instance.
+
+  Attributes:
+    enums: a field's allowed values.
+    required: fields that must be given (besides those without a default).
+    ranges: numeric fields' valid ranges (`ranges.Range`), stated in the help and checked.
+    renamed: `{old: new}`: earlier names still accepted for one release, with one deprecation
+      line (both given: refused).
+    aliases: `{alias: field}`: other names of a field.
   """
-  from absl import flags  # pylint: disable=g-import-not-at-top
+  config: type
+  help: Dict[str, str]
+  enums: Dict[str, Sequence[str]] = dataclasses.field(default_factory=dict)
+  required: Sequence[str] = ()
+  ranges: Dict[str, tuple] = dataclasses.field(default_factory=dict)
+  renamed: Dict[str, str] = dataclasses.field(default_factory=dict)
+  aliases: Dict[str, str] = dataclasses.field(default_factory=dict)
+
+  def flags(self) -> List[Flag]:
+    """The flags, in `help`'s order."""
+    from official_rtd import ranges as ranges_lib  # pylint: disable=g-import-not-at-top
+    fields = {f.name: f for f in dataclasses.fields(self.config)}
+    out = []
+    for name, text in self.help.items():
+      field = fields[name]
+      if field.default is not dataclasses.MISSING:
+        default = field.default
+      elif field.default_factory is not dataclasses.MISSING:
+        default = field.default_factory()
+      else:
+        default = None
+      if name in self.ranges:
+        text = f"{text} ({ranges_lib.range_text(self.ranges[name])})"
+      kind = "enum" if name in self.enums else _kind(field.type)
+      if kind in ("multi", "list"):
+        default = list(default) if default else None
+      out.append(Flag(name, kind, default, text, tuple(self.enums.get(name, ())),
+                      required=name in self.required or field.default is dataclasses.MISSING
+                      and field.default_factory is dataclasses.MISSING))
+    return out
+
+  def define(self) -> None:
+    """Defines the absl flags (once per process: a tool's `run`)."""
+    from absl import flags  # pylint: disable=g-import-not-at-top
+    definers = {"bool": flags.DEFINE_bool, "int": flags.DEFINE_integer,
+                "float": flags.DEFINE_float, "str": flags.DEFINE_string,
+                "multi": flags.DEFINE_multi_string, "list": flags.DEFINE_list}
+    for flag in self.flags():
+      if flag.kind == "enum":
+        flags.DEFINE_enum(flag.name, flag.default, list(flag.choices), flag.help)
+      else:
+        definers[flag.kind](flag.name, flag.default, flag.help)
+    for alias, name in self.aliases.items():
+      flags.DEFINE_alias(alias, name)
+    for old, new in self.renamed.items():
+      define_renamed_flag(old, new)
+
+  def values(self):
+    """The `config` of the parsed flags, after the renamed flags' values moved to their new
+    names and the required ones were checked; ranges checked."""
+    from absl import flags  # pylint: disable=g-import-not-at-top
+    from official_rtd import ranges as ranges_lib  # pylint: disable=g-import-not-at-top
+    given = {}
+    for flag in self.flags():
+      value = flags.FLAGS[flag.name].value
+      if flag.required and value in (None, []):
+        raise ValueError(f"--{flag.name} is required")
+      if value is None:  # unset: the field's default
+        continue
+      given[flag.name] = (tuple(split_list(value)) if flag.kind in ("multi", "list")
+                          else value)
+    config = self.config(**given)
+    ranges_lib.check_ranges(config, self.ranges)
+    return config
+
+  def help_text(self) -> str:
+    """The flags as `--help` lists them: name, help, allowed values and default."""
+    lines = []
+    for flag in self.flags():
+      name = f"--[no]{flag.name}" if flag.kind == "bool" else f"--{flag.name}"
+      text = flag.help + (f" (one of: {', '.join(flag.choices)})" if flag.choices else "")
+      lines.append(textwrap.fill(f"{name}: {text}", 96, initial_indent="  ",
+                                 subsequent_indent="    "))
+      note = "required" if flag.required else f"default: {shown(flag)}"
+      lines.append(f"    ({note})")
+    for alias, name in self.aliases.items():
+      lines.append(f"  --{alias}: another name of --{name}")
+    for old, new in self.renamed.items():
+      lines.append(f"  --{old}: deprecated name of --{new}, accepted until the next release")
+    return "\n".join(lines)
+
+
+def _kind(annotation) -> str:
+  """bool, int, float, str, multi (a tuple) or list from a field's type (Optional[X] is X)."""
+  if typing.get_origin(annotation) is typing.Union:
+    annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+  origin = typing.get_origin(annotation) or annotation
+  if origin is tuple:
+    return "multi"
+  if origin is list:
+    return "list"
+  return {bool: "bool", int: "int", float: "float"}.get(annotation, "str")
+
+
+def shown(flag: Flag) -> str:
+  """A flag's default as `--help` and the README show it."""
+  if flag.default is None:
+    return "unset"
+  if flag.kind == "bool":
+    return str(flag.default).lower()
+  if flag.kind in ("multi", "list"):
+    return ",".join(flag.default)
+  if flag.kind in ("str", "enum"):
+    return f"'{flag.default}'"
+  return f"{flag.default:g}" if isinstance(flag.default, float) else str(flag.default)
+
+
+def tool_help(main, tool_name: str, spec: Flags) -> str:
+  """The tool's usage (its module docstring) and its flags (`spec.help_text`)."""
   module = sys.modules[main.__module__]
-  defining = set(flags.FLAGS.flags_by_module_dict())
-  names = [module.__name__] + [
-      value.__name__ for value in vars(module).values()
-      if isinstance(value, types.ModuleType) and value.__name__ in defining
-      and value.__name__.startswith("official_rtd.")]
   usage = textwrap.dedent(module.__doc__ or "").strip()
-  sections = [f"{tool_name}: {usage}" if usage else tool_name, "flags:"]
-  for name in names:
-    sections.append(flags.FLAGS.module_help(name).strip())
-  sections.append("Absl and TensorFlow flags: --helpfull.")
+  sections = [f"{tool_name}: {usage}" if usage else tool_name, "flags:", spec.help_text(),
+              "Absl and TensorFlow flags: --helpfull."]
   return "\n\n".join(sections) + "\n"
 
 
@@ -65,12 +190,14 @@ def _raise_terminated(signum, frame):  # pylint: disable=unused-argument
   raise Terminated()
 
 
-def run_main(main, tool_name: str):
-  """`absl.app.run` with `--help` / `-h` printing this tool's flags (exit 0) and user errors
-  (ValueError subclasses, OSError) reported on one line."""
+def run_main(main, tool_name: str, spec: Flags):
+  """Defines `spec`'s flags and runs `main(config)` (`spec.values()`) under `absl.app.run`;
+  `--help` / `-h` prints this tool's flags (exit 0) and user errors (ValueError subclasses,
+  OSError) are reported on one line."""
   if any(arg in HELP_ARGS for arg in sys.argv[1:]):
-    sys.stdout.write(tool_help(main, tool_name))
+    sys.stdout.write(tool_help(main, tool_name, spec))
     sys.exit(0)
+  spec.define()
 
   def wrapped(argv):
     if len(argv) > 1:
@@ -78,8 +205,8 @@ def run_main(main, tool_name: str):
     logging.set_verbosity(logging.INFO)
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-      apply_renamed_flags(tool_name, REQUIRED_AFTER_RENAMING)
-      main(argv)
+      apply_renamed_flags(tool_name)
+      main(spec.values())
     except KeyboardInterrupt as e:
       what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
       sys.stderr.write(f"{tool_name}: {what}: finished outputs and checkpoints are kept, "
@@ -97,13 +224,12 @@ def run_main(main, tool_name: str):
 
 # `--old` -> `--new`: earlier flag names still accepted for one release (`define_renamed_flag`).
 RENAMED = {}
-REQUIRED_AFTER_RENAMING = []
 
 
-def define_renamed_flag(old: str, new: str, required: bool = False):
+def define_renamed_flag(old: str, new: str):
   """`--old`, the earlier name of the (already defined) `--new`, accepted for one more release:
   given alone it sets `--new` and the tool says once that it is deprecated; with `--new` too
-  the command is refused. A required `--new` is checked after the renaming (not by absl)."""
+  the command is refused."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   target = flags.FLAGS[new]
   text = f"Deprecated name of --{new}, accepted until the next release."
@@ -112,13 +238,10 @@ def define_renamed_flag(old: str, new: str, required: bool = False):
   else:  # the same parser: the value has the new flag's type
     flags.DEFINE(target.parser, old, None, text, serializer=target.serializer)
   RENAMED[old] = new
-  if required:
-    REQUIRED_AFTER_RENAMING.append(new)
 
 
-def apply_renamed_flags(tool_name: str, required=()):
-  """Moves each renamed flag's value to its new name (one deprecation line on stderr), then
-  checks the `required` new names have values."""
+def apply_renamed_flags(tool_name: str):
+  """Moves each renamed flag's value to its new name (one deprecation line on stderr)."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   values = flags.FLAGS
   for old, new in RENAMED.items():
@@ -128,9 +251,6 @@ def apply_renamed_flags(tool_name: str, required=()):
       raise ValueError(f"--{old} is the deprecated name of --{new}: give only --{new}")
     values[new].value = values[old].value
     sys.stderr.write(f"{tool_name}: --{old} is deprecated: use --{new} (same meaning)\n")
-  missing = [name for name in required if values[name].value is None]
-  if missing:
-    raise ValueError(f"--{missing[0]} is required")
 
 
 def split_list(values):
@@ -141,13 +261,6 @@ def split_list(values):
   return out
 
 
-
-
-def define_overwrite_flag(what: str = "--output_dir"):
-  """`--overwrite`, shared by the tools that write one output directory or file."""
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  flags.DEFINE_bool("overwrite", False, f"Replace an existing {what} (a directory is moved aside "
-                    "to <dir>.replaced-<time>) instead of refusing it before any work.")
 
 
 def claim_output_file(path: str, overwrite: bool, flag: str = "--output_file") -> None:

@@ -10,17 +10,26 @@ dissertation's figures do.
 """
 import os
 
+import dataclasses
+from typing import List
+
 from official_rtd.tools import cli
 
-from absl import flags  # pylint: disable=g-bad-import-order
 
-flags.DEFINE_list("model_dirs", None, "Run directories holding eval_results.jsonl.")
-flags.DEFINE_list("figures", [], "Figures to show (default: all that every run has).")
-flags.DEFINE_string("plot", None, "Also write a PNG: --metric against train FLOPs, one line "
-                    "per run.")
-flags.DEFINE_string("metric", "fixed_noise_auc", "The eval_results.jsonl figure --plot draws.")
-flags.mark_flag_as_required("model_dirs")
-FLAGS = flags.FLAGS
+@dataclasses.dataclass(frozen=True)
+class CompareRunsConfig:
+  model_dirs: List[str]
+  figures: List[str] = dataclasses.field(default_factory=list)
+  plot: str = ""
+  metric: str = "fixed_noise_auc"
+
+
+COMMAND_LINE = cli.Flags(CompareRunsConfig, {
+    "model_dirs": "Run directories holding eval_results.jsonl (comma list).",
+    "figures": "Figures to show (comma list; default: all that every run has).",
+    "plot": "Also write a PNG: --metric against train FLOPs, one line per run.",
+    "metric": "The eval_results.jsonl figure --plot draws.",
+})
 
 
 def compare(model_dirs, figures=()) -> str:
@@ -92,15 +101,15 @@ def plot(model_dirs, metric: str, output_file: str):
   return series
 
 
-def main(_):
-  print(compare(FLAGS.model_dirs, FLAGS.figures))
-  if FLAGS.plot:
-    plot(FLAGS.model_dirs, FLAGS.metric, FLAGS.plot)
-    print(f"wrote {FLAGS.plot} ({FLAGS.metric} against train FLOPs)")
+def main(config):
+  print(compare(config.model_dirs, config.figures))
+  if config.plot:
+    plot(config.model_dirs, config.metric, config.plot)
+    print(f"wrote {config.plot} ({config.metric} against train FLOPs)")
 
 
 def run():
-  cli.run_main(main, "compare_runs")
+  cli.run_main(main, "compare_runs", COMMAND_LINE)
 
 
 if __name__ == "__main__":

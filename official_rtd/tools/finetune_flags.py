@@ -1,10 +1,6 @@
 """Flags of the fine-tuning tools (`run_glue`, `run_squad`, `run_tagging`,
-`run_multiple_choice`). Their names are the fields of the tool's config dataclass
-(`finetune/configs.py`), and their defaults are that class's: a default is written once, in the
-dataclass."""
-import dataclasses
-
-from absl import flags
+`run_multiple_choice`, `run_cvt`): their help texts; names, types and defaults are the fields of
+the tool's config dataclass (`finetune/configs.py`), as every tool's (`cli.Flags`)."""
 
 
 # Help of every field of `configs.FinetuneConfig` (the flags every fine-tuning tool shares).
@@ -47,36 +43,18 @@ ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "on_decode_error": ["fail", "skip"]}
 
 
-def define_flags(config_class, help_texts, enums=None):
-  """Defines a flag per field of `config_class` named in `help_texts`, with the field's default
-  (None for required fields) and type; `enums` adds the tool's own enumerations to `ENUMS`."""
-  enums = {**ENUMS, **(enums or {})}
+def spec(config_class, help_texts, enums=None, **kwargs):
+  """The tool's `cli.Flags`: `help_texts`' fields of `config_class` (a fine-tuning config: the
+  shared `COMMON_HELP` flags first), with `ENUMS` and the tool's `enums`, and the shared ranges
+  (`configs.RANGES`)."""
   from official_rtd.finetune import configs  # pylint: disable=g-import-not-at-top
-  fields = {f.name: f for f in dataclasses.fields(config_class)}
-  for name, help_text in help_texts.items():
-    field = fields[name]
-    if name in configs.RANGES:
-      help_text = f"{help_text} ({configs.range_text(name)})"
-    default = None if field.default is dataclasses.MISSING else field.default
-    kind = str(field.type)
-    if name in enums:
-      flags.DEFINE_enum(name, default, enums[name], help_text)
-    elif "bool" in kind:
-      flags.DEFINE_bool(name, default, help_text)
-    elif "int" in kind:
-      flags.DEFINE_integer(name, default, help_text)
-    elif "float" in kind:
-      flags.DEFINE_float(name, default, help_text)
-    else:
-      flags.DEFINE_string(name, default, help_text)
+  from official_rtd.tools import cli  # pylint: disable=g-import-not-at-top
+  enums = {**ENUMS, **(enums or {})}
+  return cli.Flags(config_class, help_texts,
+                   enums={k: v for k, v in enums.items() if k in help_texts},
+                   ranges={k: v for k, v in configs.RANGES.items() if k in help_texts}, **kwargs)
 
 
-def define_common_flags(config_class):
-  """The `FinetuneConfig` flags, with `config_class`'s defaults."""
-  define_flags(config_class, COMMON_HELP)
-
-
-def config_from_flags(config_class):
-  """`config_class(**{field: --field})` for every field of the dataclass."""
-  values = {f.name: flags.FLAGS[f.name].value for f in dataclasses.fields(config_class)}
-  return config_class(**values)
+def common_spec(config_class, help_texts, enums=None, **kwargs):
+  """`spec` of the shared `FinetuneConfig` flags followed by the tool's own."""
+  return spec(config_class, {**COMMON_HELP, **help_texts}, enums, **kwargs)

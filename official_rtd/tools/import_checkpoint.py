@@ -19,96 +19,112 @@ default to hidden / 64). `model_garden`: Model Garden `ElectraPretrainer` checkp
 fail with their names.
 """
 
-from official_rtd.tools import cli
+import dataclasses
+from typing import Optional
 
-from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
-flags.DEFINE_enum("source", None, ["electra_tf1", "model_garden", "huggingface"],
-                  "Checkpoint layout.")
-flags.DEFINE_string("checkpoint", None, "Checkpoint prefix (or directory for model_garden and "
-                    "huggingface: the discriminator's).")
-flags.DEFINE_string("generator", None, "huggingface: the ElectraForMaskedLM directory (optional).")
-flags.DEFINE_string("vocab_file", None, "The checkpoint's vocabulary: a WordPiece vocab.txt, a "
-                    "SentencePiece .model or a tokenizer.json (huggingface: default the "
-                    "checkpoint's vocab.txt, tokenizer.json, spm.model or spiece.model, first "
-                    "found).")
-flags.DEFINE_string("output_dir", None, "Writes <output_dir>/export.")
-flags.DEFINE_bool("do_lower_case", True, "Whether a WordPiece vocab is uncased (huggingface: "
-                  "default the checkpoint's tokenizer_config.json); SentencePiece and "
-                  "tokenizer.json vocabularies normalise text themselves (False).")
-flags.DEFINE_integer("max_seq_length", 512, "Recorded in the export's config.")
-flags.DEFINE_integer("num_attention_heads", None, "electra_tf1: discriminator heads "
-                     "(default hidden / 64).")
-flags.DEFINE_integer("generator_num_attention_heads", None, "electra_tf1: generator heads "
-                     "(default hidden / 64).")
-flags.DEFINE_multi_string("gin_file", None, "model_garden: a gin/models/ file with the sizes.")
-flags.DEFINE_float("generator_size", 0.25, "model_garden: the generator's width multiplier.")
-cli.define_overwrite_flag()
-flags.mark_flags_as_required(["source", "checkpoint", "output_dir"])
-FLAGS = flags.FLAGS
+from official_rtd.tools import cli
 
 
-def main(_):
+@dataclasses.dataclass(frozen=True)
+class ImportCheckpointConfig:
+  source: str
+  checkpoint: str
+  output_dir: str
+  generator: str = ""
+  vocab_file: str = ""
+  do_lower_case: Optional[bool] = None
+  max_seq_length: int = 512
+  num_attention_heads: Optional[int] = None
+  generator_num_attention_heads: Optional[int] = None
+  gin_file: tuple = ()
+  generator_size: float = 0.25
+  overwrite: bool = False
+
+
+COMMAND_LINE = cli.Flags(ImportCheckpointConfig, {
+    "source": "Checkpoint layout.",
+    "checkpoint": "Checkpoint prefix (or directory for model_garden and huggingface: the "
+                  "discriminator's).",
+    "generator": "huggingface: the ElectraForMaskedLM directory (optional).",
+    "vocab_file": "The checkpoint's vocabulary: a WordPiece vocab.txt, a SentencePiece .model or "
+                  "a tokenizer.json (huggingface: default the checkpoint's vocab.txt, "
+                  "tokenizer.json, spm.model or spiece.model, first found).",
+    "output_dir": "Writes <output_dir>/export.",
+    "do_lower_case": "Whether a WordPiece vocab is uncased (unset: true; huggingface: the "
+                     "checkpoint's tokenizer_config.json); SentencePiece and tokenizer.json "
+                     "vocabularies normalise text themselves (false).",
+    "max_seq_length": "Recorded in the export's config.",
+    "num_attention_heads": "electra_tf1: discriminator heads (unset: hidden / 64).",
+    "generator_num_attention_heads": "electra_tf1: generator heads (unset: hidden / 64).",
+    "gin_file": "model_garden: a gin/models/ file with the sizes.",
+    "generator_size": "model_garden: the generator's width multiplier.",
+    "overwrite": cli.OVERWRITE_HELP.format(what="--output_dir"),
+}, enums={"source": ["electra_tf1", "model_garden", "huggingface"]})
+
+
+def main(config):
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import electra_tf1  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import init_checkpoint  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import export  # pylint: disable=g-import-not-at-top
-  cli.claim_output_dir(FLAGS.output_dir, FLAGS.overwrite)
-  vocab_file, do_lower_case = FLAGS.vocab_file, FLAGS.do_lower_case
-  if FLAGS.source == "huggingface":
+  cli.claim_output_dir(config.output_dir, config.overwrite)
+  vocab_file = config.vocab_file
+  do_lower_case = True if config.do_lower_case is None else config.do_lower_case
+  if config.source == "huggingface":
     from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
-    vocab_file = vocab_file or huggingface.checkpoint_vocab(FLAGS.checkpoint)
-    if not FLAGS["do_lower_case"].present:
-      do_lower_case = huggingface.tokenizer_options(FLAGS.checkpoint).get("do_lower_case", True)
-  elif FLAGS.generator:
+    vocab_file = vocab_file or huggingface.checkpoint_vocab(config.checkpoint)
+    if config.do_lower_case is None:
+      do_lower_case = huggingface.tokenizer_options(config.checkpoint).get("do_lower_case", True)
+  elif config.generator:
     raise ValueError("--generator is for --source=huggingface (other checkpoints hold both)")
   if not vocab_file:
-    raise ValueError(f"--source={FLAGS.source} needs --vocab_file (the checkpoint's vocab)")
+    raise ValueError(f"--source={config.source} needs --vocab_file (the checkpoint's vocab)")
   vocab = vocab_lib.load_vocab(vocab_file)
   if vocab.kind != "wordpiece":  # its tokenizer file normalises text itself
-    do_lower_case = do_lower_case and FLAGS["do_lower_case"].present
+    do_lower_case = do_lower_case and (config.do_lower_case is not None)
     vocab.check_casing(do_lower_case)
-  if FLAGS.source == "huggingface":
-    model = huggingface.import_huggingface(FLAGS.checkpoint, FLAGS.generator, log=logging.info)
-  elif FLAGS.source == "electra_tf1":
-    model = electra_tf1.import_electra_tf1(FLAGS.checkpoint, FLAGS.num_attention_heads,
-                                           FLAGS.generator_num_attention_heads)
+  if config.source == "huggingface":
+    model = huggingface.import_huggingface(config.checkpoint, config.generator, log=logging.info)
+  elif config.source == "electra_tf1":
+    model = electra_tf1.import_electra_tf1(config.checkpoint, config.num_attention_heads,
+                                           config.generator_num_attention_heads)
   else:
-    if not FLAGS.gin_file:
+    if not config.gin_file:
       raise ValueError("--source=model_garden needs --gin_file (the model's sizes)")
     import gin  # pylint: disable=g-import-not-at-top
     from official_rtd.interop import model_garden  # pylint: disable=g-import-not-at-top
     from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
     from official_rtd import runs  # pylint: disable=g-import-not-at-top
-    runs.parse_gin(FLAGS.gin_file, [])
+    runs.parse_gin(config.gin_file, [])
     try:
-      config = EncoderConfig(vocab_size=vocab.size)
+      encoder_config = EncoderConfig(vocab_size=vocab.size)
     finally:
       gin.clear_config()
-    model = model_garden.import_model_garden_electra(FLAGS.checkpoint, config,
-                                                     FLAGS.generator_size)
+    model = model_garden.import_model_garden_electra(config.checkpoint, encoder_config,
+                                                     config.generator_size)
   size = model.discriminator.config.vocab_size
   if size != vocab.size:
     raise ValueError(f"--vocab_file {vocab_file} has {vocab.size} tokens but the "
                      f"checkpoint's embeddings have {size} rows")
-  path = export.export_encoder(model, vocab, FLAGS.output_dir, FLAGS.max_seq_length,
+  path = export.export_encoder(model, vocab, config.output_dir, config.max_seq_length,
                                do_lower_case)
   logging.info("wrote %s (hidden %d, %d layers); fine-tune with --init_checkpoint=%s", path,
                model.discriminator.config.hidden_size, model.discriminator.config.num_layers,
                path)
   checkpoint = init_checkpoint.write_pretraining_checkpoint(
-      model, vocab, FLAGS.output_dir, do_lower_case,
-      {"source": FLAGS.source, "checkpoint": FLAGS.checkpoint, "generator": FLAGS.generator})
+      model, vocab, config.output_dir, do_lower_case,
+      {"source": config.source, "checkpoint": config.checkpoint, "generator": config.generator or None})
   logging.info("wrote %s (%s) and %s/operative_config.gin; continue pre-training with "
                "--gin_file=%s/operative_config.gin --gin_file=tasks/electra.gin "
                "--init_checkpoint=%s", checkpoint,
                "generator and discriminator" if model.generator is not None
-               else "discriminator only", FLAGS.output_dir, FLAGS.output_dir, FLAGS.output_dir)
+               else "discriminator only", config.output_dir, config.output_dir, config.output_dir)
 
 
 def run():
-  cli.run_main(main, "import_checkpoint")
+  cli.run_main(main, "import_checkpoint", COMMAND_LINE)
 
 
 if __name__ == "__main__":

@@ -5,32 +5,40 @@ r"""Quickstart: pre-trains a tiny ELECTRA on the public-domain corpus sample shi
 Builds the vocab and the records first if they are absent, trains (resuming if interrupted), and
 prints where the checkpoints and TensorBoard logs are, with the losses at the start and the end.
 """
+import dataclasses
 import glob
 import os
 
-from official_rtd.tools import cli
-
-from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
+
+from official_rtd.tools import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(REPO, "data", "corpus_sample", "*.txt")
 
-flags.DEFINE_string("output_dir", "/tmp/official_rtd_quickstart",
-                    "Where the vocab, records and model go.")
-flags.DEFINE_integer("num_train_steps", 1000, "Training steps (batch 32, sequence length 64).")
-flags.DEFINE_integer("vocab_size", 8000, "Vocabulary size to learn.")
-FLAGS = flags.FLAGS
+
+@dataclasses.dataclass(frozen=True)
+class QuickstartConfig:
+  output_dir: str = "/tmp/official_rtd_quickstart"
+  num_train_steps: int = 1000
+  vocab_size: int = 8000
 
 
-def main(_):
+COMMAND_LINE = cli.Flags(QuickstartConfig, {
+    "output_dir": "Where the vocab, records and model go.",
+    "num_train_steps": "Training steps (batch 32, sequence length 64).",
+    "vocab_size": "Vocabulary size to learn.",
+}, ranges={"num_train_steps": (1, None, True), "vocab_size": (1, None, True)})
+
+
+def main(config):
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
-  model_dir = os.path.join(FLAGS.output_dir, "model")
-  records_dir = pretraining_data.vocab_and_records(FLAGS.output_dir, sorted(glob.glob(SAMPLE)),
-                                                   FLAGS.vocab_size, logging.info)
+  model_dir = os.path.join(config.output_dir, "model")
+  records_dir = pretraining_data.vocab_and_records(config.output_dir, sorted(glob.glob(SAMPLE)),
+                                                   config.vocab_size, logging.info)
   runs.run_pretraining(["gin/models/tiny.gin", "gin/tasks/electra.gin"],
-                            [f"TrainConfig.num_train_steps = {FLAGS.num_train_steps}"],
+                            [f"TrainConfig.num_train_steps = {config.num_train_steps}"],
                             records_dir, model_dir, log=logging.info)
   _summarize(model_dir)
 
@@ -60,7 +68,7 @@ def _summarize(model_dir):
 
 
 def run():
-  cli.run_main(main, "rtd_quickstart")
+  cli.run_main(main, "rtd_quickstart", COMMAND_LINE)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,12 @@ CVT (§4.2.3–4.2.4) are not implemented.
 """
 from official_rtd.tools import cli
 
-from absl import flags  # pylint: disable=g-bad-import-order
-from absl import logging
+from absl import logging  # pylint: disable=g-bad-import-order
 
 from official_rtd.cvt import runner  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
-finetune_flags.define_flags(runner.CvtRunConfig, {
+COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
     "tasks": "Comma list of pos, chunk, ner (several: multi-task CVT, one shared encoder).",
     "data_dir": "Tagging root with the tasks' folders (or one task's folder).",
     "model_dir": "Where checkpoints, results and predictions go.",
@@ -52,21 +51,17 @@ finetune_flags.define_flags(runner.CvtRunConfig, {
     "log_every_steps": "Progress line interval.",
     "num_trials": "Runs with seeds seed..seed+N-1; medians in eval_results.json.",
     "seed": "First trial's seed.",
-})
-cli.define_renamed_flag("batch_size", "train_batch_size")
-flags.mark_flags_as_required(["tasks", "data_dir", "model_dir"])
-FLAGS = flags.FLAGS
+}, required=("tasks", "data_dir", "model_dir"), renamed={"batch_size": "train_batch_size"})
 
 
-def main(_):
-  config = finetune_flags.config_from_flags(runner.CvtRunConfig)
+def main(config):
   summary = runner.CvtRunner(config, log=logging.info).run()
   logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
-               FLAGS.model_dir)
+               config.model_dir)
 
 
 def run():
-  cli.run_main(main, "run_cvt")
+  cli.run_main(main, "run_cvt", COMMAND_LINE)
 
 
 if __name__ == "__main__":

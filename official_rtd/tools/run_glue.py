@@ -13,14 +13,12 @@ Re-running resumes with the first unfinished trial (or its last checkpoint).
 """
 from official_rtd.tools import cli
 
-from absl import flags  # pylint: disable=g-bad-import-order
-from absl import logging
+from absl import logging  # pylint: disable=g-bad-import-order
 
 from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
-finetune_flags.define_common_flags(configs.GlueConfig)
-finetune_flags.define_flags(configs.GlueConfig, {
+COMMAND_LINE = finetune_flags.common_spec(configs.GlueConfig, {
     "task": "Single-task: cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte or wnli.",
     "tasks": "Multi-task (BAM): a comma list of tasks sharing one encoder: GLUE tasks and the "
              "tagging tasks pos, chunk, ner (one task: with a teacher, Single->Single "
@@ -53,30 +51,26 @@ finetune_flags.define_flags(configs.GlueConfig, {
                 "still win.",
     "single_task_finetune": "A multi-task run's model_dir: start from its best trial (encoder "
                             "and heads); learning rate default 1e-5 (Table 3.3).",
-}, enums={"protocol": ["electra", "bam"]})
-flags.DEFINE_alias("lambda", "teacher_lambda")
-flags.mark_flags_as_required(["init_checkpoint", "model_dir"])
-FLAGS = flags.FLAGS
+}, enums={"protocol": ["electra", "bam"]}, aliases={"lambda": "teacher_lambda"})
 
 
-def main(_):
+def main(config):
   from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top,unused-import
   from official_rtd.finetune import glue_data  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import multitask  # pylint: disable=g-import-not-at-top,unused-import
   from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import tagging  # pylint: disable=g-import-not-at-top,unused-import
-  config = finetune_flags.config_from_flags(configs.GlueConfig)
   if bool(config.task) == bool(config.tasks):
     raise ValueError("give exactly one of --task (single-task) and --tasks (multi-task)")
   if config.task:
     glue_data.get_task(config.task)  # an unknown name is refused naming the GLUE tasks
   summary = runner.Runner(config, log=logging.info).run()
   logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
-               FLAGS.model_dir)
+               config.model_dir)
 
 
 def run():
-  cli.run_main(main, "run_glue")
+  cli.run_main(main, "run_glue", COMMAND_LINE)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,12 @@ from the best trial. Re-running resumes with the first unfinished trial.
 """
 from official_rtd.tools import cli
 
-from absl import flags  # pylint: disable=g-bad-import-order
-from absl import logging
+from absl import logging  # pylint: disable=g-bad-import-order
 
 from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
-finetune_flags.define_common_flags(configs.MultipleChoiceConfig)
-finetune_flags.define_flags(configs.MultipleChoiceConfig, {
+COMMAND_LINE = finetune_flags.common_spec(configs.MultipleChoiceConfig, {
     "task": "race.",
     "data_dir": "Directory with the splits (JSONL or the original layout).",
     "train_splits": "Comma list of training splits (`train` reads train*.jsonl, e.g. "
@@ -30,21 +28,18 @@ finetune_flags.define_flags(configs.MultipleChoiceConfig, {
                 "[SEP], at most 384 tokens, lr 5e-5, no layer-wise decay, 3 epochs; the results' "
                 "spread holds the mean he reports). Flags given still win.",
 }, enums={"protocol": ["electra", "shao"]})
-flags.mark_flags_as_required(["data_dir", "init_checkpoint", "model_dir"])
-FLAGS = flags.FLAGS
 
 
-def main(_):
+def main(config):
   from official_rtd.finetune import multiple_choice  # pylint: disable=g-import-not-at-top,unused-import
   from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
-  config = finetune_flags.config_from_flags(configs.MultipleChoiceConfig)
   summary = runner.Runner(config, log=logging.info).run()
   logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
-               FLAGS.model_dir)
+               config.model_dir)
 
 
 def run():
-  cli.run_main(main, "run_multiple_choice")
+  cli.run_main(main, "run_multiple_choice", COMMAND_LINE)
 
 
 if __name__ == "__main__":

@@ -10,63 +10,74 @@ sequence output over `--glue_max_train_examples` training rows). Every probe als
 encoder of the export's shape with random weights (seeds `--seed` ..), the baseline its figure
 needs. Writes one JSON object: `{"pretrained": {...}, "random_init": {...}}`.
 """
-from official_rtd.tools import cli
+import dataclasses
 
-from absl import flags  # pylint: disable=g-bad-import-order
 from absl import logging
 
-flags.DEFINE_string("init_checkpoint", None, "An encoder export (<pretraining model_dir>/export, "
-                    "or import_checkpoint's).")
-flags.DEFINE_string("pos_data_dir", None, "PTB POS folder (train.tsv, dev.tsv); unset: no POS "
-                    "probe.")
-flags.DEFINE_string("glue_data_dir", None, "A GLUE task folder (train.tsv, dev.tsv); unset: no "
-                    "sentence probe.")
-flags.DEFINE_string("glue_task", "sst-2", "The GLUE classification task in --glue_data_dir.")
-flags.DEFINE_integer("glue_max_train_examples", 2000, "Training rows of the GLUE probe (>= 1).",
-                     lower_bound=1)
-flags.DEFINE_integer("pos_max_train_sentences", 0, "Training sentences of the POS probe (0: "
-                     "all).", lower_bound=0)
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per window / example (>= 3, at most the "
-                     "encoder's positions).", lower_bound=3)
-flags.DEFINE_integer("random_init_seeds", 1, "Random initialisations probed (>= 0).",
-                     lower_bound=0)
-flags.DEFINE_integer("seed", 0, "Seed of the probes' subsets and of the first random "
-                     "initialisation.")
-flags.DEFINE_string("output_file", None, "Where the JSON results go.")
-cli.define_overwrite_flag("--output_file")
-flags.mark_flags_as_required(["init_checkpoint", "output_file"])
-FLAGS = flags.FLAGS
+from official_rtd.tools import cli
 
 
-def main(_):
+@dataclasses.dataclass(frozen=True)
+class RunProbesConfig:
+  init_checkpoint: str
+  output_file: str
+  pos_data_dir: str = ""
+  glue_data_dir: str = ""
+  glue_task: str = "sst-2"
+  glue_max_train_examples: int = 2000
+  pos_max_train_sentences: int = 0
+  max_seq_length: int = 128
+  random_init_seeds: int = 1
+  seed: int = 0
+  overwrite: bool = False
+
+
+COMMAND_LINE = cli.Flags(RunProbesConfig, {
+    "init_checkpoint": "An encoder export (<pretraining model_dir>/export, or "
+                       "import_checkpoint's).",
+    "pos_data_dir": "PTB POS folder (train.tsv, dev.tsv); unset: no POS probe.",
+    "glue_data_dir": "A GLUE task folder (train.tsv, dev.tsv); unset: no sentence probe.",
+    "glue_task": "The GLUE classification task in --glue_data_dir.",
+    "glue_max_train_examples": "Training rows of the GLUE probe.",
+    "pos_max_train_sentences": "Training sentences of the POS probe (0: all).",
+    "max_seq_length": "Tokens per window / example (at most the encoder's positions).",
+    "random_init_seeds": "Random initialisations probed.",
+    "seed": "Seed of the probes' subsets and of the first random initialisation.",
+    "output_file": "Where the JSON results go.",
+    "overwrite": cli.OVERWRITE_HELP.format(what="--output_file"),
+}, ranges={"glue_max_train_examples": (1, None, True), "pos_max_train_sentences": (0, None, True),
+           "max_seq_length": (3, None, True), "random_init_seeds": (0, None, True)})
+
+
+def main(config):
   import time  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
   from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import probe as probe_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import export as export_lib  # pylint: disable=g-import-not-at-top
-  if not FLAGS.pos_data_dir and not FLAGS.glue_data_dir:
+  if not config.pos_data_dir and not config.glue_data_dir:
     raise ValueError("give --pos_data_dir, --glue_data_dir or both")
-  export = export_lib.Export(FLAGS.init_checkpoint)
+  export = export_lib.Export(config.init_checkpoint)
   positions = export.encoder_config["max_position_embeddings"]
-  if FLAGS.max_seq_length > positions:
-    raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the encoder's "
+  if config.max_seq_length > positions:
+    raise ValueError(f"--max_seq_length={config.max_seq_length} exceeds the encoder's "
                      f"{positions} positions")
-  cli.claim_output_file(FLAGS.output_file, FLAGS.overwrite)
+  cli.claim_output_file(config.output_file, config.overwrite)
   vocab, lower = export.vocab, export.do_lower_case
   probes = []
-  if FLAGS.pos_data_dir:
-    probes.append(probe_lib.TokenProbe("pos", FLAGS.pos_data_dir, vocab, lower,
-                                       FLAGS.pos_max_train_sentences, FLAGS.max_seq_length,
-                                       FLAGS.seed))
-  if FLAGS.glue_data_dir:
-    probes.append(probe_lib.LinearProbe(FLAGS.glue_task, FLAGS.glue_data_dir, vocab, lower,
-                                        FLAGS.glue_max_train_examples, FLAGS.max_seq_length,
-                                        FLAGS.seed))
-  encoders = [("pretrained", None)] + [("random_init", FLAGS.seed + k)
-                                       for k in range(FLAGS.random_init_seeds)]
-  results = {"init_checkpoint": FLAGS.init_checkpoint, "pretrained": {}, "random_init": {},
-             "random_init_seeds": FLAGS.random_init_seeds}
+  if config.pos_data_dir:
+    probes.append(probe_lib.TokenProbe("pos", config.pos_data_dir, vocab, lower,
+                                       config.pos_max_train_sentences, config.max_seq_length,
+                                       config.seed))
+  if config.glue_data_dir:
+    probes.append(probe_lib.LinearProbe(config.glue_task, config.glue_data_dir, vocab, lower,
+                                        config.glue_max_train_examples, config.max_seq_length,
+                                        config.seed))
+  encoders = [("pretrained", None)] + [("random_init", config.seed + k)
+                                       for k in range(config.random_init_seeds)]
+  results = {"init_checkpoint": config.init_checkpoint, "pretrained": {}, "random_init": {},
+             "random_init_seeds": config.random_init_seeds}
   runs = []
   for name, seed in encoders:
     if seed is not None:
@@ -85,7 +96,7 @@ def main(_):
     values = [figures[key] for figures in random_runs]
     results["random_init"][key] = float(np.median(values))
     results["random_init"][key + "_all"] = values
-  records.write_json_atomic(FLAGS.output_file, results)
+  records.write_json_atomic(config.output_file, results)
   for key, value in results["pretrained"].items():
     baseline = results["random_init"].get(key)
     print(f"{key}: pretrained {value:.4f}" +
@@ -93,7 +104,7 @@ def main(_):
 
 
 def run():
-  cli.run_main(main, "run_probes")
+  cli.run_main(main, "run_probes", COMMAND_LINE)
 
 
 if __name__ == "__main__":

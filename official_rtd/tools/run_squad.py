@@ -12,14 +12,12 @@ and per-trial). Re-running resumes with the first unfinished trial.
 """
 from official_rtd.tools import cli
 
-from absl import flags  # pylint: disable=g-bad-import-order
-from absl import logging
+from absl import logging  # pylint: disable=g-bad-import-order
 
 from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
-finetune_flags.define_common_flags(configs.SquadConfig)
-finetune_flags.define_flags(configs.SquadConfig, {
+COMMAND_LINE = finetune_flags.common_spec(configs.SquadConfig, {
     "train_file": "SQuAD JSON to fine-tune on.",
     "predict_file": "SQuAD JSON to predict and score (e.g. dev-v2.0.json).",
     "version_2_with_negative": "SQuAD 2.0: some questions are unanswerable (adds the "
@@ -34,21 +32,18 @@ finetune_flags.define_flags(configs.SquadConfig, {
     "answerable_weight": "Weight of the answerability loss (2.0).",
     "na_threshold": "2.0: answer \"\" when the no-answer logit exceeds this.",
 })
-flags.mark_flags_as_required(["train_file", "predict_file", "init_checkpoint", "model_dir"])
-FLAGS = flags.FLAGS
 
 
-def main(_):
+def main(config):
   from official_rtd.finetune import squad  # pylint: disable=g-import-not-at-top,unused-import
   from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
-  config = finetune_flags.config_from_flags(configs.SquadConfig)
   summary = runner.Runner(config, log=logging.info).run()
   logging.info("median results: %s (written to %s/eval_results.json)", summary["median"],
-               FLAGS.model_dir)
+               config.model_dir)
 
 
 def run():
-  cli.run_main(main, "run_squad")
+  cli.run_main(main, "run_squad", COMMAND_LINE)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,12 @@ unfinished trial.
 """
 from official_rtd.tools import cli
 
-from absl import flags  # pylint: disable=g-bad-import-order
-from absl import logging
+from absl import logging  # pylint: disable=g-bad-import-order
 
 from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
-finetune_flags.define_common_flags(configs.TaggingConfig)
-finetune_flags.define_flags(configs.TaggingConfig, {
+COMMAND_LINE = finetune_flags.common_spec(configs.TaggingConfig, {
     "task": "pos (token accuracy), chunk or ner (span F1).",
     "data_dir": "Directory with the task's column files.",
     "train_file": "Training file under --data_dir (or an absolute path); unset: the task's.",
@@ -39,22 +37,19 @@ finetune_flags.define_flags(configs.TaggingConfig, {
                                "(train_predictions_<task>.npz): a teacher for a multi-task "
                                "run_glue --tasks=...,<task> (not with --crf).",
 }, enums={"protocol": ["electra", "shao"]})
-flags.mark_flags_as_required(["task", "data_dir", "init_checkpoint", "model_dir"])
-FLAGS = flags.FLAGS
 
 
-def main(_):
+def main(config):
   from official_rtd.finetune import tagging  # pylint: disable=g-import-not-at-top,unused-import
   from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
-  config = finetune_flags.config_from_flags(configs.TaggingConfig)
   summary = runner.Runner(config, log=logging.info).run()
   logging.info("median dev %s: %.4f (written to %s/eval_results.json)",
                summary["primary_metric"], summary["median"][summary["primary_metric"]],
-               FLAGS.model_dir)
+               config.model_dir)
 
 
 def run():
-  cli.run_main(main, "run_tagging")
+  cli.run_main(main, "run_tagging", COMMAND_LINE)
 
 
 if __name__ == "__main__":

@@ -148,9 +148,11 @@ class RunMainTest(tf.test.TestCase):
   exit 1; a defect keeps its traceback."""
 
   def _run(self, raise_statement):
-    script = ("import sys\nimport tensorflow as tf\nfrom official_rtd.tools import cli\n"
-              f"def main(argv):\n  {raise_statement}\n"
-              "cli.run_main(main, 'tool')\n")
+    script = ("import dataclasses\nimport sys\nimport tensorflow as tf\n"
+              "from official_rtd.tools import cli\n"
+              "@dataclasses.dataclass\nclass Config:\n  pass\n"
+              f"def main(config):\n  {raise_statement}\n"
+              "cli.run_main(main, 'tool', cli.Flags(Config, {}))\n")
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
 
