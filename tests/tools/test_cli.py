@@ -9,6 +9,7 @@ import time
 
 import tensorflow as tf
 
+from official_rtd.data import pretraining_data
 from official_rtd.data import records
 from tests import testutil
 
@@ -51,23 +52,26 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
     bad_text = testutil.write_text(os.path.join(self.tmp, "bad.txt"), b"fine\n\xc3\x28\n", "wb")
     empty = testutil.write_text(os.path.join(self.tmp, "empty.txt"), "\n")
     script = os.path.join(testutil.REPO, "data_prep", "create_pretraining_data.py")
-    base = [sys.executable, script, f"--output_dir={self.tmp}/out", "--num_workers=1"]
-    vocab = f"--vocab_file={testutil.SAMPLE_VOCAB}"
+    result = run_tool([sys.executable, script, f"--output_dir={self.tmp}/out", "--num_workers=1",
+                       f"--vocab_file={testutil.SAMPLE_VOCAB}",
+                       f"--input_files={self.tmp}/missing.txt"], cwd=self.tmp)
+    self.assertEqual(result.returncode, 1, result.stderr)
+    errors = [l for l in result.stderr.splitlines() if "error" in l.lower()]
+    self.assertLen(errors, 1, result.stderr)
+    self.assertRegex(errors[0], "^create_pretraining_data: error: .*missing.txt does not exist")
+    # The other refusals in process: the tool's flags are DataConfig's fields.
     cases = [
-        ([vocab, f"--input_files={self.tmp}/missing.txt"], "missing.txt does not exist"),
-        ([vocab, f"--input_files={empty}"], "the corpus is empty"),
-        ([f"--vocab_file={bad_vocab}", f"--input_files={self.corpus}"],
-         r"lacks the special token\(s\) \[PAD\]"),
-        ([vocab, f"--input_files={bad_text}"], r"bad.txt:2: invalid UTF-8"),
-        ([vocab, f"--input_files={self.corpus}", "--max_seq_length=4"],
-         "--max_seq_length=4 is too small"),
+        (dict(input_files=(empty,)), "the corpus is empty"),
+        (dict(vocab_file=bad_vocab), r"lacks the special token\(s\) \[PAD\]"),
+        (dict(input_files=(bad_text,)), r"bad.txt:2: invalid UTF-8"),
+        (dict(max_seq_length=4), "--max_seq_length=4 is too small"),
     ]
-    for args, message in cases:
-      result = run_tool(base + args, cwd=self.tmp)
-      self.assertEqual(result.returncode, 1, result.stderr)
-      errors = [l for l in result.stderr.splitlines() if "error" in l.lower()]
-      self.assertLen(errors, 1, result.stderr)
-      self.assertRegex(errors[0], f"^create_pretraining_data: error: .*{message}")
+    for changes, message in cases:
+      config = dict(input_files=(self.corpus,), vocab_file=testutil.SAMPLE_VOCAB,
+                    output_dir=f"{self.tmp}/out", num_workers=1)
+      with self.assertRaisesRegex(ValueError, message):
+        pretraining_data.create_pretraining_data(
+            pretraining_data.DataConfig(**{**config, **changes}), log=lambda _: None)
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "out", records.SIDECAR_NAME)))
 
   def _start_long_run(self, out, num_workers):

@@ -8,7 +8,10 @@ import safetensors.numpy
 import tensorflow as tf
 
 from official_rtd import runs
+from official_rtd.data import pretraining_data
 from official_rtd.interop import export
+from official_rtd.tools import export_model
+from official_rtd.tools import import_checkpoint
 from tests import testutil
 from tests.interop import test_electra_tf1
 from tests.training.test_trainer import make_records
@@ -58,16 +61,17 @@ class ExportModelCliTest(tf.test.TestCase):
     self.assertIn("is not a run_pretraining directory",
                   one_error(self, run("export_model", f"--run_dir={tmp}",
                                       f"--output_dir={tmp}/x"), "export_model"))
-    # An occupied --output_dir (the SavedModel written above) is refused, left as it was.
+    # The tool's main in process: an occupied --output_dir (the SavedModel written above) is
+    # refused, left as it was; --ema without a kept average is refused.
     before = sorted(os.listdir(f"{tmp}/saved"))
-    self.assertIn(f"--output_dir={tmp}/saved already holds files",
-                  one_error(self, run("export_model", f"--run_dir={tmp}/run",
-                                      "--format=huggingface", f"--output_dir={tmp}/saved"),
-                            "export_model"))
+    with self.assertRaisesRegex(ValueError, f"--output_dir={tmp}/saved already holds files"):
+      export_model.main(export_model.ExportModelConfig(run_dir=f"{tmp}/run",
+                                                       output_dir=f"{tmp}/saved"))
     self.assertEqual(sorted(os.listdir(f"{tmp}/saved")), before)
-    self.assertIn("kept no weight average (its TrainConfig.ema_decay is 0)",
-                  one_error(self, run("export_model", f"--run_dir={tmp}/run", "--ema",
-                                      f"--output_dir={tmp}/y"), "export_model"))
+    with self.assertRaisesRegex(ValueError, r"kept no weight average \(its TrainConfig.ema_decay "
+                                "is 0\)"):
+      export_model.main(export_model.ExportModelConfig(run_dir=f"{tmp}/run", ema=True,
+                                                       output_dir=f"{tmp}/y"))
 
   def test_ema_exports_the_weight_average(self):
     tmp = tempfile.mkdtemp()
@@ -112,10 +116,9 @@ class ImportCheckpointCliTest(tf.test.TestCase):
     # ... that run_pretraining continues with --init_checkpoint (records in the same vocab).
     corpus = testutil.write_text(os.path.join(tmp, "corpus.txt"), "\n".join(
         " ".join(f"w{(7 * i + j) % 50}" for j in range(12)) for i in range(80)) + "\n")
-    result = run("create_pretraining_data", f"--input_files={corpus}", f"--vocab_file={vocab}",
-                 f"--output_dir={tmp}/records", "--max_seq_length=32",
-                 "--max_predictions_per_seq=5", "--dupe_factor=1", "--num_shards=1")
-    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    pretraining_data.create_pretraining_data(pretraining_data.DataConfig(
+        input_files=(corpus,), vocab_file=vocab, output_dir=f"{tmp}/records", max_seq_length=32,
+        max_predictions_per_seq=5, dupe_factor=1, num_shards=1, num_workers=1), log=print)
     result = run("run_pretraining", f"--gin_file={tmp}/out/operative_config.gin",
                  "--gin_file=gin/tasks/electra.gin", f"--input_records={tmp}/records",
                  f"--model_dir={tmp}/continued", f"--init_checkpoint={tmp}/out",
@@ -126,33 +129,34 @@ class ImportCheckpointCliTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertRegex(result.stderr, r"warm start from .*ckpt-0: \d+ variables restored")
     self.assertNotIn("fresh (allowed)", result.stderr)
+    # The tool's main in process (its flags are the config's fields): bad input is refused.
+    tf1 = dict(source="electra_tf1", checkpoint=path, num_attention_heads=2,
+               generator_num_attention_heads=1)
     small_vocab = testutil.write_text(os.path.join(tmp, "small.txt"),
                                       "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nw0\n")
-    self.assertIn("has 6 tokens but the checkpoint's embeddings have 60 rows",
-                  one_error(self, run("import_checkpoint", *args[:-1], f"--output_dir={tmp}/o2",
-                                      f"--vocab_file={small_vocab}"), "import_checkpoint"))
+    with self.assertRaisesRegex(ValueError, "has 6 tokens but the checkpoint's embeddings have "
+                                "60 rows"):
+      import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
+          output_dir=f"{tmp}/o2", vocab_file=small_vocab, **tf1))
     # An occupied --output_dir (here a run that continued pre-training) is never overwritten ...
     before = {os.path.join(r, n): open(os.path.join(r, n), "rb").read()
               for r, _, names in os.walk(f"{tmp}/continued") for n in names}
-    self.assertIn(f"--output_dir={tmp}/continued already holds files",
-                  one_error(self, run("import_checkpoint", *args[:-1],
-                                      f"--output_dir={tmp}/continued", f"--vocab_file={vocab}"),
-                            "import_checkpoint"))
+    with self.assertRaisesRegex(ValueError, f"--output_dir={tmp}/continued already holds files"):
+      import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
+          output_dir=f"{tmp}/continued", vocab_file=vocab, **tf1))
     self.assertEqual(before, {os.path.join(r, n): open(os.path.join(r, n), "rb").read()
                               for r, _, names in os.walk(f"{tmp}/continued") for n in names})
     # ... unless --overwrite, which moves it aside.
-    result = run("import_checkpoint", *args[:-1], f"--output_dir={tmp}/continued",
-                 f"--vocab_file={vocab}", "--overwrite")
-    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
+        output_dir=f"{tmp}/continued", vocab_file=vocab, overwrite=True, **tf1))
     aside = [d for d in os.listdir(tmp) if d.startswith("continued.replaced-")]
     self.assertLen(aside, 1)
     self.assertEqual(sorted(os.listdir(os.path.join(tmp, aside[0]))),
                      sorted({os.path.relpath(p, f"{tmp}/continued").split(os.sep)[0]
                              for p in before}))
-    self.assertIn("--source=model_garden needs --gin_file",
-                  one_error(self, run("import_checkpoint", "--source=model_garden",
-                                      f"--checkpoint={path}", f"--vocab_file={vocab}",
-                                      f"--output_dir={tmp}/mg"), "import_checkpoint"))
+    with self.assertRaisesRegex(ValueError, "--source=model_garden needs --gin_file"):
+      import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
+          source="model_garden", checkpoint=path, vocab_file=vocab, output_dir=f"{tmp}/mg"))
 
   def test_huggingface_directories_import(self):
     from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
@@ -180,23 +184,22 @@ class ImportCheckpointCliTest(tf.test.TestCase):
     json_vocab = vocab_lib.load_vocab(f"{tmp}/tokenizer.json")
     huggingface.export_huggingface(test_huggingface.tiny_electra(json_vocab), json_vocab,
                                    f"{tmp}/hf_json", do_lower_case=False)
-    result = run("import_checkpoint", "--source=huggingface",
-                 f"--checkpoint={tmp}/hf_json/discriminator", f"--output_dir={tmp}/out_json")
-    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
+        source="huggingface", checkpoint=f"{tmp}/hf_json/discriminator",
+        output_dir=f"{tmp}/out_json"))
     imported = vocab_lib.load_vocab(vocab_lib.find_vocab(f"{tmp}/out_json/export"))
     self.assertEqual(imported.kind, "huggingface")
     texts = test_other_languages.GERMAN
     self.assertEqual(tokenizer_lib.for_vocab(imported, False).tokenize_to_lists(texts),
                      tokenizer_lib.for_vocab(json_vocab, False).tokenize_to_lists(texts))
     self.assertFalse(export.read_export_config(f"{tmp}/out_json/export")["do_lower_case"])
-    self.assertIn("--generator is for --source=huggingface",
-                  one_error(self, run("import_checkpoint", "--source=electra_tf1",
-                                      f"--checkpoint={tmp}/x", f"--generator={tmp}/hf/generator",
-                                      f"--output_dir={tmp}/y"), "import_checkpoint"))
-    self.assertIn("cannot read " + f"{tmp}/out/config.json",
-                  one_error(self, run("import_checkpoint", "--source=huggingface",
-                                      f"--checkpoint={tmp}/out", f"--output_dir={tmp}/z"),
-                            "import_checkpoint"))
+    with self.assertRaisesRegex(ValueError, "--generator is for --source=huggingface"):
+      import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
+          source="electra_tf1", checkpoint=f"{tmp}/x", generator=f"{tmp}/hf/generator",
+          output_dir=f"{tmp}/y"))
+    with self.assertRaisesRegex(ValueError, "cannot read " + f"{tmp}/out/config.json"):
+      import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
+          source="huggingface", checkpoint=f"{tmp}/out", output_dir=f"{tmp}/z"))
 
 
 if __name__ == "__main__":

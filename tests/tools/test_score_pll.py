@@ -1,5 +1,7 @@
 """score_pll and score_pairs: sentences, n-best re-ranking and minimal pairs from a run directory;
 WER; errors."""
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -8,6 +10,8 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd import runs
+from official_rtd.tools import score_pairs
+from official_rtd.tools import score_pll
 from official_rtd.training import scoring
 from tests import testutil
 from tests.training.test_trainer import make_records
@@ -16,6 +20,14 @@ from tests.training.test_trainer import make_records
 def run(args, **kwargs):
   return subprocess.run(args, cwd=testutil.REPO, capture_output=True, text=True, timeout=600,
                         stdin=subprocess.DEVNULL, **kwargs)
+
+
+def printed(tool, **config):
+  """What the tool's main prints, run in this process with these flags (its config's fields)."""
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    tool.main(tool.COMMAND_LINE.config(**config))
+  return out.getvalue()
 
 
 class ScorePllTest(tf.test.TestCase):
@@ -56,12 +68,11 @@ class ScorePllTest(tf.test.TestCase):
     refs = testutil.write_text(os.path.join(self.tmp, "refs.tsv"),
                                "u1\tthe cat sat\nu2\ta dog ran home\n")
     out = os.path.join(self.tmp, "reranked.tsv")
-    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
-                  f"--references={refs}", "--lm_weight=0", f"--output_file={out}"])
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    stdout = printed(score_pll, run_dir=self.model_dir, nbest_file=nbest, references=refs,
+                     lm_weight=0.0, output_file=out)
     # λ = 0 keeps the first-pass choice: "the cat sad" (1 error in 7 reference words).
-    self.assertIn("WER first pass: 14.29%", result.stdout)
-    self.assertIn("WER re-ranked: 14.29%", result.stdout)
+    self.assertIn("WER first pass: 14.29%", stdout)
+    self.assertIn("WER re-ranked: 14.29%", stdout)
     with open(out) as f:
       self.assertEqual([l.split("\t")[1] for l in f.read().strip().split("\n")],
                        ["the cat sad", "a dog ran home"])
@@ -74,10 +85,9 @@ class ScorePllTest(tf.test.TestCase):
     refs = testutil.write_text(os.path.join(self.tmp, "dev_refs.tsv"),
                                "d1\tshe was very tired\nd2\tthe rabbit ran away\n")
     out = os.path.join(self.tmp, "tuned.tsv")
-    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
-                  f"--tune_lm_weight_on={nbest}", f"--tune_references={refs}",
-                  "--lm_weight_grid=0,0.5,1,2", f"--references={refs}", f"--output_file={out}"])
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    stdout = printed(score_pll, run_dir=self.model_dir, nbest_file=nbest, tune_lm_weight_on=nbest,
+                     tune_references=refs, lm_weight_grid=("0", "0.5", "1", "2"),
+                     references=refs, output_file=out)
     # The same choice by hand: the PLLs, then the grid's WERs.
     model, tokenizer = runs.load_model(self.model_dir)
     hyps = [("d1", 0), ("d1", 1), ("d2", 0), ("d2", 1)]
@@ -86,30 +96,26 @@ class ScorePllTest(tf.test.TestCase):
     by_key = dict(zip(hyps, map(float, plls)))
     references = scoring.read_references(refs, dev)
     weight, wers = scoring.tune_lm_weight(dev, by_key, references, [0.0, 0.5, 1.0, 2.0])
-    self.assertRegex(result.stdout, rf"lm_weight {weight:g} chosen on .*dev.tsv: dev WER "
+    self.assertRegex(stdout, rf"lm_weight {weight:g} chosen on .*dev.tsv: dev WER "
                      rf"{wers[weight]:.2f}%")
-    self.assertIn(f"WER re-ranked: {wers[weight]:.2f}%", result.stdout)
-    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
-                  f"--tune_lm_weight_on={nbest}", f"--output_file={out}"])
-    self.assertEqual(result.returncode, 1)
-    self.assertIn("--tune_lm_weight_on and --tune_references go together", result.stderr)
-    result = run(["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
-                  f"--tune_lm_weight_on={nbest}", f"--tune_references={refs}",
-                  "--lm_weight_grid=0.1,heavy", f"--output_file={out}"])
-    self.assertEqual(result.returncode, 1)
-    self.assertIn("score_pll: error: --lm_weight_grid must be numbers", result.stderr)
+    self.assertIn(f"WER re-ranked: {wers[weight]:.2f}%", stdout)
+    with self.assertRaisesRegex(ValueError, "--tune_lm_weight_on and --tune_references go "
+                                "together"):
+      printed(score_pll, run_dir=self.model_dir, nbest_file=nbest, tune_lm_weight_on=nbest,
+              output_file=out)
+    with self.assertRaisesRegex(ValueError, "--lm_weight_grid must be numbers"):
+      printed(score_pll, run_dir=self.model_dir, nbest_file=nbest, tune_lm_weight_on=nbest,
+              tune_references=refs, lm_weight_grid=("0.1", "heavy"), output_file=out)
     # The output exists now: refused before any scoring, replaced with --overwrite.
     with open(out) as f:
       before = f.read()
-    again = ["score_pll", f"--run_dir={self.model_dir}", f"--nbest_file={nbest}",
-             f"--output_file={out}", "--lm_weight=0"]
-    result = run(again)
-    self.assertEqual(result.returncode, 1)
-    self.assertIn(f"--output_file={out} already exists: nothing was written", result.stderr)
+    again = dict(run_dir=self.model_dir, nbest_file=nbest, output_file=out, lm_weight=0.0)
+    with self.assertRaisesRegex(ValueError, f"--output_file={out} already exists: nothing was "
+                                "written"):
+      printed(score_pll, **again)
     with open(out) as f:
       self.assertEqual(f.read(), before)
-    result = run(again + ["--overwrite"])
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    printed(score_pll, overwrite=True, **again)
 
   def test_tune_lm_weight_by_hand(self):
     nbest = {"a": [("x y", 0.0), ("x z", -1.0)], "b": [("p q", 0.0), ("p r", -0.5)]}
@@ -154,11 +160,16 @@ class ScorePllTest(tf.test.TestCase):
         json.dumps({"sentence_good": g, "sentence_bad": b, "UID": u, "linguistics_term": t,
                     "pairID": str(i)}) + "\n" for i, (g, b, u, t) in enumerate(pairs)))
     model, tokenizer = runs.load_model(self.model_dir)
-    for score in ("pll", "discriminator"):
+    for score in ("pll", "discriminator"):  # the console script, then main in this process
       out = os.path.join(self.tmp, f"pairs_{score}")
-      result = run(["score_pairs", f"--run_dir={self.model_dir}", f"--pairs={pair_dir}",
-                    f"--score={score}", f"--output_dir={out}"])
-      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+      if score == "pll":
+        result = run(["score_pairs", f"--run_dir={self.model_dir}", f"--pairs={pair_dir}",
+                      f"--score={score}", f"--output_dir={out}"])
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        stdout = result.stdout
+      else:
+        stdout = printed(score_pairs, run_dir=self.model_dir, pairs=(pair_dir,), score=score,
+                         output_dir=out)
       with open(os.path.join(out, "pairs_results.json")) as f:
         report = json.load(f)
       with open(os.path.join(out, "pairs_scores.tsv")) as f:
@@ -171,14 +182,12 @@ class ScorePllTest(tf.test.TestCase):
       self.assertAllClose(report["overall"],
                           (100 * (outcomes[0] + outcomes[1]) / 2 + 100 * outcomes[2]) / 2)
       self.assertEqual(report["score"], score)
-      self.assertIn("overall", result.stdout)
-    # Bad input: one line each, nothing written.
+      self.assertIn("overall", stdout)
+    # Bad input: refused, nothing written.
     broken = testutil.write_text(os.path.join(self.tmp, "broken.jsonl"), '{"UID": "x"}\n')
     out = os.path.join(self.tmp, "pairs_broken")
-    result = run(["score_pairs", f"--run_dir={self.model_dir}", f"--pairs={broken}",
-                  f"--output_dir={out}"])
-    self.assertEqual(result.returncode, 1)
-    self.assertIn("broken.jsonl:1: missing or empty sentence_good", result.stderr)
+    with self.assertRaisesRegex(ValueError, "broken.jsonl:1: missing or empty sentence_good"):
+      printed(score_pairs, run_dir=self.model_dir, pairs=(broken,), output_dir=out)
     self.assertFalse(os.path.exists(out))
     # The tool's next two refusals, raised by the library it calls (in this process).
     with self.assertRaisesRegex(ValueError, "is an export"):
@@ -190,15 +199,12 @@ class ScorePllTest(tf.test.TestCase):
     done = os.path.join(self.tmp, "pairs_pll")
     with open(os.path.join(done, "pairs_results.json")) as f:
       before = f.read()
-    again = ["score_pairs", f"--run_dir={self.model_dir}", f"--pairs={pair_dir}",
-             f"--output_dir={done}"]
-    result = run(again)
-    self.assertEqual(result.returncode, 1)
-    self.assertIn(f"--output_dir={done} already holds files", result.stderr)
+    again = dict(run_dir=self.model_dir, pairs=(pair_dir,), output_dir=done)
+    with self.assertRaisesRegex(ValueError, f"--output_dir={done} already holds files"):
+      printed(score_pairs, **again)
     with open(os.path.join(done, "pairs_results.json")) as f:
       self.assertEqual(f.read(), before)
-    result = run(again + ["--overwrite"])
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    printed(score_pairs, overwrite=True, **again)
     self.assertLen([n for n in os.listdir(self.tmp) if n.startswith("pairs_pll.replaced-")], 1)
 
   def test_word_errors(self):

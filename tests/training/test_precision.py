@@ -61,10 +61,10 @@ class EmulationWarningTest(tf.test.TestCase):
 class PrecisionTest(RecordsTestCase):
   PARAGRAPHS = 150
 
-  def _trainer(self, name, steps=40, **config):
+  def _trainer(self, name, steps=40, every=10, **config):
     return text_trainer(os.path.join(self.tmp, name), self.records,
-                        electra.build_electra_pretrainer, steps=steps, log_every_steps=10,
-                        warmup_steps=5, save_checkpoints_steps=10, **config)
+                        electra.build_electra_pretrainer, steps=steps, log_every_steps=every,
+                        warmup_steps=5, save_checkpoints_steps=every, **config)
 
   def test_trainer_warns_once_when_bfloat16_is_emulated(self):
     messages = []
@@ -93,15 +93,15 @@ class PrecisionTest(RecordsTestCase):
     self.assertLess(logged[-1]["mlm_loss"], logged[0]["mlm_loss"] - 0.3, logged)
 
   def test_float16_scales_the_loss_and_resumes(self):
-    trainer, logged = self._trainer("fp16", steps=10, mixed_precision="float16")
+    trainer, logged = self._trainer("fp16", steps=4, every=4, mixed_precision="float16")
     self.assertIsInstance(trainer.optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
     trainer.train()
     self.assertTrue(np.isfinite(logged[-1]["total_loss"]), logged)
-    resumed, _ = self._trainer("fp16", steps=20, mixed_precision="float16")
-    self.assertEqual(resumed.restore(), 10)
+    resumed, _ = self._trainer("fp16", steps=8, every=4, mixed_precision="float16")
+    self.assertEqual(resumed.restore(), 4)
     self.assertEqual(float(resumed.optimizer.loss_scale), float(trainer.optimizer.loss_scale))
     resumed.train()
-    self.assertEqual(resumed.step, 20)
+    self.assertEqual(resumed.step, 8)
 
   def test_jit_compile(self):
     trainer, logged = self._trainer("xla", steps=10, jit_compile=True)
