@@ -11,7 +11,6 @@ import tensorflow as tf
 
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
-from official_rtd.finetune import glue
 from official_rtd.finetune import glue_data
 from official_rtd.finetune import multitask
 from official_rtd.finetune import runner as runner_lib

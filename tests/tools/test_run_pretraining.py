@@ -11,10 +11,12 @@ import tensorflow as tf
 
 from official_rtd import runs
 from official_rtd.tools import cli
+from official_rtd.tools import run_pretraining
 from tests import testutil
 from tests.training.test_trainer import RecordsTestCase
 
-BASE = ["run_pretraining", "--gin_file=gin/models/tiny.gin", "--gin_file=gin/tasks/electra.gin"]
+GIN_FILES = ["gin/models/tiny.gin", "gin/tasks/electra.gin"]
+BASE = ["run_pretraining"] + [f"--gin_file={f}" for f in GIN_FILES]
 
 
 class RunPretrainingCliTest(RecordsTestCase):
@@ -162,16 +164,18 @@ class RunPretrainingCliTest(RecordsTestCase):
                         for n in sorted(os.listdir(model_dir))
                         if os.path.isfile(os.path.join(model_dir, n))}
     before = snapshot()
-    for extra, message in [
-        ("--gin_param=EncoderConfig.hidden_size = 64", r"EncoderConfig.hidden_size 128 → 64"),
-        ("--gin_param=OptimizerConfig.learning_rate = 5e-4", r"OptimizerConfig.learning_rate "
-                                                              r"0.001 → 0.0005"),
+    for extra, message in [  # the tool's main in this process, with its flags as a config
+        ("EncoderConfig.hidden_size = 64", r"EncoderConfig.hidden_size 128 → 64"),
+        ("OptimizerConfig.learning_rate = 5e-4", r"OptimizerConfig.learning_rate "
+                                                 r"0.001 → 0.0005"),
     ]:
-      result = self._run(*args, extra, "--gin_param=TrainConfig.num_train_steps = 4")
-      self.assertEqual(result.returncode, 1, result.stderr[-2000:])
-      errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining: error:")]
-      self.assertLen(errors, 1, result.stderr[-2000:])
-      self.assertRegex(errors[0], rf"holds a run trained with other settings \({message}\)")
+      config = run_pretraining.RunPretrainingConfig(
+          gin_file=tuple(GIN_FILES), input_records=self.records, model_dir=model_dir,
+          gin_param=("TrainConfig.train_batch_size = 8", "TrainConfig.save_checkpoints_steps = 2",
+                     "EncoderConfig.num_layers = 1", extra, "TrainConfig.num_train_steps = 4"))
+      with self.assertRaisesRegex(ValueError,
+                                  rf"holds a run trained with other settings \({message}\)"):
+        run_pretraining.main(config)
       self.assertEqual(snapshot(), before)  # config, flags, vocab and checkpoints as they were
     result = self._run(*args, "--gin_param=TrainConfig.num_train_steps = 4")  # train longer
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
