@@ -23,7 +23,7 @@ from tests.finetune.test_glue import GLUE, head_of
 from tests.finetune.test_squad import write_export
 from tests.finetune.test_tagging import first_sentences
 
-RTE, STSB = glue_data.get_task("rte"), glue_data.get_task("sts-b")
+RTE = glue_data.get_task("rte")
 POS_DIR = os.path.join(testutil.SHARED_DATA, "tagging", "pos_ptb")
 
 
