@@ -39,7 +39,7 @@ class RunPretrainingConfig:
 
 COMMAND_LINE = cli.Flags(RunPretrainingConfig, {
     "gin_file": "Gin files, applied in order (model, task, ...). Relative paths are also looked "
-                f"up in {runs.REPO_GIN_DIR}.",
+                "up in the repository's gin/ directory.",
     "gin_param": "Gin bindings applied after the files.",
     "input_records": "Records directories (comma list / globs) written by "
                      "create_pretraining_data.",
