@@ -96,16 +96,21 @@ class GlueConfig(FinetuneConfig):
     return "bam" if self.tasks else self.task
 
 
+def task_dirs(value: str, flag: str) -> dict:
+  """`{task: dir}` of a `task:dir,...` flag value (`--task_data_dirs`, `--teacher_dirs`)."""
+  dirs = {}
+  for item in filter(None, (t.strip() for t in value.split(","))):
+    task, sep, directory = item.partition(":")
+    if not sep or not directory:
+      raise ValueError(f"{flag} entry {item!r} is not task:dir")
+    dirs[task] = directory
+  return dirs
+
+
 def task_data_dirs(config) -> dict:
   """`{task: folder}` from `--task_data_dirs=task:dir,...` (a multi-task run's per-task data,
   e.g. a tagging task beside GLUE tasks)."""
-  dirs = {}
-  for item in filter(None, (t.strip() for t in getattr(config, "task_data_dirs", "").split(","))):
-    task, sep, directory = item.partition(":")
-    if not sep or not directory:
-      raise ValueError(f"--task_data_dirs entry {item!r} is not task:dir")
-    dirs[task] = directory
-  return dirs
+  return task_dirs(getattr(config, "task_data_dirs", ""), "--task_data_dirs")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

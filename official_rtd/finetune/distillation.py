@@ -14,6 +14,7 @@ import numpy as np
 
 from official_rtd import textio
 from official_rtd.data import records
+from official_rtd.finetune import configs
 
 ANNEALING = ("linear", "fixed")
 
@@ -73,14 +74,10 @@ def teacher_paths(tasks: Sequence[str], teacher_dirs: str, teachers_from: str,
   """`{task: teacher file}` from `--teacher_dirs=task:dir,...` and/or `--teachers_from=root`
   (`<root>/<task>/` for each task that has such a folder); a directory may be a single-task or
   a multi-task run. `file_names`: each task's teacher file name (default `file_name(task)`)."""
-  dirs = {}
-  for item in filter(None, (t.strip() for t in teacher_dirs.split(","))):
-    task, sep, directory = item.partition(":")
-    if not sep or not directory:
-      raise ValueError(f"--teacher_dirs entry {item!r} is not task:dir")
+  dirs = configs.task_dirs(teacher_dirs, "--teacher_dirs")
+  for task in dirs:
     if task not in tasks:
       raise ValueError(f"--teacher_dirs names {task!r}, which is not in --tasks {list(tasks)}")
-    dirs[task] = directory
   if teachers_from:
     found = [t for t in tasks if os.path.isdir(os.path.join(teachers_from, t))]
     if not found:

@@ -48,14 +48,6 @@ def head_name(task: str) -> str:
   return task.replace("-", "_")
 
 
-def dummy_inputs(length: int = 8) -> Dict[str, np.ndarray]:
-  """One all-padding example with every member's features (builds every head)."""
-  zeros = np.zeros([1, length], np.int32)
-  return {"input_word_ids": zeros, "input_mask": np.ones_like(zeros),
-          "input_type_ids": zeros, "word_positions": zeros,
-          "word_lengths": np.zeros([1], np.int32)}
-
-
 class MultiTaskModel(tf_keras.Model):
   """`call` returns `{task: output}` (each member's `output`: `[batch, classes]` logits,
   `[batch]` regression values in [0, 1], `[batch, seq_len, tags]` word logits); `only=task`
@@ -149,6 +141,7 @@ class MultiTask(task_lib.Task):
         member.read_teacher(paths[member.name])
     distillation.annealing_schedule(config.teacher_annealing, config.teacher_lambda)
     self.sizes = [m.num_train for m in self.members]
+    self._example = None
     self.probabilities = sampling_probabilities(self.sizes, config.task_sampling_exponent)
 
   @property
@@ -195,10 +188,16 @@ class MultiTask(task_lib.Task):
         weights=self.probabilities.tolist(), seed=seed)
     return mixed.batch(batch_size, drop_remainder=True).prefetch(2)
 
+  def example_features(self):
+    """One example's features with every member's keys (what builds every head)."""
+    if self._example is None:
+      self._example = next(iter(self.train_dataset(0, 1)))[0]
+    return self._example
+
   # --- one trial ---------------------------------------------------------------------------------
   def build_model(self, encoder):
     model = MultiTaskModel(encoder, self.members, name="bam")
-    model(dummy_inputs())
+    model(self.example_features())
     if self.source_checkpoint:  # encoder and our tasks' heads from the multi-task run
       status = tf.train.Checkpoint(model=model).read(self.source_checkpoint)
       status.expect_partial().assert_existing_objects_matched()

@@ -300,17 +300,17 @@ class TaggingMember(task_lib.Member):
     self.num_outputs = len(self.labels)
     self.teacher_file = teacher_file(name)
     self.teacher = None  # ([words, tags] probabilities, [windows, seq_len] row of each word)
+    self._all_train_windows = None
 
   def read_teacher(self, path: str) -> None:
     probabilities = distillation.softmax(read_teacher(path, self.name, self.all_train,
                                                       self.labels)).astype(np.float32)
     offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in self.all_train])])
-    index = np.zeros_like(self.windows.word_labels)
-    lengths = self.windows.inputs["word_lengths"]
-    for k, (sentence, first) in enumerate(zip(self.windows.sentence, self.windows.first_word)):
-      start = offsets[self.rows[sentence]] + first
-      index[k, :lengths[k]] = np.arange(start, start + lengths[k])
-    self.teacher = probabilities, index
+    start = offsets[np.asarray(self.rows)[self.windows.sentence]] + self.windows.first_word
+    positions = np.arange(self.windows.word_labels.shape[1])
+    owned = positions[None, :] < self.windows.inputs["word_lengths"][:, None]
+    index = np.where(owned, start[:, None] + positions[None, :], 0).astype(np.int32)
+    self.teacher = probabilities, index  # [windows, seq_len]: each owned word's teacher row
     self.teacher_path = path
 
   def train_dataset(self, seed: int) -> tf.data.Dataset:
@@ -354,8 +354,10 @@ class TaggingMember(task_lib.Member):
     return {self.name: metrics}, metrics["f1" if self.spec.spans else "accuracy"]
 
   def write_teacher(self, path: str, predict) -> None:
-    windows = tagging_data.encode(self.all_train, self.tokenizer, self.config.max_seq_length,
-                                  self.label_ids)
+    if self._all_train_windows is None:  # encoded once for every trial
+      self._all_train_windows = tagging_data.encode(self.all_train, self.tokenizer,
+                                                    self.config.max_seq_length, self.label_ids)
+    windows = self._all_train_windows
     logits = predict(windows.inputs, f"{self.name}: tagging {len(windows)} training windows")
     write_teacher(path, self.name, self.labels,
                   sentence_word_logits(windows, logits, self.all_train))

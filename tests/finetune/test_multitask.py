@@ -234,6 +234,20 @@ class BamEndToEndTest(tf.test.TestCase):
                                 "single-task"):
       runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b", do_predict=True),
                         lambda _: None)
+    # --task_data_dirs: entries that are not task:dir, or name a task not in --tasks; a tagging
+    # task without a folder for its data; a name no member registers.
+    with self.assertRaisesRegex(ValueError, "--task_data_dirs entry 'pos' is not task:dir"):
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,pos", task_data_dirs="pos"),
+                        lambda _: None)
+    with self.assertRaisesRegex(ValueError, r"--task_data_dirs names \['ner'\], not in --tasks"):
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,pos", task_data_dirs="ner:/x"),
+                        lambda _: None)
+    with self.assertRaisesRegex(ValueError, "no data for chunk: .*chunk_conll2000 is not a folder; "
+                                "give --task_data_dirs=chunk:DIR"):
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,chunk"), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--tasks names 'squad', which cannot join a "
+                                "multi-task run"):
+      runner_lib.Runner(self.config(self.tmp, tasks="rte,squad"), lambda _: None)
 
   def test_pure_distillation_follows_the_teacher_not_the_labels(self):
     """λ = 0 (Table 3.4's pure distillation): the student learns the teacher's outputs. The
@@ -402,9 +416,10 @@ class BamEndToEndTest(tf.test.TestCase):
                                lambda _: None)
     self.assertEqual(runner.learning_rate, 1e-5)
     restored = runner.task.build_model(export.load_encoder(self.export_dir, restore=False))
+    student = runner_lib.Runner(config, lambda _: None).task
     source = multitask.MultiTaskModel(export.load_encoder(self.export_dir, restore=False),
-                                      runner_lib.Runner(config, lambda _: None).task.members)
-    source(multitask.dummy_inputs())
+                                      student.members)
+    source(student.example_features())
     tf.train.Checkpoint(model=source).read(runner.task.source_checkpoint).expect_partial()
     self.assertAllClose(restored.heads["rte"].kernel, source.heads["rte"].kernel)
     self.assertAllClose(restored.encoder.trainable_variables[0],

@@ -138,6 +138,10 @@ class RunTaggingTest(tf.test.TestCase):
     shao = runner_lib.Runner(self._config("pos", self.tmp, protocol="shao", num_train_epochs=None,
                                           allow_unseen_dev_tags=True), lambda _: None)
     self.assertEqual((shao.learning_rate, shao.decay, shao.epochs), (5e-5, 1.0, 3))
+    with self.assertRaisesRegex(ValueError, "--write_train_predictions writes a softmax "
+                                "teacher's word logits; a CRF's"):
+      runner_lib.Runner(self._config("pos", self.tmp, crf=True, write_train_predictions=True),
+                        lambda _: None)
     with self.assertRaisesRegex(ValueError, "--window_stride=-1 must be >= 0"):
       runner_lib.Runner(self._config("pos", self.tmp, window_stride=-1), lambda _: None)
     with self.assertRaisesRegex(ValueError, "--carve_dev_sentences=9000"):
