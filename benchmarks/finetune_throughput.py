@@ -43,6 +43,8 @@ flags.DEFINE_bool("predict", True, "Time SQuAD prediction (windows/s).")
 flags.DEFINE_list("predict_batch_sizes", ["16", "32", "64", "128"], "Batch sizes to time.")
 flags.DEFINE_integer("predict_windows", 512, "Windows per timing.")
 flags.DEFINE_list("predict_encoders", ["tiny", "Small"], "Encoders to time prediction with.")
+flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Precisions to time training in (bfloat16 "
+                  "is emulated, and many times slower, on a CPU without AVX512_BF16/AMX).")
 FLAGS = flags.FLAGS
 
 
@@ -113,7 +115,7 @@ def main(_):
   encoder = export.build_encoder({"encoder": config.to_json()})
   export_dir = export.export_encoder(types.SimpleNamespace(exported_encoder=encoder, name="random"),
                                      vocab, tmp, max_seq_length=512)
-  for precision in ("float32", "bfloat16"):
+  for precision in FLAGS.precisions:
     runs = {
         "run_glue SST-2": lambda log, p=precision: runner_lib.Runner(glue.GlueConfig(
             task="sst-2", init_checkpoint=export_dir, data_dir=os.path.join(SHARED, "glue", "SST-2"),

@@ -1,8 +1,11 @@
 r"""Sentences per second of one-pass PLL (Electric, ELECTRA-TT) vs the exact n-pass masked-LM PLL
 (ELECTRA's generator), on the same tiny encoder sizes and the same real sentences, plus (with
-`--model_dir`) how often a trained run's PLL prefers real sentences to word-shuffled ones.
+`--model_dir`) how often a trained run's PLL prefers real sentences to word-shuffled ones; with
+`--pairs`, minimal pairs per second as `score_pairs` scores them (each distinct sentence once), for
+every score kind, on the first `--max_pairs` pairs of the files.
 
   python benchmarks/pll_speed.py [--model_dir=/tmp/electric2k]
+  python benchmarks/pll_speed.py --pairs=../shared/data/blimp --max_pairs=2000
 
 Results are recorded in benchmarks/RESULTS.md.
 """
@@ -18,6 +21,7 @@ from official_rtd.data import vocab as vocab_lib
 from official_rtd.methods import electra
 from official_rtd.methods import electra_tt
 from official_rtd.methods import electric
+from official_rtd.training import minimal_pairs
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd import runs
 from official_rtd.training import scoring
@@ -26,6 +30,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_integer("sentences", 128, "Sentences to score.")
 flags.DEFINE_integer("max_pieces", 30, "Pieces per sentence.")
 flags.DEFINE_string("model_dir", None, "Optional trained run for the shuffled-order check.")
+flags.DEFINE_string("pairs", None, "Optional minimal-pair files or folder (BLiMP's .jsonl) to time "
+                    "score_pairs' scoring on (pairs/s); the sentence timing is then skipped.")
+flags.DEFINE_integer("max_pairs", 2000, "Pairs to score with --pairs.", lower_bound=1)
 FLAGS = flags.FLAGS
 
 
@@ -34,6 +41,23 @@ def sentences(count):
             encoding="utf-8") as f:
     lines = [l.strip() for l in f if len(l.split()) >= 8]
   return [" ".join(l.split()[:20]) for l in lines[50:50 + count]]
+
+
+def time_pairs(builders, config, tokenizer):
+  """Pairs/s of `minimal_pairs.score_pairs` for every (method, score kind) that has the score."""
+  pairs = minimal_pairs.read_pairs([FLAGS.pairs])[:FLAGS.max_pairs]
+  kinds = {"electric (1 pass)": ("pll",), "electra_tt (1 pass)": ("pll",),
+           "masked LM (n passes)": ("pll", "discriminator")}
+  print(f"{len(pairs)} pairs of {FLAGS.pairs}; encoder hidden 128, 2 layers, random weights; "
+        f"{os.cpu_count()} CPU cores")
+  for name, build in builders.items():
+    model = build(config)
+    for kind in kinds[name]:
+      scorer = scoring.SentenceScorer(model, tokenizer, score=kind)
+      scorer([p.good for p in pairs[:8]])  # warm-up (tracing)
+      report = minimal_pairs.score_pairs(scorer, pairs, log=lambda _: None)
+      print(f"{name}, score {kind}: {report['pairs_per_second']:.1f} pairs/s "
+            f"({report['sentences_scored']} distinct sentences in {report['seconds']:.1f} s)")
 
 
 def main(_):
@@ -50,6 +74,9 @@ def main(_):
   pieces = np.mean([min(len(p), FLAGS.max_pieces) for p in tokenizer.tokenize_to_lists(texts)])
   print(f"{len(texts)} sentences, {pieces:.1f} pieces on average; encoder hidden 128, 2 layers; "
         f"generator 1/4; {os.cpu_count()} CPU cores")
+  if FLAGS.pairs:
+    time_pairs(builders, config, tokenizer)
+    return
   for name, build in builders.items():
     model = build(config)
     scoring.score_sentences(model, tokenizer, texts[:4], FLAGS.max_pieces + 2)  # warm-up

@@ -1,11 +1,17 @@
-r"""The three ops the pre-training step fixes replaced, each timed against what it replaced, at
+r"""The ops the pre-training step fixes replaced, each timed against what it replaced, at
 ELECTRA-Small batch-32 shapes (forward + backward where a gradient flows):
 
 1. the E→H embedding projection's kernel gradient, `...x,xy->...y` (Model Garden's) vs
    `btx,xy->bty` (ours), `[32, 128, 128] × [128, 256]`;
 2. Keras's `Dropout` vs ours (16-bit uniforms) on a `[32, 4, 128, 128]` attention map, and the
    fraction each drops;
-3. Gumbel-max sampling vs the multinomial sampler on `[32, 19, 30522]` logits.
+3. Gumbel-max sampling vs the multinomial sampler on `[32, 19, 30522]` logits;
+4. Keras's tanh GELU vs `ops.fused.gelu` on `[32, 128, 1024]` (float32 and, as Model Garden runs
+   it under mixed_bfloat16, a bfloat16 input cast to float32 vs ours on the bfloat16 input);
+5. Keras's `LayerNormalization` (ε = 1e-12, so not its fused-batch-norm path) vs `LayerNorm` on
+   `[32, 128, 256]`;
+6. Keras's attention (`MultiHeadAttention._compute_attention`: einsums) vs ours (batched matmuls
+   over `[batch, heads, seq_len, head_size]`), 4 heads of 64, with a padding mask, no dropout.
 
   python benchmarks/step_ops.py [--repeats=20]
 
@@ -19,6 +25,9 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.modeling.layers.dropout import Dropout
+from official_rtd.modeling.layers.layer_norm import LayerNorm
+from official_rtd.modeling.layers.transformer_block import Attention
+from official_rtd.ops import fused
 from official_rtd.ops import sampling
 
 flags.DEFINE_integer("repeats", 20, "Timed calls per op (after two warm-up calls).",
@@ -61,6 +70,54 @@ def dropout_forward_backward(layer, dtype):
   return milliseconds(forward_backward, x)
 
 
+def forward_backward_ms(fn, *inputs):
+  """Forward + backward of Σ fn(inputs)·u (u random) to every input and weight fn uses."""
+  y = fn(*inputs)
+  upstream = tf.cast(tf.random.normal(tf.shape(y)), y.dtype)
+
+  @tf.function
+  def step(*inputs):
+    with tf.GradientTape() as tape:
+      tape.watch(inputs)
+      y = fn(*inputs)
+    return tape.gradient(y, list(inputs) + list(tape.watched_variables()),
+                         output_gradients=upstream)
+  return milliseconds(step, *inputs)
+
+
+def elementwise_rows():
+  """(name, replaced ms, ours ms) of GELU and LayerNorm."""
+  x = tf.random.normal([32, 128, 1024])
+  keras_gelu = lambda v: tf_keras.activations.gelu(tf.cast(v, tf.float32), approximate=True)
+  rows = [("GELU [32, 128, 1024] float32", forward_backward_ms(keras_gelu, x),
+           forward_backward_ms(fused.gelu, x)),
+          ("GELU [32, 128, 1024] bfloat16 input", forward_backward_ms(keras_gelu, tf.cast(
+              x, tf.bfloat16)), forward_backward_ms(fused.gelu, tf.cast(x, tf.bfloat16)))]
+  h = tf.random.normal([32, 128, 256])
+  for dtype in (tf.float32, tf.bfloat16):
+    keras_norm = tf_keras.layers.LayerNormalization(epsilon=1e-12, dtype=tf.float32)
+    ours_norm = LayerNorm(epsilon=1e-12, dtype=tf.float32)
+    rows.append((f"LayerNorm [32, 128, 256] {dtype.name} input",
+                 forward_backward_ms(keras_norm, tf.cast(h, dtype)),
+                 forward_backward_ms(ours_norm, tf.cast(h, dtype))))
+  return rows
+
+
+def attention_row():
+  """(name, replaced ms, ours ms) of the attention core."""
+  query, key, value = (tf.random.normal([32, 128, 4, 64]) for _ in range(3))
+  lengths = tf.random.uniform([32], 64, 129, tf.int32)
+  mask = tf.sequence_mask(lengths, 128, tf.float32)[:, None, :] * tf.ones([32, 128, 1])
+  times = []
+  for layer_class in (tf_keras.layers.MultiHeadAttention, Attention):
+    layer = layer_class(num_heads=4, key_dim=64)
+    layer(tf.zeros([1, 2, 256]), tf.zeros([1, 2, 256]))  # builds the attention
+    times.append(forward_backward_ms(
+        lambda q, k, v, layer=layer: layer._compute_attention(q, k, v, mask)[0],  # pylint: disable=protected-access
+        query, key, value))
+  return [("attention core [32, 4 heads, 128, 64] float32", *times)]
+
+
 def main(_):
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   print(precision.cpu_summary())  # figures from different CPUs are not comparable
@@ -80,6 +137,10 @@ def main(_):
   print(f"sampling Gumbel-max: {milliseconds(gumbel_max, logits):.1f} ms")
   print(f"sampling multinomial (sampling.sample): "
         f"{milliseconds(tf.function(sampling.sample), logits):.1f} ms")
+  print("| op, forward + backward | replaced ms | ours ms | speed-up |")
+  print("|---|---|---|---|")
+  for name, replaced, ours in elementwise_rows() + attention_row():
+    print(f"| {name} | {replaced:.1f} | {ours:.1f} | {replaced / ours:.2f}× |")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,18 @@
 r"""Pre-training throughput: our ELECTRA vs Model Garden's, full training steps, one machine.
 
   python benchmarks/train_throughput.py --batch_sizes=32,128 --steps=8
+  python benchmarks/train_throughput.py --configs=model_garden/float32/32,ours/float32/32 \
+      --repeats=3 --steps=4 --warmup=2 --noinput_pipeline --breakdown_precision=float32
 
 ELECTRA-Small (dissertation Table 5.1: hidden 256, 12 layers, 4 heads, FFN 1024, embeddings 128,
 generator 1/4, vocab 30522, sequence length 128, 19 predictions) on one in-memory batch of random
-token ids. Each configuration runs in its own process (clean peak memory, no shared state):
+token ids; `--model=one_machine`: gin/models/one_machine.gin's shapes (hidden 128, 4 layers, vocab
+16000, 20 predictions). Each configuration runs in its own process (clean peak memory, no shared
+state):
 
   ours/float32, ours/bfloat16 (and ours/float16 with --precisions), ours with --jit_compile,
   ours accumulating a batch in k micro-batches (`--configs=ours/float32/256/acc8`),
+  baseline: ours as another checkout's code has it (`--baseline_checkout`, e.g. before a change),
   model_garden/float32: `networks.BertEncoder(dict_outputs=True)` generator and discriminator with
   tied token embeddings, `models.ElectraPretrainer`, `ElectraPretrainTask.train_step` (its loss
   and metrics) and Model Garden's AdamW (clip 1.0);
@@ -20,6 +25,7 @@ script prints tokens/s, the ratio to Model Garden, peak RSS, and model FLOP util
 in the same process. It also times our input pipeline: training steps on real records vs the same
 steps on one cached batch.
 """
+import collections
 import json
 import os
 import resource
@@ -37,8 +43,9 @@ flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Our precisions to time
 flags.DEFINE_integer("steps", 8, "Timed steps per configuration (after warm-up).")
 flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, allocation).")
 flags.DEFINE_bool("input_pipeline", True, "Also time real records vs a cached batch.")
-flags.DEFINE_bool("breakdown", True, "Also split one batch-32 step of ours into forward, backward "
-                  "and optimizer, its op time by kind, and its FLOPs by kind.")
+flags.DEFINE_bool("breakdown", True, "Also split one batch-32 step of ours (and of the baseline, "
+                  "with --baseline_checkout) into forward, backward and optimizer, its op time "
+                  "by kind and by op type, and its FLOPs by kind.")
 flags.DEFINE_enum("breakdown_precision", "float32", ["float32", "bfloat16"],
                   "Precision of the --breakdown step.")
 flags.DEFINE_list("configs", None, "Configurations to time (impl/precision/batch[/jit], e.g. "
@@ -48,23 +55,45 @@ flags.DEFINE_integer("repeats", 1, "Runs of each configuration, interleaved (the
                      "median step time and the tokens/s range): this shared machine's speed "
                      "drifts by ±10% between runs.", lower_bound=1)
 flags.DEFINE_string("one", None, "Internal: run one configuration (impl/precision/batch[/jit]).")
+flags.DEFINE_string("baseline_checkout", None, "A checkout of this repository (e.g. a git worktree "
+                    "of an earlier commit) whose code the `baseline` configurations run, "
+                    "interleaved with ours: e.g. --configs=baseline/float32/32,ours/float32/32.")
 FLAGS = flags.FLAGS
 
-SEQ, PREDICTIONS, VOCAB = 128, 19, 30522
+SEQ = 128
+# --model: (encoder sizes, vocabulary size, masked positions per sequence).
+MODELS = {
+    "small": (dict(hidden_size=256, num_layers=12, num_attention_heads=4, intermediate_size=1024,
+                   embedding_size=128, max_position_embeddings=512), 30522, 19),
+    # gin/models/one_machine.gin with its 16k wiki vocabulary (README "Pre-training on one machine")
+    "one_machine": (dict(hidden_size=128, num_layers=4, num_attention_heads=2,
+                         intermediate_size=512, embedding_size=128, max_position_embeddings=128),
+                    16000, 20),
+}
+flags.DEFINE_enum("model", "small", list(MODELS), "Model shapes: ELECTRA-Small (dissertation "
+                  "Table 5.1) or gin/models/one_machine.gin's.")
+
+
+def vocab_size():
+  return MODELS[FLAGS.model][1]
+
+
+def predictions():
+  return MODELS[FLAGS.model][2]
 
 
 def small_config():
+  """The --model's discriminator config (generator 1/4 of it)."""
   from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
-  return EncoderConfig(vocab_size=VOCAB, hidden_size=256, num_layers=12, num_attention_heads=4,
-                       intermediate_size=1024, embedding_size=128, max_position_embeddings=512)
+  return EncoderConfig(vocab_size=vocab_size(), **MODELS[FLAGS.model][0])
 
 
 def synthetic_batch(batch_size):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
-  ids = rng.integers(1000, VOCAB, size=[batch_size, SEQ]).astype(np.int32)
-  positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ - 1), PREDICTIONS, replace=False)
+  ids = rng.integers(1000, vocab_size(), size=[batch_size, SEQ]).astype(np.int32)
+  positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ - 1), predictions(), replace=False)
                                 for _ in range(batch_size)]), -1).astype(np.int32)
   originals = np.take_along_axis(ids, positions, 1)
   masked = ids.copy()
@@ -72,7 +101,7 @@ def synthetic_batch(batch_size):
   return {"input_word_ids": tf.constant(masked), "input_mask": tf.ones_like(masked),
           "input_type_ids": tf.zeros_like(masked), "masked_lm_positions": tf.constant(positions),
           "masked_lm_ids": tf.constant(originals),
-          "masked_lm_weights": tf.ones([batch_size, PREDICTIONS], tf.float32)}
+          "masked_lm_weights": tf.ones([batch_size, predictions()], tf.float32)}
 
 
 def peak_matmul_flops(dtype_name):
@@ -118,7 +147,7 @@ def ours(precision_name, batch_size, jit, accumulation_steps=1):
   step = tf.function(lambda inputs: train_step_fn(inputs)["total_loss"].value)
 
   seconds = time_steps(step, batch)
-  return seconds, model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
+  return seconds, model.train_flops_per_example(SEQ, predictions()) * batch_size
 
 
 def model_garden(precision_name, batch_size):
@@ -133,16 +162,17 @@ def model_garden(precision_name, batch_size):
   from official.modeling.optimization import legacy_adamw  # pylint: disable=g-import-not-at-top
   from official.nlp.tasks import electra_task as mg_electra_task  # pylint: disable=g-import-not-at-top
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling.networks import transformer_encoder  # pylint: disable=g-import-not-at-top
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   config = small_config()
   generator_config = config.scaled(0.25)
+  gelu = lambda x: tf_keras.activations.gelu(x, approximate=True)  # Model Garden's default
 
   def encoder(c, embedding_layer=None):
     return mg_networks.BertEncoder(
-        vocab_size=VOCAB, hidden_size=c.hidden_size, num_layers=c.num_layers,
-        num_attention_heads=c.num_attention_heads, max_sequence_length=512, type_vocab_size=2,
-        inner_dim=c.intermediate_size, inner_activation=transformer_encoder.gelu,
+        vocab_size=vocab_size(), hidden_size=c.hidden_size, num_layers=c.num_layers,
+        num_attention_heads=c.num_attention_heads, max_sequence_length=c.max_position_embeddings,
+        type_vocab_size=2,
+        inner_dim=c.intermediate_size, inner_activation=gelu,
         embedding_width=c.embedding_size, embedding_layer=embedding_layer, dict_outputs=True)
 
   batch = synthetic_batch(batch_size)
@@ -150,8 +180,9 @@ def model_garden(precision_name, batch_size):
     discriminator = encoder(config)
     generator = encoder(generator_config, embedding_layer=discriminator.get_embedding_layer())
     model = mg_models.ElectraPretrainer(
-        generator_network=generator, discriminator_network=discriminator, vocab_size=VOCAB,
-        num_classes=2, num_token_predictions=PREDICTIONS, mlm_activation=transformer_encoder.gelu,
+        generator_network=generator, discriminator_network=discriminator,
+        vocab_size=vocab_size(), num_classes=2, num_token_predictions=predictions(),
+        mlm_activation=gelu,
         mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
     try:
       model(batch)
@@ -170,7 +201,7 @@ def model_garden(precision_name, batch_size):
   seconds = time_steps(step, batch)
   # The same math as ours: count FLOPs with our counter for the same shapes.
   ours_model = electra.build_electra_pretrainer(config, generator_size=0.25)
-  return seconds, ours_model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
+  return seconds, ours_model.train_flops_per_example(SEQ, predictions()) * batch_size
 
 
 def huggingface(batch_size):
@@ -181,12 +212,13 @@ def huggingface(batch_size):
     return f"skipped: {e.name} is not installed (pip install torch transformers)"
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   config = small_config()
-  common = dict(vocab_size=VOCAB, embedding_size=128, max_position_embeddings=512)
-  gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(
-      hidden_size=64, num_hidden_layers=12, num_attention_heads=1, intermediate_size=256, **common))
-  disc = transformers.ElectraForPreTraining(transformers.ElectraConfig(
-      hidden_size=256, num_hidden_layers=12, num_attention_heads=4, intermediate_size=1024,
-      **common))
+  common = dict(vocab_size=vocab_size(), embedding_size=config.embedding_size,
+                max_position_embeddings=config.max_position_embeddings)
+  gen, disc = (model_class(transformers.ElectraConfig(
+      hidden_size=c.hidden_size, num_hidden_layers=c.num_layers,
+      num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size, **common))
+               for model_class, c in ((transformers.ElectraForMaskedLM, config.scaled(0.25)),
+                                      (transformers.ElectraForPreTraining, config)))
   gen.electra.embeddings = disc.electra.embeddings  # tied embeddings
   params = list({id(p): p for p in list(gen.parameters()) + list(disc.parameters())}.values())
   optimizer = torch.optim.AdamW(params, lr=5e-4, eps=1e-6, weight_decay=0.01)
@@ -199,7 +231,7 @@ def huggingface(batch_size):
     optimizer.zero_grad()
     labels = torch.full_like(ids, -100).scatter(1, positions, originals)
     out = gen(input_ids=ids, labels=labels)
-    logits = out.logits.gather(1, positions[..., None].expand(-1, -1, VOCAB))
+    logits = out.logits.gather(1, positions[..., None].expand(-1, -1, vocab_size()))
     sampled = torch.distributions.Categorical(logits=logits.detach()).sample()
     corrupted = ids.scatter(1, positions, sampled)
     original = ids.scatter(1, positions, originals)
@@ -212,7 +244,7 @@ def huggingface(batch_size):
 
   seconds = time_steps(step, None)
   flops_model = electra.build_electra_pretrainer(config, generator_size=0.25)
-  return seconds, flops_model.train_flops_per_example(SEQ, PREDICTIONS) * batch_size
+  return seconds, flops_model.train_flops_per_example(SEQ, predictions()) * batch_size
 
 
 # Kinds of TensorFlow ops in a traced step, first match wins (op type, or name scope for the
@@ -232,9 +264,12 @@ OP_KINDS = (
 )
 
 
+FUSED = "XLA-fused element-wise (GELU, LayerNorm: ops.fused)"
+
+
 def op_time_by_kind(step, batch, steps=2):
-  """Traces `steps` calls of `step` with TensorFlow's profiler; returns seconds of op execution by
-  `OP_KINDS` kind (summed over threads, so it can exceed wall time)."""
+  """Traces `steps` calls of `step` with TensorFlow's profiler; returns seconds of op execution per
+  step by `OP_KINDS` kind and by op type (summed over threads, so they can exceed wall time)."""
   import glob  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
@@ -247,18 +282,25 @@ def op_time_by_kind(step, batch, steps=2):
   with open(glob.glob(f"{logdir}/plugins/profile/*/*.xplane.pb")[0], "rb") as f:
     space.ParseFromString(f.read())
   seconds = {kind: 0.0 for kind, _ in OP_KINDS}
+  seconds[FUSED] = 0.0
+  by_type = collections.Counter()
   for plane in space.planes:
     if plane.name != "/host:CPU":
       continue
     for line in plane.lines:
       for event in line.events:
         name = plane.event_metadata[event.metadata_id].name  # "scope/op_name:OpType"
+        if name == "ExecutorState::ProcessAsync::Start":  # an XLA cluster (an async op)
+          seconds[FUSED] += event.duration_ps * 1e-12 / steps
+          by_type[FUSED] += event.duration_ps * 1e-12 / steps
+          continue
         if ":" not in name or "/" not in name:
           continue
         op_name, op_type = name.rsplit(":", 1)
         kind = next(k for k, matches in OP_KINDS if matches(op_name, op_type))
         seconds[kind] += event.duration_ps * 1e-12 / steps
-  return seconds
+        by_type[op_type] += event.duration_ps * 1e-12 / steps
+  return seconds, by_type
 
 
 def breakdown(batch_size, precision_name):
@@ -285,7 +327,7 @@ def breakdown(batch_size, precision_name):
 
   @tf.function
   def forward_backward(inputs):
-    _, losses, grads = train_step_fn.forward_backward(inputs)
+    _, losses, grads, _ = train_step_fn.forward_backward(inputs)
     return losses["total_loss"].value, grads
 
   step = tf.function(lambda inputs: train_step_fn(inputs)["total_loss"].value)
@@ -293,7 +335,7 @@ def breakdown(batch_size, precision_name):
   times = {"forward": time_steps(forward, batch),
            "forward+backward": time_steps(lambda b: forward_backward(b)[0], batch),
            "step": time_steps(step, batch)}
-  op_seconds = op_time_by_kind(step, batch)
+  op_seconds, type_seconds = op_time_by_kind(step, batch)
   gen = model.generator.config
   per_example = {}
   for name, c in (("discriminator", config), ("generator", gen)):
@@ -303,10 +345,10 @@ def breakdown(batch_size, precision_name):
     per_example[f"{name} embeddings (dense count)"] = SEQ * (
         2 * e * (c.vocab_size + c.max_position_embeddings + c.type_vocab_size)
         + (2 * e * h if e != h else 0))
-  per_example["MLM head"] = flops.mlm_head_flops(gen.hidden_size, gen.embedding_size, VOCAB,
-                                                 PREDICTIONS)
+  per_example["MLM head"] = flops.mlm_head_flops(gen.hidden_size, gen.embedding_size,
+                                                 vocab_size(), predictions())
   per_example["RTD head"] = flops.rtd_head_flops(config.hidden_size, SEQ)
-  return times, op_seconds, per_example
+  return times, op_seconds, type_seconds, per_example
 
 
 def input_pipeline():
@@ -321,12 +363,12 @@ def input_pipeline():
   pretraining_data.create_pretraining_data(pretraining_data.DataConfig(
       input_files=(os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt"),),
       vocab_file=os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"), output_dir=records,
-      max_seq_length=128, max_predictions_per_seq=PREDICTIONS, dupe_factor=2, num_shards=2),
+      max_seq_length=128, max_predictions_per_seq=19, dupe_factor=2, num_shards=2),
       log=lambda _: None)
   trainer = trainer_lib.Trainer(
       os.path.join(tmp, "model"), records, tf.distribute.get_strategy(),
       train_config=trainer_lib.TrainConfig(train_batch_size=32, max_seq_length=SEQ,
-                                           max_predictions_per_seq=PREDICTIONS),
+                                           max_predictions_per_seq=19),
       encoder_config=EncoderConfig(hidden_size=128, num_layers=2, num_attention_heads=2,
                                    intermediate_size=512, embedding_size=128),
       model_fn=electra.build_electra_pretrainer, log=lambda _: None)
@@ -345,9 +387,15 @@ def input_pipeline():
 
 
 def run_one(spec):
+  if spec.startswith("breakdown/"):
+    times, op_seconds, type_seconds, per_example = breakdown(32, FLAGS.breakdown_precision)
+    print("RESULT " + json.dumps({"spec": spec, "times": times, "op_seconds": op_seconds,
+                                  "type_seconds": type_seconds, "per_example": per_example}),
+          flush=True)
+    return
   impl, precision_name, batch_size, *rest = spec.split("/")
   batch_size = int(batch_size)
-  if impl == "ours":
+  if impl in ("ours", "baseline"):  # a baseline runs with the checkout first on PYTHONPATH
     k = int(rest[0][3:]) if rest and rest[0].startswith("acc") else 1
     result = ours(precision_name, batch_size, jit=rest == ["jit"], accumulation_steps=k)
   elif impl == "model_garden":
@@ -362,6 +410,42 @@ def run_one(spec):
     row.update(seconds=seconds, tokens_per_s=batch_size * SEQ / seconds,
                flops_per_s=flops / seconds, peak_flops=peak_matmul_flops(precision_name))
   print("RESULT " + json.dumps(row), flush=True)
+
+
+def run_child(spec, baseline: bool):
+  """Runs `--one=spec` in its own process (with --baseline_checkout's code first on the path for
+  a baseline); returns the dict it prints, or {"spec", "skipped": the error}."""
+  env = dict(os.environ)
+  if baseline:
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.abspath(FLAGS.baseline_checkout)] + env.get("PYTHONPATH", "").split(os.pathsep))
+  out = subprocess.run([sys.executable, __file__, f"--one={spec}", f"--steps={FLAGS.steps}",
+                        f"--warmup={FLAGS.warmup}", f"--model={FLAGS.model}",
+                        f"--breakdown_precision={FLAGS.breakdown_precision}"],
+                       capture_output=True, text=True, env=env)
+  found = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+  return (json.loads(found[-1][7:]) if found else
+          {"spec": spec, "skipped": "failed: " + out.stderr.strip().splitlines()[-1]})
+
+
+def print_breakdown(impl, result):
+  if "skipped" in result:
+    print(f"breakdown of {impl}: {result['skipped']}")
+    return
+  times, op_seconds = result["times"], result["op_seconds"]
+  forward, both = times["forward"], times["forward+backward"]
+  print(f"one {impl}/{FLAGS.breakdown_precision}/32 step {times['step']:.3f}s; forward "
+        f"{forward:.3f}s, forward + backward {both:.3f}s (backward "
+        f"{(both - forward) / forward:.1f}x the forward)")
+  total = sum(op_seconds.values())
+  print("op time by kind (profiler trace, summed over threads): " + ", ".join(
+      f"{name} {value / total:.1%}" for name, value in op_seconds.items() if value))
+  print(f"op time by type of {impl}, top 20 (ms per step, summed over threads; share):")
+  for op_type, value in sorted(result["type_seconds"].items(), key=lambda kv: -kv[1])[:20]:
+    print(f"  {op_type:40s} {value * 1e3:8.1f} {value / total:6.1%}")
+  total = sum(result["per_example"].values())
+  print("forward FLOPs by kind: " + ", ".join(
+      f"{name} {value / total:.1%}" for name, value in result["per_example"].items()))
 
 
 def _median_row(results):
@@ -384,14 +468,17 @@ def main(_):
   specs = FLAGS.configs or []
   for spec in specs:
     parts = spec.split("/")
-    if (len(parts) not in (3, 4) or parts[0] not in ("ours", "model_garden", "huggingface")
+    if (len(parts) not in (3, 4)
+        or parts[0] not in ("ours", "baseline", "model_garden", "huggingface")
         or parts[1] not in ("float32", "bfloat16", "float16") or not parts[2].isdigit()
         or not (parts[3:] in ([], ["jit"]) or (
             parts[0] == "ours" and len(parts) == 4 and parts[3].startswith("acc")
             and parts[3][3:].isdigit() and int(parts[2]) % int(parts[3][3:]) == 0))):
       raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit|/accK] with "
-                           "impl ours|model_garden|huggingface, precision float32|bfloat16|"
-                           "float16, and K micro-batches dividing the batch")
+                           "impl ours|baseline|model_garden|huggingface, precision float32|"
+                           "bfloat16|float16, and K micro-batches dividing the batch")
+    if parts[0] == "baseline" and not FLAGS.baseline_checkout:
+      raise app.UsageError(f"--configs: {spec!r} needs --baseline_checkout")
   for batch in [] if FLAGS.configs else FLAGS.batch_sizes:
     specs += [f"model_garden/{p}/{batch}" for p in FLAGS.precisions]
     specs += [f"ours/{p}/{batch}" for p in FLAGS.precisions]
@@ -399,15 +486,12 @@ def main(_):
   runs = {spec: [] for spec in specs}
   for _ in range(FLAGS.repeats):
     for spec in specs:
-      out = subprocess.run([sys.executable, __file__, f"--one={spec}", f"--steps={FLAGS.steps}",
-                            f"--warmup={FLAGS.warmup}"], capture_output=True, text=True)
-      found = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
-      runs[spec].append(json.loads(found[-1][7:]) if found else
-                        {"spec": spec, "skipped": "failed: " + out.stderr.strip().splitlines()[-1]})
+      runs[spec].append(run_child(spec, spec.startswith("baseline/")))
   rows = [_median_row(results) for results in runs.values()]
   for name in sorted({spec.split("/")[1] for spec in specs} - {"float32"}):
     precision.warn_if_emulated(name, print)
-  print(f"ELECTRA-Small, seq {SEQ}, vocab {VOCAB}, {os.cpu_count()} CPUs, {FLAGS.steps} timed "
+  print(f"model {FLAGS.model}, seq {SEQ}, vocab {vocab_size()}, {os.cpu_count()} CPUs, "
+        f"{FLAGS.steps} timed "
         f"steps after {FLAGS.warmup} warm-up, median of {FLAGS.repeats} run(s)")
   print("| configuration | step s | tokens/s | range | × Model Garden | peak RSS GB | train FLOP/s "
         "| peak matmul FLOP/s | MFU |")
@@ -426,17 +510,8 @@ def main(_):
           f"{ratio} | {row['peak_rss_gb']:.2f} | {row['flops_per_s']:.3g} | "
           f"{row['peak_flops']:.3g} | {row['flops_per_s'] / row['peak_flops']:.1%} |")
   if FLAGS.breakdown:
-    times, op_seconds, per_example = breakdown(32, FLAGS.breakdown_precision)
-    forward, both = times["forward"], times["forward+backward"]
-    print(f"one ours/{FLAGS.breakdown_precision}/32 step {times['step']:.3f}s; forward "
-          f"{forward:.3f}s, forward + backward {both:.3f}s (backward "
-          f"{(both - forward) / forward:.1f}x the forward)")
-    total = sum(op_seconds.values())
-    print("op time by kind (profiler trace, summed over threads): " + ", ".join(
-        f"{name} {value / total:.1%}" for name, value in op_seconds.items()))
-    total = sum(per_example.values())
-    print("forward FLOPs by kind: " + ", ".join(
-        f"{name} {value / total:.1%}" for name, value in per_example.items()))
+    for impl in (["baseline"] if FLAGS.baseline_checkout else []) + ["ours"]:
+      print_breakdown(impl, run_child(f"breakdown/{impl}", impl == "baseline"))
   if FLAGS.input_pipeline:
     times = input_pipeline()
     print(f"input pipeline (tiny ELECTRA, batch 32 × {SEQ}): {times['records'] * 1e3:.1f} ms/step "

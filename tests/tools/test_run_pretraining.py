@@ -140,7 +140,7 @@ class RunPretrainingCliTest(RecordsTestCase):
       errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining: error:")]
       self.assertLen(errors, 1, result.stderr[-3000:])
       # The default policy skips such updates and stops after nonfinite_patience in a row.
-      self.assertRegex(errors[0], r"is not finite at step \d+ \(learning rate .*\): \d+ updates "
+      self.assertRegex(errors[0], r"(is|are) not finite at step \d+ \(learning rate .*\): \d+ updates "
                        r"in a row skipped \(TrainConfig.nonfinite_patience = 10\); the last "
                        r"checkpoint is .*OptimizerConfig.learning_rate = 1e\+06")
       self.assertFalse(os.path.exists(os.path.join(model_dir, "export")), task)

@@ -7,6 +7,7 @@ from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
 from official_rtd.modeling.layers.dropout import Dropout
+from official_rtd.modeling.layers.layer_norm import LayerNorm
 
 LAYER_NORM_EPSILON = 1e-12
 
@@ -47,7 +48,7 @@ class Embeddings(tf_keras.layers.Layer):
     self.type_embeddings = layers.OnDeviceEmbedding(
         vocab_size=type_vocab_size, embedding_width=embedding_size, use_one_hot=True,
         initializer=tf_utils.clone_initializer(initializer), name="type_embeddings")
-    self.layer_norm = tf_keras.layers.LayerNormalization(
+    self.layer_norm = LayerNorm(
         axis=-1, epsilon=LAYER_NORM_EPSILON, dtype=tf.float32, name="layer_norm")
     self.dropout = Dropout(rate=dropout_rate)
     # Built now (MLM output layers tie to the token table, and `tables()` may be read before any

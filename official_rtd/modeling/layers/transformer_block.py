@@ -1,7 +1,9 @@
 """Model Garden's post-LayerNorm Transformer block with our dropout and optional T5 position bias.
 
 `TransformerBlock` is Model Garden's `TransformerEncoderBlock` (same weights, names and math) whose
-dropouts (attention probabilities, attention output, FFN output) are our 16-bit-uniform `Dropout`.
+dropouts (attention probabilities, attention output, FFN output) are our 16-bit-uniform `Dropout`,
+whose LayerNorms are `LayerNorm` (one fused pass each way) and whose attention multiplies
+`[batch, heads, seq_len, head_size]` matrices (Keras's einsums transpose more; the same math).
 Its attention is tracked after its other sublayers, so `get_weights()` lists the weights in
 another order than Model Garden's block: match them by name
 (`interop.model_garden.copy_weights_by_name`). With a `position_bias` (Model Garden's
@@ -9,6 +11,7 @@ another order than Model Garden's block: match them by name
 distance key − query, one instance shared by all layers of an encoder, as in T5 and AMOS), its
 attention adds that bias to the scores before the masked softmax.
 """
+import math
 from typing import Dict, Optional
 
 import tensorflow as tf
@@ -16,6 +19,8 @@ import tf_keras
 from official.nlp.modeling import layers
 
 from official_rtd.modeling.layers.dropout import Dropout
+from official_rtd.modeling.layers.layer_norm import LayerNorm
+from official_rtd.ops import fused
 
 
 class Attention(tf_keras.layers.MultiHeadAttention):
@@ -29,6 +34,23 @@ class Attention(tf_keras.layers.MultiHeadAttention):
   def _build_attention(self, rank):
     super()._build_attention(rank)
     self._dropout_layer = Dropout(self._dropout, dtype=self.dtype_policy)
+
+  def _compute_attention(self, query, key, value, attention_mask=None, training=None):
+    """Keras's dot-product attention (query scaled by 1/√head_size, masked softmax, dropout on
+    the probabilities) as batched matmuls over `[batch, heads, seq_len, head_size]`.
+
+    Args: query `[batch, T, heads, head_size]`, key and value `[batch, S, heads, head_size]`,
+      attention_mask `[batch, T, S]`.
+    Returns: (`[batch, T, heads, head_size]`, probabilities `[batch, heads, T, S]`).
+    """
+    if self._attention_axes != (1,):
+      return super()._compute_attention(query, key, value, attention_mask, training)
+    heads_first = lambda x: tf.transpose(x, [0, 2, 1, 3])
+    query = tf.multiply(query, 1.0 / math.sqrt(float(self._key_dim)))
+    scores = tf.matmul(heads_first(query), heads_first(key), transpose_b=True)
+    probabilities = self._masked_softmax(scores, attention_mask)
+    dropped = self._dropout_layer(probabilities, training=training)
+    return heads_first(tf.matmul(dropped, heads_first(value))), probabilities
 
   def _masked_softmax(self, attention_scores, attention_mask=None):
     if self.position_bias is not None:
@@ -69,3 +91,10 @@ class TransformerBlock(layers.TransformerEncoderBlock):
     self._attention_layer = Attention(self._position_bias, **config)
     self._attention_dropout = Dropout(self._attention_dropout_rate, dtype=self.dtype_policy)
     self._output_dropout = Dropout(self._output_dropout_rate, dtype=self.dtype_policy)
+    self._attention_layer_norm = LayerNorm(**self._attention_layer_norm.get_config())
+    self._output_layer_norm = LayerNorm(**self._output_layer_norm.get_config())
+    if self._inner_activation is fused.gelu:
+      # Model Garden computes the activation in float32 under mixed_bfloat16 (a float32 copy of
+      # its input and output); the fused GELU already computes in float32 inside its pass.
+      self._intermediate_activation_layer = tf_keras.layers.Activation(
+          fused.gelu, dtype=self.dtype_policy)

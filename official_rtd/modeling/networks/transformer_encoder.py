@@ -11,13 +11,12 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.disentangled_embeddings import DisentangledEmbeddings
 from official_rtd.modeling.layers.embeddings import Embeddings
 from official_rtd.modeling.layers.transformer_block import TransformerBlock
+from official_rtd.ops import fused
 
 POSITION_EMBEDDINGS = ("absolute", "t5_relative")
 
 
-def gelu(x):
-  """BERT's (tanh-approximated) GELU."""
-  return tf_keras.activations.gelu(x, approximate=True)
+gelu = fused.gelu  # BERT's (tanh-approximated) GELU
 
 
 def initializer(config: EncoderConfig):

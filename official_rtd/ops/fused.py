@@ -1,0 +1,84 @@
+"""BERT's tanh GELU and LayerNorm as one XLA-compiled pass each way, with hand-written gradients.
+
+TensorFlow runs every element-wise op as its own pass over memory, and autodiff adds more: BERT's
+GELU is 7 ops forward and about 12 backward over a `[batch, seq_len, intermediate]` tensor, a
+LayerNorm about 10 and 20. On a CPU those passes, not the matmuls, are a third of an ELECTRA step
+(`benchmarks/train_throughput.py`'s op breakdown). Here each op's forward and its gradient is one
+`tf.function(jit_compile=True)`, which XLA fuses into one loop (on GPU/TPU, where the whole step
+is usually compiled, the functions are simply inlined). Statistics and arithmetic are float32
+whatever the input dtype (cast inside the fused loop, no float32 copy of the activation). The math
+is that of `tf_keras.activations.gelu(approximate=True)` and `tf_keras.layers.LayerNormalization`:
+`tests/ops/test_fused.py` compares values and gradients with them.
+"""
+import math
+
+import tensorflow as tf
+
+_C = math.sqrt(2.0 / math.pi)
+_A = 0.044715
+
+
+@tf.function(jit_compile=True)
+def _gelu_forward(x):
+  x32 = tf.cast(x, tf.float32)
+  t = tf.tanh(_C * (x32 + _A * x32 * x32 * x32))
+  return tf.cast(0.5 * x32 * (1.0 + t), x.dtype)
+
+
+@tf.function(jit_compile=True)
+def _gelu_backward(x, dy):
+  x32 = tf.cast(x, tf.float32)
+  t = tf.tanh(_C * (x32 + _A * x32 * x32 * x32))
+  # d/dx 0.5·x·(1 + t) = 0.5·(1 + t) + 0.5·x·(1 − t²)·√(2/π)·(1 + 3a·x²)
+  slope = 0.5 * (1.0 + t) + 0.5 * x32 * (1.0 - t * t) * _C * (1.0 + 3.0 * _A * x32 * x32)
+  return tf.cast(tf.cast(dy, tf.float32) * slope, x.dtype)
+
+
+@tf.custom_gradient
+def gelu(x):
+  """BERT's GELU, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), any shape and float dtype."""
+  return _gelu_forward(x), lambda dy: _gelu_backward(x, dy)
+
+
+@tf.function(jit_compile=True)
+def _normalized(x, epsilon: float):
+  """(x̂ = (x − μ)/√(σ² + ε), 1/√(σ² + ε)) over the last axis, float32."""
+  x32 = tf.cast(x, tf.float32)
+  mean = tf.reduce_mean(x32, axis=-1, keepdims=True)
+  centered = x32 - mean
+  rstd = tf.math.rsqrt(tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
+  return centered * rstd, rstd
+
+
+@tf.function(jit_compile=True)
+def _layer_norm_forward(x, gamma, beta, epsilon, dtype):
+  x_hat, _ = _normalized(x, epsilon)
+  return tf.cast(x_hat * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32), dtype)
+
+
+@tf.function(jit_compile=True)
+def _layer_norm_backward(x, gamma, epsilon, dy):
+  x_hat, rstd = _normalized(x, epsilon)
+  dy32 = tf.cast(dy, tf.float32)
+  rows = list(range(x.shape.rank - 1))
+  d_gamma = tf.reduce_sum(dy32 * x_hat, axis=rows)
+  d_beta = tf.reduce_sum(dy32, axis=rows)
+  g = dy32 * tf.cast(gamma, tf.float32)
+  # dx = (g − mean(g) − x̂·mean(g·x̂)) / √(σ² + ε)
+  dx = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
+               - x_hat * tf.reduce_mean(g * x_hat, axis=-1, keepdims=True))
+  return tf.cast(dx, x.dtype), tf.cast(d_gamma, gamma.dtype), tf.cast(d_beta, gamma.dtype)
+
+
+def layer_norm(x, gamma, beta, epsilon: float, dtype=tf.float32):
+  """γ·(x − μ)/√(σ² + ε) + β over the last axis of `x` (`[..., hidden]`, any float dtype), with
+  float32 statistics; returns `dtype`. `gamma`, `beta`: `[hidden]` (variables or tensors)."""
+  dtype = tf.as_dtype(dtype)
+
+  @tf.custom_gradient
+  def normalize(x, gamma, beta):
+    def grad(dy):
+      return _layer_norm_backward(x, gamma, epsilon, dy)
+    return _layer_norm_forward(x, gamma, beta, epsilon, dtype), grad
+
+  return normalize(x, tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta))
