@@ -11,7 +11,9 @@ ELECTRA-Small batch-32 shapes (forward + backward where a gradient flows):
 5. Keras's `LayerNormalization` (ε = 1e-12, so not its fused-batch-norm path) vs `LayerNorm` on
    `[32, 128, 256]`;
 6. Keras's attention (`MultiHeadAttention._compute_attention`: einsums) vs ours (batched matmuls
-   over `[batch, heads, seq_len, head_size]`), 4 heads of 64, with a padding mask, no dropout.
+   over `[batch, heads, seq_len, head_size]`), 4 heads of 64, with a padding mask, no dropout;
+7. Keras's `EinsumDense` vs ours (bias added by `tf.nn.bias_add`) for the FFN's 256→1024 layer and
+   a `[256, 4, 64]` attention projection of `[32, 128, 256]`.
 
   python benchmarks/step_ops.py [--repeats=20]
 
@@ -25,6 +27,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.modeling.layers.dropout import Dropout
+from official_rtd.modeling.layers.einsum_dense import EinsumDense
 from official_rtd.modeling.layers.layer_norm import LayerNorm
 from official_rtd.modeling.layers.transformer_block import Attention
 from official_rtd.ops import fused
@@ -118,6 +121,22 @@ def attention_row():
   return [("attention core [32, 4 heads, 128, 64] float32", *times)]
 
 
+def dense_rows():
+  """(name, replaced ms, ours ms) of the FFN's first layer and a query projection."""
+  x = tf.random.normal([32, 128, 256])
+  rows = []
+  for name, equation, output_shape, bias_axes in (
+      ("dense 256→1024", "abc,cd->abd", (None, 1024), "d"),
+      ("projection 256→[4, 64]", "abc,cde->abde", (None, 4, 64), "de")):
+    keras = tf_keras.layers.EinsumDense(equation, output_shape=output_shape, bias_axes=bias_axes)
+    keras(x)
+    ours = EinsumDense.from_config(keras.get_config())
+    ours(x)
+    rows.append((f"{name} [32, 128, 256] float32 (Keras's EinsumDense → ours)",
+                 forward_backward_ms(keras, x), forward_backward_ms(ours, x)))
+  return rows
+
+
 def main(_):
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   print(precision.cpu_summary())  # figures from different CPUs are not comparable
@@ -139,7 +158,7 @@ def main(_):
         f"{milliseconds(tf.function(sampling.sample), logits):.1f} ms")
   print("| op, forward + backward | replaced ms | ours ms | speed-up |")
   print("|---|---|---|---|")
-  for name, replaced, ours in elementwise_rows() + attention_row():
+  for name, replaced, ours in elementwise_rows() + attention_row() + dense_rows():
     print(f"| {name} | {replaced:.1f} | {ours:.1f} | {replaced / ours:.2f}× |")
 
 

@@ -10,7 +10,8 @@ token ids; `--model=one_machine`: gin/models/one_machine.gin's shapes (hidden 12
 16000, 20 predictions). Each configuration runs in its own process (clean peak memory, no shared
 state):
 
-  ours/float32, ours/bfloat16 (and ours/float16 with --precisions), ours with --jit_compile,
+  ours/float32, ours/bfloat16 (and ours/float16 with --precisions), ours with --jit_compile
+  (`/jit`: the whole step one XLA cluster) or with each encoder block compiled (`/jitblock`),
   ours accumulating a batch in k micro-batches (`--configs=ours/float32/256/acc8`),
   baseline: ours as another checkout's code has it (`--baseline_checkout`, e.g. before a change),
   model_garden/float32: `networks.BertEncoder(dict_outputs=True)` generator and discriminator with
@@ -49,7 +50,8 @@ flags.DEFINE_bool("breakdown", True, "Also split one batch-32 step of ours (and 
 flags.DEFINE_enum("breakdown_precision", "float32", ["float32", "bfloat16"],
                   "Precision of the --breakdown step.")
 flags.DEFINE_list("configs", None, "Configurations to time (impl/precision/batch[/jit], e.g. "
-                  "ours/bfloat16/32; ours/float32/256/acc8: a batch of 256 as 8 accumulated "
+                  "ours/bfloat16/32; ours/float32/32/jitblock: each encoder block compiled by XLA; "
+                  "ours/float32/256/acc8: a batch of 256 as 8 accumulated "
                   "micro-batches of 32); default: all of them for --batch_sizes and --precisions.")
 flags.DEFINE_integer("repeats", 1, "Runs of each configuration, interleaved (the table shows the "
                      "median step time and the tokens/s range): this shared machine's speed "
@@ -128,13 +130,19 @@ def time_steps(step, batch):
   return (time.perf_counter() - start) / FLAGS.steps
 
 
-def ours(precision_name, batch_size, jit, accumulation_steps=1):
+def ours(precision_name, batch_size, jit, accumulation_steps=1, jit_blocks=False):
+  """With `jit_blocks`, each Transformer block's call (matmuls included) is one XLA cluster and
+  the rest of the step runs as usual: XLA per block, measured against XLA for the whole step."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.layers import transformer_block  # pylint: disable=g-import-not-at-top
   from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   from official_rtd.training import train_step  # pylint: disable=g-import-not-at-top
   batch = synthetic_batch(batch_size)
+  if jit_blocks:
+    block = transformer_block.TransformerBlock
+    block.call = tf.function(block.call, jit_compile=True)
   with precision.policy(precision_name):
     model = electra.build_electra_pretrainer(small_config(), generator_size=0.25)
     model(batch, training=False)
@@ -397,7 +405,8 @@ def run_one(spec):
   batch_size = int(batch_size)
   if impl in ("ours", "baseline"):  # a baseline runs with the checkout first on PYTHONPATH
     k = int(rest[0][3:]) if rest and rest[0].startswith("acc") else 1
-    result = ours(precision_name, batch_size, jit=rest == ["jit"], accumulation_steps=k)
+    result = ours(precision_name, batch_size, jit=rest == ["jit"], accumulation_steps=k,
+                  jit_blocks=rest == ["jitblock"])
   elif impl == "model_garden":
     result = model_garden(precision_name, batch_size)
   else:
@@ -471,10 +480,10 @@ def main(_):
     if (len(parts) not in (3, 4)
         or parts[0] not in ("ours", "baseline", "model_garden", "huggingface")
         or parts[1] not in ("float32", "bfloat16", "float16") or not parts[2].isdigit()
-        or not (parts[3:] in ([], ["jit"]) or (
+        or not (parts[3:] in ([], ["jit"], ["jitblock"]) or (
             parts[0] == "ours" and len(parts) == 4 and parts[3].startswith("acc")
             and parts[3][3:].isdigit() and int(parts[2]) % int(parts[3][3:]) == 0))):
-      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit|/accK] with "
+      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit|/jitblock|/accK] with "
                            "impl ours|baseline|model_garden|huggingface, precision float32|"
                            "bfloat16|float16, and K micro-batches dividing the batch")
     if parts[0] == "baseline" and not FLAGS.baseline_checkout:

@@ -60,9 +60,12 @@ def _layer_norm_forward(x, gamma, beta, epsilon, dtype):
 def _layer_norm_backward(x, gamma, epsilon, dy):
   x_hat, rstd = _normalized(x, epsilon)
   dy32 = tf.cast(dy, tf.float32)
-  rows = list(range(x.shape.rank - 1))
-  d_gamma = tf.reduce_sum(dy32 * x_hat, axis=rows)
-  d_beta = tf.reduce_sum(dy32, axis=rows)
+  # dγ = Σ_rows dy·x̂, dβ = Σ_rows dy, as one ones-vector matmul: XLA's CPU loop for a sum over
+  # rows is slower (`benchmarks/step_alternatives.py`: the backward 1.29× faster this way).
+  hidden = x.shape[-1]
+  columns = tf.reshape(tf.concat([dy32 * x_hat, dy32], axis=-1), [-1, 2 * hidden])
+  sums = tf.matmul(tf.ones([1, tf.shape(columns)[0]]), columns)[0]
+  d_gamma, d_beta = sums[:hidden], sums[hidden:]
   g = dy32 * tf.cast(gamma, tf.float32)
   # dx = (g − mean(g) − x̂·mean(g·x̂)) / √(σ² + ε)
   dx = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True)

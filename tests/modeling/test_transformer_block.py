@@ -1,10 +1,12 @@
-"""Our Transformer block (fused GELU and LayerNorm, matmul attention, our dropout) against Model
-Garden's stock `TransformerEncoderBlock` on the same weights: outputs and every gradient."""
+"""Our Transformer block (fused GELU and LayerNorm, bias_add dense layers, matmul attention, our
+dropout) against Model Garden's stock `TransformerEncoderBlock` on the same weights: outputs and
+every gradient."""
 import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers as mg_layers
 
 from official_rtd.interop import model_garden
+from official_rtd.modeling.layers.einsum_dense import EinsumDense
 from official_rtd.modeling.layers.layer_norm import LayerNorm
 from official_rtd.modeling.layers.transformer_block import TransformerBlock
 from official_rtd.modeling.networks import transformer_encoder
@@ -55,6 +57,8 @@ class TransformerBlockTest(tf.test.TestCase):
     tf_keras.utils.set_random_seed(0)
     ours, theirs, x, mask = self._pair("float32", transformer_encoder.gelu, KERAS_GELU)
     self.assertIsInstance(ours._output_layer_norm, LayerNorm)
+    for role in ("query", "key", "value", "attention_output", "intermediate", "output"):
+      self.assertIsInstance(ours.parts()[role], EinsumDense, msg=role)
     for name, a, b in tensors(outputs_and_gradients(ours, x, mask),
                               outputs_and_gradients(theirs, x, mask)):
       self.assertAllClose(a, b, atol=2e-5, rtol=2e-5, msg=name)

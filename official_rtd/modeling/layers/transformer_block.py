@@ -2,7 +2,8 @@
 
 `TransformerBlock` is Model Garden's `TransformerEncoderBlock` (same weights, names and math) whose
 dropouts (attention probabilities, attention output, FFN output) are our 16-bit-uniform `Dropout`,
-whose LayerNorms are `LayerNorm` (one fused pass each way) and whose attention multiplies
+whose LayerNorms are `LayerNorm` (one fused pass each way), whose dense layers are `EinsumDense`
+(bias added by `tf.nn.bias_add`, a faster gradient) and whose attention multiplies
 `[batch, heads, seq_len, head_size]` matrices (Keras's einsums transpose more; the same math).
 Its attention is tracked after its other sublayers, so `get_weights()` lists the weights in
 another order than Model Garden's block: match them by name
@@ -19,6 +20,7 @@ import tf_keras
 from official.nlp.modeling import layers
 
 from official_rtd.modeling.layers.dropout import Dropout
+from official_rtd.modeling.layers.einsum_dense import EinsumDense
 from official_rtd.modeling.layers.layer_norm import LayerNorm
 from official_rtd.ops import fused
 
@@ -30,6 +32,13 @@ class Attention(tf_keras.layers.MultiHeadAttention):
   def __init__(self, position_bias: Optional[layers.RelativePositionBias] = None, **kwargs):
     super().__init__(**kwargs)
     self.position_bias = position_bias
+
+  def _build_from_signature(self, query, value, key=None):
+    super()._build_from_signature(query, value, key)
+    # The same projections (configs, names) adding their biases with `tf.nn.bias_add`.
+    self._query_dense, self._key_dense, self._value_dense, self._output_dense = (
+        EinsumDense.from_config(layer.get_config()) for layer in (
+            self._query_dense, self._key_dense, self._value_dense, self._output_dense))
 
   def _build_attention(self, rank):
     super()._build_attention(rank)
@@ -91,6 +100,8 @@ class TransformerBlock(layers.TransformerEncoderBlock):
     self._attention_layer = Attention(self._position_bias, **config)
     self._attention_dropout = Dropout(self._attention_dropout_rate, dtype=self.dtype_policy)
     self._output_dropout = Dropout(self._output_dropout_rate, dtype=self.dtype_policy)
+    self._intermediate_dense = EinsumDense.from_config(self._intermediate_dense.get_config())
+    self._output_dense = EinsumDense.from_config(self._output_dense.get_config())
     self._attention_layer_norm = LayerNorm(**self._attention_layer_norm.get_config())
     self._output_layer_norm = LayerNorm(**self._output_layer_norm.get_config())
     if self._inner_activation is fused.gelu:
