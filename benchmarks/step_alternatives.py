@@ -11,59 +11,38 @@ ELECTRA-Small batch-32 shapes, forward + backward (issue 42's list of what to tr
 4. `ops.fused.layer_norm`'s backward pass with the γ and β gradients as sums over rows in the XLA
    cluster (the previous code) vs as a ones-vector matmul (taken: `ops/fused.py`).
 
-Each pair is timed in alternation (`--rounds` rounds of `--repeats` calls each); the table shows
-the median per call and the range over rounds: the machine's speed drifts between runs.
+Each pair is timed in alternation (`--rounds` rounds of `--repeats` calls each, after two warm-up
+calls, as `step_ops.py` times); the table shows the median per call and the range over rounds:
+the machine's speed drifts between runs.
 
   python benchmarks/step_alternatives.py [--rounds=5 --repeats=20]
 
 Results are recorded in benchmarks/RESULTS.md.
 """
 import statistics
-import time
 
 from absl import app
 from absl import flags
 import tensorflow as tf
 
 from official_rtd.ops import fused
+import step_ops  # benchmarks/step_ops.py: its timing helpers and --repeats
 
 flags.DEFINE_integer("rounds", 5, "Alternating rounds per pair.", lower_bound=1)
-flags.DEFINE_integer("repeats", 20, "Timed calls per round (after two warm-up calls).",
-                     lower_bound=1)
 FLAGS = flags.FLAGS
 BATCH, SEQ = 32, 128
 
 
-def seconds_per_call(fn, args):
-  start = time.perf_counter()
-  for _ in range(FLAGS.repeats):
-    result = fn(*args)
-  tf.nest.map_structure(lambda t: t.numpy(), result)
-  return (time.perf_counter() - start) / FLAGS.repeats
-
-
 def compare(name, first, second, *args):
-  """Prints `| name | first ms (range) | second ms (range) | first / second |`."""
+  """Prints `| name | first ms (range) | second ms (range) | first / second |`, each function
+  timed by `step_ops.milliseconds` in `--rounds` alternating rounds."""
   times = {first: [], second: []}
-  for fn in times:
-    fn(*args), fn(*args)
   for _ in range(FLAGS.rounds):
     for fn, runs in times.items():
-      runs.append(seconds_per_call(fn, args) * 1e3)
+      runs.append(step_ops.milliseconds(fn, *args))
   cells = [f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})" for r in times.values()]
   ratio = statistics.median(times[first]) / statistics.median(times[second])
   print(f"| {name} | {cells[0]} | {cells[1]} | {ratio:.2f}× |", flush=True)
-
-
-def gradients(forward, variables):
-  """A `tf.function` returning the gradients of Σ forward(x)·u to x and `variables`."""
-  @tf.function
-  def step(x, upstream):
-    with tf.GradientTape() as tape:
-      tape.watch(x)
-      y = forward(x)
-    return tape.gradient(y, [x] + variables, output_gradients=upstream)
-  return step
 
 
 def dense_rows():
@@ -71,13 +50,12 @@ def dense_rows():
     x = tf.random.normal([BATCH, SEQ, width])
     kernel = tf.Variable(tf.random.normal([width, units]) * 0.05)
     bias = tf.Variable(tf.zeros([units]))
-    upstream = tf.random.normal([BATCH, SEQ, units])
     einsum_add = lambda x, k=kernel, b=bias: tf.einsum("abc,cd->abd", x, k) + b
     matmul_bias_add = lambda x, k=kernel, b=bias, w=width, u=units: tf.reshape(
         tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, w]), k), b), [BATCH, SEQ, u])
     compare(f"dense {width}→{units}: einsum + add → 2-D MatMul + BiasAdd",
-            gradients(einsum_add, [kernel, bias]), gradients(matmul_bias_add, [kernel, bias]),
-            x, upstream)
+            step_ops.forward_backward_step(einsum_add, x),
+            step_ops.forward_backward_step(matmul_bias_add, x), x)
   for units in (1024, 256):
     dy = tf.random.normal([BATCH, SEQ, units])
     compare(f"bias gradient [{BATCH}, {SEQ}, {units}]: Sum → BiasAddGrad (taken)",
@@ -89,7 +67,6 @@ def qkv_row():
   kernels = [tf.Variable(tf.random.normal([256, 4, 64]) * 0.05) for _ in range(3)]
   biases = [tf.Variable(tf.zeros([4, 64])) for _ in range(3)]
   x = tf.random.normal([BATCH, SEQ, 256])
-  upstream = tf.random.normal([3, BATCH, SEQ, 4, 64])
 
   def three(x):
     return tf.stack([tf.einsum("abc,cde->abde", x, k) + b for k, b in zip(kernels, biases)])
@@ -100,7 +77,7 @@ def qkv_row():
     y = tf.nn.bias_add(tf.einsum("abc,cd->abd", x, kernel), bias)
     return tf.stack([tf.reshape(p, [BATCH, SEQ, 4, 64]) for p in tf.split(y, 3, axis=-1)])
   compare("query, key, value: three [256, 4, 64] projections → one [256, 768]",
-          gradients(three, kernels + biases), gradients(one, kernels + biases), x, upstream)
+          step_ops.forward_backward_step(three, x), step_ops.forward_backward_step(one, x), x)
 
 
 def layer_norm_row():

@@ -73,8 +73,9 @@ def dropout_forward_backward(layer, dtype):
   return milliseconds(forward_backward, x)
 
 
-def forward_backward_ms(fn, *inputs):
-  """Forward + backward of Σ fn(inputs)·u (u random) to every input and weight fn uses."""
+def forward_backward_step(fn, *inputs):
+  """A `tf.function` of `inputs`: the gradients of Σ fn(inputs)·u (u random) to every input and
+  weight fn uses."""
   y = fn(*inputs)
   upstream = tf.cast(tf.random.normal(tf.shape(y)), y.dtype)
 
@@ -85,7 +86,12 @@ def forward_backward_ms(fn, *inputs):
       y = fn(*inputs)
     return tape.gradient(y, list(inputs) + list(tape.watched_variables()),
                          output_gradients=upstream)
-  return milliseconds(step, *inputs)
+  return step
+
+
+def forward_backward_ms(fn, *inputs):
+  """Milliseconds per forward + backward of fn (`forward_backward_step`)."""
+  return milliseconds(forward_backward_step(fn, *inputs), *inputs)
 
 
 def elementwise_rows():

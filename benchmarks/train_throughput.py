@@ -480,12 +480,14 @@ def main(_):
     if (len(parts) not in (3, 4)
         or parts[0] not in ("ours", "baseline", "model_garden", "huggingface")
         or parts[1] not in ("float32", "bfloat16", "float16") or not parts[2].isdigit()
-        or not (parts[3:] in ([], ["jit"], ["jitblock"]) or (
+        or not (parts[3:] == [] or (
+            parts[0] in ("ours", "baseline") and parts[3:] in (["jit"], ["jitblock"])) or (
             parts[0] == "ours" and len(parts) == 4 and parts[3].startswith("acc")
             and parts[3][3:].isdigit() and int(parts[2]) % int(parts[3][3:]) == 0))):
-      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit|/jitblock|/accK] with "
-                           "impl ours|baseline|model_garden|huggingface, precision float32|"
-                           "bfloat16|float16, and K micro-batches dividing the batch")
+      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit|/jitblock|/accK] "
+                           "with impl ours|baseline|model_garden|huggingface, precision float32|"
+                           "bfloat16|float16, /jit and /jitblock only for ours or baseline, and K "
+                           "micro-batches (ours only) dividing the batch")
     if parts[0] == "baseline" and not FLAGS.baseline_checkout:
       raise app.UsageError(f"--configs: {spec!r} needs --baseline_checkout")
   for batch in [] if FLAGS.configs else FLAGS.batch_sizes:
