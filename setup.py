@@ -25,6 +25,7 @@ setuptools.setup(
         "tokenizers",  # build_vocab's default WordPiece learner; tokenizer.json vocabularies
         "sentencepiece",  # build_vocab --model_type=sentencepiece_*; .model vocabularies
         "matplotlib",  # compare_runs --plot
+        "blingfire",  # create_pretraining_data --packing=sentences (sentence splitter)
     ],
     # apache-beam: create_pretraining_data --runner=DirectRunner|DataflowRunner|...; 2.77 is the
     # newest that installs next to TensorFlow 2.20 here (it pins protobuf < 7).

@@ -14,4 +14,5 @@ from official_rtd.methods import teams
 from official_rtd.modeling import encoder_config
 from official_rtd.training import evaluation
 from official_rtd.training import optimization
+from official_rtd.training import structure_monitor
 from official_rtd.training import trainer

@@ -2,6 +2,7 @@
 flags (every configurable registered first), runs it as `run_pretraining` does, and rebuilds a
 run directory's model. The layers below (`methods/`, `training/`, `finetune/`) never import it.
 """
+import dataclasses
 import os
 from typing import Sequence
 
@@ -19,6 +20,7 @@ from official_rtd.training import ema
 from official_rtd.training import evaluation
 from official_rtd.interop import run_dir
 from official_rtd.training import strategies
+from official_rtd.training import structure_monitor
 from official_rtd.training import trainer as trainer_lib
 
 REPO_GIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gin")
@@ -49,7 +51,7 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = ()):
 def run_pretraining(gin_files, gin_params, input_records, model_dir,
                     distribution_strategy="one_device", tpu="", vocab_file=None,
                     num_cpu_devices=1, mode="train", eval_input=None, all_checkpoints=False,
-                    log=print):
+                    onset_monitor=True, log=print):
   """Parses gin, builds the strategy and trainer, then trains and/or evaluates (`mode`: train,
   eval, train_and_eval); returns the trainer and the last metrics (or evaluation rows). Arguments
   are `run_pretraining`'s flags; `log` takes one line."""
@@ -80,11 +82,25 @@ def run_pretraining(gin_files, gin_params, input_records, model_dir,
         "gin_file": list(gin_files), "gin_param": list(gin_params or []),
         "input_records": input_records, "distribution_strategy": distribution_strategy},
         trainer.vocab, trainer.do_lower_case)
-  metrics = trainer.train(evaluator, evaluator.config.eval_every_steps if evaluator else 0)
+  monitor = build_monitor(trainer, eval_input) if onset_monitor and trainer.is_chief else None
+  metrics = trainer.train(evaluator, evaluator.config.eval_every_steps if evaluator else 0,
+                          monitor)
   log(f"done: checkpoints in {model_dir}, TensorBoard logs in {os.path.join(model_dir, 'train')} "
       f"(tensorboard --logdir {model_dir}), fine-tunable export in "
       f"{os.path.join(model_dir, 'export')}")
   return trainer, metrics
+
+
+def build_monitor(trainer, eval_input=None) -> structure_monitor.StructureMonitor:
+  """The structure-onset monitor (`OnsetConfig`) on rows of the held-out records, or without
+  them of the training records."""
+  config = structure_monitor.OnsetConfig()
+  source = trainer.input_config
+  if eval_input:
+    source = dataclasses.replace(source, input_path=eval_input)
+  width = min(config.width, trainer.train_config.max_seq_length)
+  ids = structure_monitor.rows_from_records(source, trainer.vocab, width, config.num_rows)
+  return structure_monitor.StructureMonitor(ids, config.every_steps, config.order_rows)
 
 
 def load_model(model_dir: str, weight_average: bool = False):

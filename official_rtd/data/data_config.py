@@ -31,6 +31,7 @@ class DataConfig:
   short_seq_prob: float = 0.05
   single_segment_prob: float = 0.1
   packing: str = "fill"
+  sentences_per_example: int = 1
   dupe_factor: int = 40
   mask_prob: float = 0.15
   max_predictions_per_seq: int = 20
@@ -70,6 +71,8 @@ class DataConfig:
          f"--single_segment_prob={self.single_segment_prob} must be in [0, 1]"),
         (self.packing in packing.PACKING_MODES,
          f"--packing={self.packing} must be one of {list(packing.PACKING_MODES)}"),
+        (self.sentences_per_example >= 0,
+         f"--sentences_per_example={self.sentences_per_example} must be >= 0"),
         (self.num_shards >= 1, f"--num_shards={self.num_shards} must be >= 1"),
         (self.num_workers >= 0, f"--num_workers={self.num_workers} must be >= 0"),
         (self.chunk_bytes >= 1, f"--chunk_bytes={self.chunk_bytes} must be >= 1"),

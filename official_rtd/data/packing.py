@@ -14,6 +14,10 @@ Two packing modes:
 * `fill` (default): the line that would cross the target is cut there (at a word start where
   possible) and its remainder starts the next example, so examples are as full and nothing is
   truncated.
+* `sentences`: sentence-level examples (BabyBERTa, Huebner et al. 2021: one sentence per input):
+  each line is one sentence (`data/sentences.py` splits paragraphs), and an example is a single
+  segment `[CLS] s1 s2 ... [SEP]` of at most `sentences_per_example` whole consecutive sentences
+  of one document (0: as many as fit); a sentence longer than an example is cut at word starts.
 The number of word pieces dropped is counted either way.
 """
 import dataclasses
@@ -23,7 +27,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 Segments = Tuple[List[int], List[int]]
-PACKING_MODES = ("fill", "electra")
+PACKING_MODES = ("fill", "electra", "sentences")
 
 
 @dataclasses.dataclass
@@ -42,7 +46,7 @@ class ExampleBuilder:
 
   def __init__(self, max_seq_length: int, rng: random.Random, short_seq_prob: float = 0.05,
                single_segment_prob: float = 0.1, mode: str = "fill",
-               is_continuation: Optional[np.ndarray] = None):
+               is_continuation: Optional[np.ndarray] = None, sentences_per_example: int = 1):
     if mode not in PACKING_MODES:
       raise ValueError(f"packing mode must be one of {PACKING_MODES}, got {mode!r}")
     self._max_length = max_seq_length
@@ -51,6 +55,7 @@ class ExampleBuilder:
     self._single_segment_prob = single_segment_prob
     self._mode = mode
     self._is_continuation = is_continuation
+    self._sentences_per_example = sentences_per_example
     self._lines: List[List[int]] = []
     self._length = 0
     self._target_length = max_seq_length
@@ -61,6 +66,8 @@ class ExampleBuilder:
     self.stats.tokens_in += len(tokens)
     tokens = list(tokens)
     examples = []
+    if self._mode == "sentences":
+      return self._add_sentence(tokens)
     if self._mode == "electra":
       if tokens:
         self._append(tokens)
@@ -78,7 +85,37 @@ class ExampleBuilder:
 
   def end_document(self) -> List[Segments]:
     """Flushes the pending lines at a document (or chunk) boundary."""
-    return [self._create_example()] if self._lines else []
+    if not self._lines:
+      return []
+    return [self._single_segment() if self._mode == "sentences" else self._create_example()]
+
+  def _full(self) -> bool:
+    return 0 < self._sentences_per_example <= len(self._lines)
+
+  def _add_sentence(self, tokens: List[int]) -> List[Segments]:
+    """`sentences` mode: whole sentences into one segment while they fit (and up to
+    `sentences_per_example`); a sentence longer than an example is cut at word starts."""
+    room, examples = self._max_length - 2, []  # -2: [CLS] and [SEP]
+    if not tokens:
+      return examples
+    if self._lines and self._length + len(tokens) > room:
+      examples.append(self._single_segment())
+    while len(tokens) > room:
+      cut = self._cut_point(tokens, room)
+      self._append(tokens[:cut])
+      tokens = tokens[cut:]
+      examples.append(self._single_segment())
+    self._append(tokens)
+    if self._full():
+      examples.append(self._single_segment())
+    return examples
+
+  def _single_segment(self) -> Segments:
+    first = [token for line in self._lines for token in line]
+    self.stats.tokens_kept += len(first)
+    self.stats.examples += 1
+    self._lines, self._length = [], 0
+    return first, []
 
   def _append(self, piece: List[int]):
     if piece:

@@ -124,7 +124,7 @@ def load_pretraining_dataset(config: PretrainInputConfig,
     def dynamic_mask(index, batch):
       seed = tf.stack([tf.constant(base_seed, tf.int64) + pipeline_id, index])
       corrupted = masking.mask_tokens(batch["input_word_ids"], config.dynamic_masking,
-                                      config.token_tables, seed)
+                                      config.token_tables, seed, step=index)
       return dict(batch, **corrupted)
 
     dataset = dataset.enumerate(start=config.skip_batches).map(

@@ -23,6 +23,7 @@ from official_rtd.data import example_encoder
 from official_rtd.data import packing
 from official_rtd.data import paths
 from official_rtd.data import records
+from official_rtd.data import sentences
 from official_rtd.data import tfds_corpus
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
@@ -82,13 +83,16 @@ class ChunkProcessor:
   def __call__(self, chunk: corpus_lib.Chunk) -> ChunkResult:
     cfg = self.config
     rng = random.Random(f"{cfg.seed}/{chunk.key}")
-    texts = [line for line in chunk.lines if line != corpus_lib.DOCUMENT_BREAK]
+    lines = chunk.lines
+    if cfg.packing == "sentences":
+      lines = sentences.split_lines(lines, corpus_lib.DOCUMENT_BREAK)
+    texts = [line for line in lines if line != corpus_lib.DOCUMENT_BREAK]
     token_lists = iter(self.tokenizer.tokenize_to_lists(texts))
     builder = packing.ExampleBuilder(
         cfg.max_seq_length, rng, cfg.short_seq_prob, cfg.single_segment_prob,
-        cfg.packing, self._is_continuation)
+        cfg.packing, self._is_continuation, cfg.sentences_per_example)
     examples = []
-    for line in chunk.lines:
+    for line in lines:
       if line == corpus_lib.DOCUMENT_BREAK:
         examples += builder.end_document()
       else:

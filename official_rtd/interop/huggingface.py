@@ -83,6 +83,10 @@ def embedding_slots(encoder: TransformerEncoder, prefix: str = "electra.") -> Li
   if encoder.config.position_embedding != "absolute":
     raise ExportFormatError(f"{encoder.config.position_embedding} positions have no equivalent in "
                             "transformers' ELECTRA (absolute position embeddings only)")
+  if encoder.config.norm_first:
+    raise ExportFormatError("pre-LayerNorm blocks (EncoderConfig.norm_first) have no equivalent in "
+                            "transformers' ELECTRA (post-LayerNorm only): use the fine-tuning "
+                            "export or --format=saved_model")
   emb = encoder.embeddings
   return [Slot(f"{prefix}embeddings.word_embeddings.weight", emb.embedding_table),
           Slot(f"{prefix}embeddings.position_embeddings.weight",

@@ -5,6 +5,7 @@ rebuilds its model from them).
   run_flags.json         the command line, the vocab's SHA-256 and casing
   vocab.txt              a copy of the run's vocab
   eval_results.jsonl     one JSON row per held-out evaluation (step, train_flops, figures)
+  onset.jsonl            one JSON row per structure-onset measurement (step, train_flops, onset_*)
 """
 import json
 import os
@@ -21,6 +22,7 @@ from official_rtd.data import vocab as vocab_lib
 OPERATIVE_CONFIG = "operative_config.gin"
 RUN_FLAGS = "run_flags.json"
 RESULTS_NAME = "eval_results.jsonl"
+ONSET_NAME = "onset.jsonl"  # the structure-onset monitor's rows (training/structure_monitor.py)
 
 
 class RunDirError(ValueError):
@@ -83,19 +85,22 @@ def check_same_run(model_dir: str, config_str: str) -> None:
         f"(--gin_file={path}; more steps are allowed), or give a new --model_dir")
 
 
-def append_result(model_dir: str, row: dict) -> None:
-  """Appends one JSON row to `<model_dir>/eval_results.jsonl` (flushed and fsynced)."""
+def append_result(model_dir: str, row: dict, name: str = RESULTS_NAME) -> None:
+  """Appends one JSON row to `<model_dir>/<name>` (eval_results.jsonl; flushed and fsynced)."""
   os.makedirs(model_dir, exist_ok=True)
-  with open(os.path.join(model_dir, RESULTS_NAME), "a", encoding="utf-8") as f:
+  with open(os.path.join(model_dir, name), "a", encoding="utf-8") as f:
     f.write(json.dumps(row, sort_keys=True) + "\n")
     f.flush()
     os.fsync(f.fileno())
 
 
-def read_results(model_dir: str) -> List[dict]:
-  path = os.path.join(model_dir, RESULTS_NAME)
+def read_results(model_dir: str, name: str = RESULTS_NAME) -> List[dict]:
+  """The JSON rows of `<model_dir>/<name>` (eval_results.jsonl, or onset.jsonl)."""
+  path = os.path.join(model_dir, name)
   if not os.path.isfile(path):
-    raise FileNotFoundError(f"{model_dir} has no {RESULTS_NAME} (run with --mode=eval or "
-                            "--mode=train_and_eval first)")
+    raise FileNotFoundError(
+        f"{model_dir} has no {name} " + ("(run with --mode=eval or --mode=train_and_eval first)"
+                                         if name == RESULTS_NAME else
+                                         "(a run with the structure-onset monitor writes it)"))
   return [textio.json_line(path, number, line)
           for number, line in textio.numbered_lines(path) if line.strip()]

@@ -28,6 +28,10 @@ class EncoderConfig:
   position_embedding: str = "absolute"
   relative_attention_num_buckets: int = 32
   relative_attention_max_distance: int = 128
+  # Pre-LayerNorm blocks (Model Garden's `norm_first`; Cramming, Geiping & Goldstein 2022): each
+  # sublayer reads LayerNorm(x) and adds to the residual x, and one final LayerNorm follows the
+  # last block. False: BERT's post-LayerNorm blocks.
+  norm_first: bool = False
 
   def scaled(self, size: float, layers: float = 1.0) -> "EncoderConfig":
     """ELECTRA's generator size: hidden size, FFN size and heads × `size`; layers × `layers`.

@@ -11,17 +11,20 @@ One implementation serves `create_pretraining_data` (static N× masks, written t
   order while they fit in `num_to_predict`, so a sequence can end up with slightly fewer);
 * each chosen position becomes `[MASK]` with probability `p_mask`, a random non-special token with
   probability `p_random`, and keeps its token otherwise: `electra` = 85/0/15 (ELECTRA's
-  `pretrain_helpers.mask`), `bert` = 80/10/10.
+  `pretrain_helpers.mask`), `bert` = 80/10/10, `mask_only` = 100/0/0 (BabyBERTa, Huebner et al.
+  2021: only `[MASK]`ed positions are predicted; Wettig et al. 2023: 80/10/10 costs points);
+* with `final_mask_prob`, the rate moves linearly from `mask_prob` at step 0 to `final_mask_prob`
+  at `schedule_steps` and stays there (a masking-rate schedule, e.g. 30% -> 15%).
 
 All randomness is stateless (`seed` is a `[2]` int tensor), so a seed fixes the masks exactly.
 """
 import dataclasses
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
 
-STRATEGIES = {"electra": (0.85, 0.0), "bert": (0.8, 0.1)}
+STRATEGIES = {"electra": (0.85, 0.0), "bert": (0.8, 0.1), "mask_only": (1.0, 0.0)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +35,8 @@ class MaskingConfig:
   strategy: str = "electra"
   whole_word_mask: bool = False
   rounding: str = "round"
+  final_mask_prob: Optional[float] = None  # None: a constant rate
+  schedule_steps: int = 0  # steps (batches of one input pipeline) from mask_prob to the final rate
 
   def __post_init__(self):
     if self.rounding not in ("round", "ceil"):
@@ -40,8 +45,23 @@ class MaskingConfig:
       raise ValueError(f"mask strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
     if not 0.0 < self.mask_prob <= 1.0:
       raise ValueError(f"mask_prob must be in (0, 1], got {self.mask_prob}")
+    if self.final_mask_prob is not None:
+      if not 0.0 < self.final_mask_prob <= 1.0:
+        raise ValueError(f"final_mask_prob must be in (0, 1], got {self.final_mask_prob}")
+      if self.schedule_steps < 0:
+        raise ValueError(f"schedule_steps must be >= 0, got {self.schedule_steps}")
     if self.max_predictions_per_seq < 1:
       raise ValueError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+
+  def rate_at(self, step) -> tf.Tensor:
+    """The masking rate (float64 scalar) at `step` (a scalar tensor; None: step 0)."""
+    start = tf.constant(self.mask_prob, tf.float64)
+    if self.final_mask_prob is None or step is None:
+      return start
+    if self.schedule_steps == 0:
+      return tf.constant(self.final_mask_prob, tf.float64)
+    done = tf.minimum(tf.cast(step, tf.float64) / self.schedule_steps, 1.0)
+    return start + (self.final_mask_prob - self.mask_prob) * done
 
   @property
   def p_mask(self) -> float:
@@ -93,7 +113,7 @@ def _scatter_rows(values: tf.Tensor, index: tf.Tensor, width) -> tf.Tensor:
 
 
 def mask_tokens(input_word_ids: tf.Tensor, config: MaskingConfig, tables: TokenTables,
-                seed: tf.Tensor) -> Dict[str, tf.Tensor]:
+                seed: tf.Tensor, step: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
   """Selects and corrupts masked-LM positions.
 
   Args:
@@ -101,6 +121,7 @@ def mask_tokens(input_word_ids: tf.Tensor, config: MaskingConfig, tables: TokenT
     config: the masking policy.
     tables: vocab facts (`TokenTables.from_vocab`).
     seed: `[2]` int seed for the stateless random ops.
+    step: the training step (scalar), for a masking-rate schedule (`config.final_mask_prob`).
 
   Returns:
     dict with `input_word_ids` (corrupted, same shape/dtype), `masked_lm_positions` and
@@ -124,7 +145,7 @@ def mask_tokens(input_word_ids: tf.Tensor, config: MaskingConfig, tables: TokenT
 
   num_candidates = tf.reduce_sum(tf.cast(candidates, tf.float64), axis=1)  # float64: exact ⌈·⌉
   rounded = tf.math.ceil if config.rounding == "ceil" else tf.round
-  num_to_predict = tf.cast(rounded(num_candidates * config.mask_prob), tf.int32)
+  num_to_predict = tf.cast(rounded(num_candidates * config.rate_at(step)), tf.int32)
   num_to_predict = tf.clip_by_value(num_to_predict, 1, num_predictions)
   num_to_predict = tf.minimum(num_to_predict, tf.cast(num_candidates, tf.int32))
 

@@ -6,7 +6,8 @@ r"""Prints several pre-training runs' held-out figures side by side at equal tra
 For each run it takes the evaluation row with the most FLOPs not exceeding the smallest of the
 runs' final FLOPs (so no run is credited with more compute than the others had). `--plot` also
 draws each run's curve of one held-out figure against its training FLOPs (log scale), as the
-dissertation's figures do.
+dissertation's figures do, or of a structure-onset figure (`--metric=onset_attn_prev_max`, from the
+runs' `onset.jsonl`: when, and whether, each run left the bag-of-words plateau).
 """
 import os
 
@@ -28,7 +29,9 @@ COMMAND_LINE = cli.Flags(CompareRunsConfig, {
     "model_dirs": "Run directories holding eval_results.jsonl (comma list).",
     "figures": "Figures to show (comma list; default: all that every run has).",
     "plot": "Also write a PNG: --metric against train FLOPs, one line per run.",
-    "metric": "The eval_results.jsonl figure --plot draws.",
+    "metric": "The figure --plot draws: an eval_results.jsonl figure, or a structure-onset "
+              "figure of onset.jsonl (onset_attn_prev_max, onset_attn_next_max, "
+              "onset_attn_entropy_ratio, onset_order_sensitivity).",
 })
 
 
@@ -69,8 +72,9 @@ def plot(model_dirs, metric: str, output_file: str):
   """
   from official_rtd.interop import run_dir  # pylint: disable=g-import-not-at-top
   series = {}
+  name = run_dir.ONSET_NAME if metric.startswith("onset_") else run_dir.RESULTS_NAME
   for d in model_dirs:
-    rows = sorted(run_dir.read_results(d), key=lambda r: r["train_flops"])
+    rows = sorted(run_dir.read_results(d, name), key=lambda r: r["train_flops"])
     points = [(r["train_flops"], r[metric]) for r in rows if metric in r]
     if not points:
       figures = sorted(set().union(*rows) - {"step", "train_flops"}) if rows else []

@@ -43,11 +43,16 @@ COMMAND_LINE = cli.Flags(data_config.DataConfig, {
     "single_segment_prob": "Probability that an example is one segment instead of "
                            "[CLS] A [SEP] B [SEP].",
     "packing": "fill: cut the line that crosses an example's end and carry the rest over; "
-               "electra: ELECTRA's builder, which truncates the overflow.",
+               "electra: ELECTRA's builder, which truncates the overflow; sentences: "
+               "sentence-level examples (paragraphs split by BlingFire; one segment of whole "
+               "sentences of one document, --sentences_per_example at most).",
+    "sentences_per_example": "With --packing=sentences: at most this many consecutive sentences "
+                             "per example (0: as many as fit in --max_seq_length).",
     "dupe_factor": "Differently masked copies of each example (0: unmasked, dynamic masking).",
     "mask_prob": "Fraction of (non-special) tokens to mask.",
     "max_predictions_per_seq": "Maximum masked positions per example.",
-    "mask_strategy": "electra: 85% [MASK] / 15% kept; bert: 80% [MASK] / 10% random / 10% kept.",
+    "mask_strategy": "electra: 85% [MASK] / 15% kept; bert: 80% [MASK] / 10% random / 10% kept; "
+                     "mask_only: 100% [MASK].",
     "whole_word_mask": "Mask whole words (a piece and its ## pieces).",
     "num_shards": "Number of output TFRecord shards.",
     "gzip": "GZIP-compress the shards.",
@@ -57,8 +62,8 @@ COMMAND_LINE = cli.Flags(data_config.DataConfig, {
                    "chunks).",
     "on_decode_error": "What to do with a line that is not valid UTF-8 (the error names "
                        "file:line).",
-}, enums={"tokenizer": ["fast", "bert"], "packing": ["fill", "electra"],
-          "mask_strategy": ["electra", "bert"], "on_decode_error": ["fail", "skip"]})
+}, enums={"tokenizer": ["fast", "bert"], "packing": ["fill", "electra", "sentences"],
+          "mask_strategy": ["electra", "bert", "mask_only"], "on_decode_error": ["fail", "skip"]})
 
 
 def main(config: data_config.DataConfig):

@@ -35,6 +35,7 @@ class RunPretrainingConfig:
   jit_compile: Optional[bool] = None
   init_checkpoint: Optional[str] = None
   init_checkpoint_allow_missing: Optional[List[str]] = None
+  onset_monitor: bool = True
 
 
 COMMAND_LINE = cli.Flags(RunPretrainingConfig, {
@@ -67,6 +68,11 @@ COMMAND_LINE = cli.Flags(RunPretrainingConfig, {
                                      "that may be absent from --init_checkpoint and then start "
                                      "freshly initialised; any other missing or mis-shaped "
                                      "variable is an error.",
+    "onset_monitor": "Measure the structure-onset figures (largest head's attention on the "
+                     "previous/next token, attention entropy ratio, order sensitivity) of the "
+                     "encoder every OnsetConfig.every_steps steps and at the end, on rows of "
+                     "--eval_input (else of the training records): log line, TensorBoard and "
+                     "<model_dir>/onset.jsonl.",
 }, enums={"distribution_strategy": ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
           "mode": ["train", "eval", "train_and_eval"],
           "mixed_precision": ["float32", "bfloat16", "float16"]},
@@ -87,7 +93,8 @@ def main(config):
   runs.run_pretraining(list(config.gin_file), gin_params, config.input_records,
                        config.model_dir, config.distribution_strategy, config.tpu,
                        config.vocab_file or None, config.num_cpu_devices, config.mode,
-                       config.eval_input or None, config.all_checkpoints, log=logging.info)
+                       config.eval_input or None, config.all_checkpoints,
+                       onset_monitor=config.onset_monitor, log=logging.info)
 
 
 def run():

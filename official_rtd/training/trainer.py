@@ -136,11 +136,12 @@ TRAIN_CONFIG_RANGES = {
 @gin.configurable
 def dynamic_masking(max_predictions_per_seq: int, mask_prob: float = 0.15,
                     strategy: str = "electra", whole_word_mask: bool = False,
-                    rounding: str = "round"):
-  """Masking applied on the fly to unmasked records (`--dupe_factor=0`)."""
+                    rounding: str = "round", final_mask_prob: Optional[float] = None):
+  """Masking applied on the fly to unmasked records (`--dupe_factor=0`). With
+  `final_mask_prob`, the rate moves linearly from `mask_prob` to it over the run's steps."""
   return masking.MaskingConfig(mask_prob=mask_prob, max_predictions_per_seq=max_predictions_per_seq,
                                strategy=strategy, whole_word_mask=whole_word_mask,
-                               rounding=rounding)
+                               rounding=rounding, final_mask_prob=final_mask_prob)
 
 
 @gin.configurable
@@ -434,6 +435,11 @@ class Trainer:
       replicas_per_pipeline = context.num_replicas_in_sync // context.num_input_pipelines
       skip = (step - phase.start_step) * replicas_per_pipeline
       config = dataclasses.replace(phase.input_config, skip_batches=skip)
+      if config.dynamic_masking is not None and config.dynamic_masking.final_mask_prob is not None:
+        # The schedule spans the run's steps, counted in this pipeline's batches (from step 0).
+        config = dataclasses.replace(config, skip_batches=skip, dynamic_masking=dataclasses.replace(
+            config.dynamic_masking,
+            schedule_steps=self.train_config.num_train_steps * replicas_per_pipeline))
       # Each batch's generator samples are drawn from its own seed, so a resumed run draws what
       # the uninterrupted one would have.
       base = tf.constant(self.train_config.seed + SEED_STRIDE * (
@@ -457,10 +463,11 @@ class Trainer:
   def _examples_per_step(self, phase: Phase) -> int:
     return phase.train_batch_size * self.train_config.gradient_accumulation_steps
 
-  def train(self, evaluator=None, eval_every_steps: int = 0) -> Dict[str, float]:
+  def train(self, evaluator=None, eval_every_steps: int = 0, monitor=None) -> Dict[str, float]:
     """Trains to `num_train_steps` (resuming if possible), evaluating every `eval_every_steps` and
-    at the end when an `evaluation.Evaluator` is given; exports the discriminator encoder and
-    returns the last logged metrics."""
+    at the end when an `evaluation.Evaluator` is given, and reporting the structure-onset figures
+    when a `structure_monitor.StructureMonitor` is given (`report_onset`); exports the
+    discriminator encoder and returns the last logged metrics."""
     cfg = self.train_config
     if self.iterator is None:
       self.restore()
@@ -469,7 +476,7 @@ class Trainer:
     train_steps = self._train_steps()
     eval_every = eval_every_steps if evaluator is not None and eval_every_steps > 0 else 0
     try:
-      last = self._train_loop(train_steps, writer, evaluator, eval_every)
+      last = self._train_loop(train_steps, writer, evaluator, eval_every, monitor)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (tools/cli.py): keep the steps done
       self._save_on_interrupt()
       raise
@@ -487,7 +494,8 @@ class Trainer:
                  f"{export_dir}")
     return last
 
-  def _train_loop(self, train_steps, writer, evaluator, eval_every: int) -> Dict[str, float]:
+  def _train_loop(self, train_steps, writer, evaluator, eval_every: int,
+                  monitor=None) -> Dict[str, float]:
     cfg = self.train_config
     step, last = self.step, {}
     start_step, start_time = step, time.time()
@@ -499,6 +507,8 @@ class Trainer:
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
               cfg.num_train_steps - step,
               *([eval_every - step % eval_every] if eval_every else []),
+              *([monitor.every_steps - step % monitor.every_steps]
+                if monitor is not None and monitor.every_steps else []),
               *[p.start_step - step for p in self.phases if p.start_step > step][:1])
       # A signal is handled between calls: keep each call short (the first, which traces the
       # loop, runs one step and measures it).
@@ -531,6 +541,8 @@ class Trainer:
         interval_start, interval_steps = time.time(), 0
       if step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps:
         self._save(step)
+      if monitor is not None and self.is_chief and monitor.due(step, cfg.num_train_steps):
+        self.report_onset(monitor, step, writer)
       if evaluator is not None and self.is_chief and (
           (eval_every and step % eval_every == 0) or step == cfg.num_train_steps):
         self.evaluate(evaluator, step)
@@ -624,6 +636,23 @@ class Trainer:
     shown = " ".join(f"{k}={v:.4f}" for k, v in sorted(figures.items()))
     self.log(f"eval at step {step} ({time.time() - start:.1f}s"
              f"{', weight average' if self.weight_average is not None else ''}): {shown}")
+    return row
+
+  def report_onset(self, monitor, step: int, writer=None) -> dict:
+    """The reporting hook of the structure-onset monitor: its figures of the exported encoder at
+    `step`, logged, written as TensorBoard scalars (`writer`: the `train/` one) and appended to
+    `<model_dir>/onset.jsonl`; returns the row."""
+    start = time.time()
+    figures = monitor.figures(self.model.exported_encoder)
+    row = dict(figures, step=step, train_flops=self.train_flops(step))
+    run_dir.append_result(self.model_dir, row, run_dir.ONSET_NAME)
+    if writer is not None:
+      with writer.as_default(step=step):
+        for name, value in figures.items():
+          tf.summary.scalar(name, value)
+      writer.flush()
+    self.log(f"structure onset at step {step} ({time.time() - start:.1f}s): "
+             + " ".join(f"{k}={v:.4g}" for k, v in figures.items()))
     return row
 
   def evaluate_checkpoints(self, evaluator, all_checkpoints: bool = False) -> list:

@@ -62,6 +62,30 @@ class ExampleBuilderTest(tf.test.TestCase):
     self.assertEqual(ids[1, :4].tolist(), [2, 7, 3, 0])
     self.assertEqual(types[1].sum(), 0)
 
+  def test_sentences_whole_sentences_up_to_the_length(self):
+    # Sentences (lines) of 5, 9, 30, 2 and 7 pieces; room for 14 pieces per example ([CLS] s [SEP]).
+    lines = [list(range(100 + 40 * i, 100 + 40 * i + n)) for i, n in enumerate([5, 9, 30, 2, 7])]
+    builder = _builder(16, "sentences", sentences_per_example=0)
+    examples = []
+    for line in lines:
+      examples += builder.add_line(line)
+    examples += builder.end_document()
+    a, b, c, d, e = lines
+    # 5 + 9 fit together; 30 is cut at 14 and 14 (no word boundaries known), its last 2 pieces
+    # start the next example; 2 + 2 + 7 fit.
+    self.assertEqual([first for first, _ in examples],
+                     [a + b, c[:14], c[14:28], c[28:] + d + e])
+    self.assertTrue(all(not second for _, second in examples))
+    self.assertEqual(builder.stats.tokens_truncated, 0)
+    # One sentence per example; a document break flushes.
+    builder = _builder(64, "sentences", sentences_per_example=1)
+    got = builder.add_line(a) + builder.add_line(b) + builder.end_document() + builder.add_line(d)
+    got += builder.end_document()
+    self.assertEqual([first for first, _ in got], [a, b, d])
+    builder = _builder(64, "sentences", sentences_per_example=2)
+    got = builder.add_line(a) + builder.add_line(b) + builder.add_line(d) + builder.end_document()
+    self.assertEqual([first for first, _ in got], [a + b, d])
+
   def test_bad_mode(self):
     with self.assertRaisesRegex(ValueError, "packing mode"):
       _builder(16, "nsp")

@@ -91,6 +91,21 @@ class CreatePretrainingDataTest(tf.test.TestCase):
       boundary.append(count)
     self.assertIn(n_first, boundary)
 
+  def test_sentence_examples_equal_the_splitters_own_sentences(self):
+    """--packing=sentences, one per example: each record is `[CLS] s [SEP]` for exactly the
+    sentences BlingFire itself splits the paragraphs into, in order, on real text."""
+    import blingfire  # pylint: disable=g-import-not-at-top
+    tokenizer = tokenizer_lib.for_vocab(self.vocab, True, "fast")
+    sentences = [s for doc in self.documents for p in doc
+                 for s in blingfire.text_to_sentences(p.strip()).split("\n") if s.strip()]
+    expected = [pieces for pieces in tokenizer.tokenize_to_lists(sentences) if pieces]
+    self.assertGreater(len(expected), 2 * sum(len(d) for d in self.documents))  # really split
+    self.assertLess(max(map(len, expected)), 254)  # none is cut at this length
+    _, rows = self._run(packing="sentences", sentences_per_example=1, max_seq_length=256)
+    got = [list(row["input_word_ids"][1:int(row["input_mask"].sum()) - 1]) for row in rows]
+    self.assertEqual(got, expected)
+    self.assertTrue(all(row["input_type_ids"].sum() == 0 for row in rows))  # one segment
+
   def test_static_masks_statistics(self):
     dupes = 10
     sidecar, rows = self._run(dupe_factor=dupes, mask_strategy="bert", max_predictions_per_seq=12)

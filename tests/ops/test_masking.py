@@ -91,6 +91,29 @@ class MaskTokensTest(tf.test.TestCase):
         out["input_word_ids"] != self.vocab.mask_id)
     self.assertFalse(self.vocab.is_special()[out["input_word_ids"][replaced]].any())
 
+  def test_mask_only_never_keeps_or_replaces(self):
+    out = self._mask(masking.MaskingConfig(strategy="mask_only"))
+    selected = self._selected(out)
+    self.assertGreater(selected.sum(), 5000)
+    # Every predicted position is [MASK] (never the original token, never a random one), and
+    # every [MASK] in the output is a predicted position.
+    self.assertTrue((out["input_word_ids"][selected] == self.vocab.mask_id).all())
+    self.assertAllEqual(out["input_word_ids"] == self.vocab.mask_id, selected)
+
+  def test_rate_schedule_linear_by_step(self):
+    config = masking.MaskingConfig(mask_prob=0.3, max_predictions_per_seq=64,
+                                   final_mask_prob=0.15, schedule_steps=100)
+    n_cand = (~self.vocab.is_special()[self.ids]).sum(1)
+    # rate(step) = 0.3 + (0.15 - 0.3) · min(step / 100, 1), in float64 as the op computes it.
+    for step, rate in ((0, 0.3), (50, 0.3 - 0.15 * 0.5), (80, 0.3 - 0.15 * 0.8), (100, 0.15),
+                       (400, 0.15)):
+      out = masking.mask_tokens(tf.constant(self.ids), config, self.tables, tf.constant([1, 2]),
+                                step=tf.constant(step, tf.int64))
+      expected = np.clip(np.round(n_cand * rate), 1, 64)
+      self.assertAllEqual(out["masked_lm_weights"].numpy().sum(1), expected, msg=f"step {step}")
+    with self.assertRaisesRegex(ValueError, "final_mask_prob"):
+      masking.MaskingConfig(final_mask_prob=1.5)
+
   def test_seed_determinism(self):
     config = masking.MaskingConfig(strategy="bert")
     a, b, c = self._mask(config, (3, 4)), self._mask(config, (3, 4)), self._mask(config, (3, 5))

@@ -1,4 +1,5 @@
-"""Model Garden's post-LayerNorm Transformer block with our dropout and optional T5 position bias.
+"""Model Garden's Transformer block (post-LayerNorm, or pre- with `norm_first`) with our dropout
+and optional T5 position bias.
 
 `TransformerBlock` is Model Garden's `TransformerEncoderBlock` (same weights, names and math) whose
 dropouts (attention probabilities, attention output, FFN output) are our 16-bit-uniform `Dropout`,
@@ -77,6 +78,11 @@ class TransformerBlock(layers.TransformerEncoderBlock):
   def attention(self) -> Attention:
     """The block's self-attention layer (e.g. to read its probabilities)."""
     return self._attention_layer
+
+  def attention_input(self, x: tf.Tensor) -> tf.Tensor:
+    """What the self-attention reads from the block's input `x`: `x` itself (post-LayerNorm),
+    or its LayerNorm (pre-LayerNorm, `norm_first`)."""
+    return self._attention_layer_norm(x) if self._norm_first else x
 
   def parts(self) -> Dict[str, tf_keras.layers.Layer]:
     """The block's weight-holding sublayers by role, in BERT's order (`PARTS`): the one place

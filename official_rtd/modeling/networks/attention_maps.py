@@ -13,16 +13,18 @@ from official_rtd.modeling.networks.transformer_encoder import TransformerEncode
 
 
 def attention_maps(encoder: TransformerEncoder, inputs: Dict[str, tf.Tensor]) -> List[tf.Tensor]:
-  """`[batch, heads, seq_len, seq_len]` attention probabilities of each (post-LayerNorm) layer,
-  at inference (no dropout). `inputs`: `input_word_ids`, `input_mask`, `input_type_ids`."""
+  """`[batch, heads, seq_len, seq_len]` attention probabilities of each layer (post- or
+  pre-LayerNorm), at inference (no dropout). `inputs`: `input_word_ids`, `input_mask`,
+  `input_type_ids`."""
   x = encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
   if encoder.embedding_projection is not None:
     x = encoder.embedding_projection(x)
   mask = encoder.attention_mask_layer(x, inputs["input_mask"])
   maps = []
   for layer in encoder.transformer_layers:
+    read = layer.attention_input(x)
     _, probabilities = layer.attention(
-        query=x, value=x, key=x, attention_mask=mask, return_attention_scores=True,
+        query=read, value=read, key=read, attention_mask=mask, return_attention_scores=True,
         training=False)
     maps.append(probabilities)
     x = layer([x, mask], training=False)

@@ -10,6 +10,7 @@ from official.nlp.modeling import layers
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.disentangled_embeddings import DisentangledEmbeddings
 from official_rtd.modeling.layers.embeddings import Embeddings
+from official_rtd.modeling.layers.layer_norm import LayerNorm
 from official_rtd.modeling.layers.transformer_block import TransformerBlock
 from official_rtd.ops import fused
 
@@ -52,10 +53,11 @@ def build_embeddings(config: EncoderConfig,
 def transformer_block(config: EncoderConfig, name: str,
                       position_bias: Optional[layers.RelativePositionBias] = None
                       ) -> tf_keras.layers.Layer:
-  """One post-LayerNorm Transformer block (Model Garden's, with our dropout) of `config`'s sizes;
-  with a `position_bias`, its attention adds T5 relative position biases."""
+  """One Transformer block (Model Garden's, with our dropout) of `config`'s sizes, post- or
+  pre-LayerNorm (`config.norm_first`); with a `position_bias`, its attention adds T5 relative
+  position biases."""
   return TransformerBlock(
-      position_bias=position_bias,
+      position_bias=position_bias, norm_first=config.norm_first,
       num_attention_heads=config.num_attention_heads, inner_dim=config.intermediate_size,
       inner_activation=gelu, output_dropout=config.dropout_rate,
       attention_dropout=config.attention_dropout_rate,
@@ -77,6 +79,9 @@ class TransformerEncoder(tf_keras.layers.Layer):
       `encoder_outputs` still carry gradient.
     position_bias: with `t5_relative` positions, a `RelativePositionBias` to share (e.g. the
       discriminator's, for a generator over some of its layers); built when None.
+    final_layer_norm: with `config.norm_first`, the LayerNorm after the last block to share (an
+      export view); built when None. Intermediate `encoder_outputs` of pre-LayerNorm blocks are
+      the unnormalised residual stream; the last is normalised (it is `sequence_output`).
   """
 
   def __init__(self, config: EncoderConfig,
@@ -84,7 +89,8 @@ class TransformerEncoder(tf_keras.layers.Layer):
                transformer_layers: Optional[List[tf_keras.layers.Layer]] = None,
                embedding_projection: Optional[tf_keras.layers.Layer] = None,
                stop_gradient_after: Sequence[int] = (),
-               position_bias: Optional[layers.RelativePositionBias] = None, **kwargs):
+               position_bias: Optional[layers.RelativePositionBias] = None,
+               final_layer_norm: Optional[LayerNorm] = None, **kwargs):
     super().__init__(**kwargs)
     self.stop_gradient_after = frozenset(stop_gradient_after)
     if config.vocab_size is None:
@@ -112,6 +118,10 @@ class TransformerEncoder(tf_keras.layers.Layer):
     else:
       self.transformer_layers = [block(f"transformer/layer_{i}") for i in range(config.num_layers)]
     self.attention_mask_layer = layers.SelfAttentionMask()
+    # Pre-LayerNorm blocks leave the residual stream unnormalised: one LayerNorm after the last.
+    self.final_layer_norm = None
+    if config.norm_first:
+      self.final_layer_norm = final_layer_norm or LayerNorm(epsilon=1e-12, name="final_layer_norm")
 
   def get_embedding_table(self):
     """`[vocab_size, embedding_size]` token table: a variable, or with GDES an `EffectiveTable`
@@ -128,7 +138,8 @@ class TransformerEncoder(tf_keras.layers.Layer):
                               transformer_layers=self.transformer_layers,
                               embedding_projection=self.embedding_projection,
                               stop_gradient_after=self.stop_gradient_after,
-                              position_bias=self.position_bias, name=self.name)
+                              position_bias=self.position_bias, name=self.name,
+                              final_layer_norm=self.final_layer_norm)
 
   def call(self, inputs, training=None):
     """Args: dict with `input_word_ids`, `input_mask`, `input_type_ids` (`[batch, seq_len]`) and
@@ -149,5 +160,8 @@ class TransformerEncoder(tf_keras.layers.Layer):
       encoder_outputs.append(x)
       if number in self.stop_gradient_after:
         x = tf.stop_gradient(x)
+    if self.final_layer_norm is not None:
+      x = self.final_layer_norm(x)
+      encoder_outputs[-1] = x
     return {"sequence_output": x, "encoder_outputs": encoder_outputs,
             "embedding_output": embedding_output}

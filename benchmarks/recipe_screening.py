@@ -1,0 +1,164 @@
+r"""Screens pre-training recipes at a small equal budget: which escape the bag-of-words plateau?
+
+  python benchmarks/recipe_screening.py --work_dir=/tmp/pv2 --train_flops_budget=5e13 \
+      [--recipes=base,relpos,...] [--mixed_precision=float32]
+
+Each recipe is `gin/models/one_machine.gin` + a task file + gin bindings (`RECIPES`), trained with
+`run_pretraining --mode=train_and_eval` on both cores, its structure-onset monitor on the held-out
+records (`onset.jsonl`: the largest head's attention on the previous/next token, attention entropy
+÷ uniform, order sensitivity) and one held-out evaluation at the end (masked-LM loss). Inputs,
+under --work_dir (`benchmarks/pretraining_value.py --stages=data` style, built by hand, commands in
+RESULTS.md): `vocab{8000,16000}.txt`, unmasked training records `fill64_v*` (paragraph text packed
+into 64 pieces) and `sent64_v*` / `sent1_64_v8000` (`--packing=sentences`), and held-out records
+`heldout64_v*` (wiki_60-63, fixed masks). A finished recipe is skipped (resumable); the table
+ranks recipes by the largest previous/next-token weight, then the order sensitivity.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The screened levers on top of the one-machine model (4 × 128, 2 heads): batch 16 × 64, no
+# dropout, learning rate 1e-3 with 100 warmup steps (the issue's probe), then one lever at a time.
+BASE = ("TrainConfig.train_batch_size = 16", "TrainConfig.max_seq_length = 64",
+        "TrainConfig.max_predictions_per_seq = 20", "EncoderConfig.max_position_embeddings = 64",
+        "EncoderConfig.dropout_rate = 0.0", "EncoderConfig.attention_dropout_rate = 0.0",
+        "OptimizerConfig.warmup_steps = 100", "TrainConfig.save_checkpoints_steps = 1000",
+        "TrainConfig.log_every_steps = 200", "OnsetConfig.every_steps = 500")
+RELPOS = ("EncoderConfig.position_embedding = 't5_relative'",)
+MASK30 = ("dynamic_masking.strategy = 'mask_only'", "dynamic_masking.mask_prob = 0.3",
+          "dynamic_masking.final_mask_prob = 0.15")
+PRELN = ("EncoderConfig.norm_first = True",)
+
+# name: (task, records, vocab size, extra bindings)
+RECIPES = {
+    "base": ("mlm", "fill64", 16000, ()),
+    "relpos": ("mlm", "fill64", 16000, RELPOS),
+    "relpos_mask30": ("mlm", "fill64", 16000, RELPOS + MASK30),
+    "relpos_mask30_sent": ("mlm", "sent64", 16000, RELPOS + MASK30),
+    "relpos_mask30_sent_v8k": ("mlm", "sent64", 8000, RELPOS + MASK30),
+    "relpos_mask30_sent1_v8k": ("mlm", "sent1_64", 8000, RELPOS + MASK30),
+    "mask30_sent_v8k": ("mlm", "sent64", 8000, MASK30),
+    "relpos_mask30_sent_v8k_preln": ("mlm", "sent64", 8000, RELPOS + MASK30 + PRELN),
+    "electra_relpos_mask30_sent_v8k": ("electra", "sent64", 8000, RELPOS + MASK30[1:]),
+}
+
+
+def parse_args(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--work_dir", required=True)
+  parser.add_argument("--recipes", default=",".join(RECIPES))
+  parser.add_argument("--train_flops_budget", type=float, default=5e13)
+  parser.add_argument("--mixed_precision", default="float32",
+                      choices=["float32", "bfloat16"])
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--extra", action="append", default=[],
+                      help="Another gin binding for every recipe (repeatable).")
+  parser.add_argument("--suffix", default="", help="Appended to each run directory's name.")
+  parser.add_argument("--report_only", action="store_true")
+  args = parser.parse_args(argv)
+  unknown = [r for r in args.recipes.split(",") if r not in RECIPES]
+  if unknown:
+    parser.error(f"--recipes: unknown {unknown} (known: {', '.join(RECIPES)})")
+  return args
+
+
+def log(message):
+  print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def run_dir(args, name):
+  return os.path.join(args.work_dir, "screen", f"{name}{args.suffix}")
+
+
+def train(args, name):
+  task, records, vocab_size, extra = RECIPES[name]
+  model_dir = run_dir(args, name)
+  if os.path.exists(os.path.join(model_dir, "export")):
+    return
+  bindings = (BASE + extra + (f"TrainConfig.train_flops_budget = {args.train_flops_budget}",
+                              f"TrainConfig.seed = {args.seed}",
+                              "EvalConfig.eval_every_steps = 1000000",
+                              "EvalConfig.max_eval_batches = 40") + tuple(args.extra))
+  argv = ["run_pretraining", "--gin_file=gin/models/one_machine.gin",
+          f"--gin_file=gin/tasks/{task}.gin",
+          f"--input_records={os.path.join(args.work_dir, f'{records}_v{vocab_size}')}",
+          f"--eval_input={os.path.join(args.work_dir, f'heldout64_v{vocab_size}')}",
+          f"--model_dir={model_dir}", "--mode=train_and_eval",
+          f"--mixed_precision={args.mixed_precision}"] + [f"--gin_param={b}" for b in bindings]
+  os.makedirs(os.path.dirname(model_dir), exist_ok=True)
+  log_path = model_dir + ".log"
+  log(f"start {name} (log {log_path})")
+  start = time.time()
+  with open(log_path, "a", encoding="utf-8") as handle:
+    code = subprocess.call(argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL)
+  if code:
+    raise SystemExit(f"{name} failed (exit {code}); see {log_path}")
+  seconds = time.time() - start
+  with open(os.path.join(model_dir, "wall_seconds.json"), "w", encoding="utf-8") as f:
+    json.dump({"seconds": seconds}, f)
+  log(f"done {name} in {seconds:.0f} s")
+
+
+def rows(path):
+  if not os.path.exists(path):
+    return []
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def tokens_per_second(log_path):
+  """Median tokens/s of the run's log lines (after the first)."""
+  values = []
+  if os.path.exists(log_path):
+    with open(log_path, encoding="utf-8") as f:
+      for line in f:
+        if " tokens/s=" in line:
+          values.append(float(line.split(" tokens/s=")[1].split()[0]))
+  values = sorted(values[1:] or values)
+  return values[len(values) // 2] if values else float("nan")
+
+
+def report(args):
+  table = []
+  for name in args.recipes.split(","):
+    model_dir = run_dir(args, name)
+    onset, evals = rows(os.path.join(model_dir, "onset.jsonl")), rows(
+        os.path.join(model_dir, "eval_results.jsonl"))
+    if not onset:
+      continue
+    last, final = onset[-1], (evals[-1] if evals else {})
+    wall = rows(os.path.join(model_dir, "wall_seconds.json"))
+    table.append((max(last["onset_attn_prev_max"], last["onset_attn_next_max"]),
+                  last["onset_order_sensitivity"], name, last, final,
+                  wall[0]["seconds"] if wall else float("nan"),
+                  tokens_per_second(model_dir + ".log")))
+  table.sort(key=lambda r: (-r[0], -r[1]))
+  lines = ["| recipe | steps | train FLOPs | prev max | next max | entropy ratio | order sens. | "
+           "held-out MLM loss | MLM acc. | RTD AUC | tokens/s | wall |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+  for _, _, name, last, final, wall, speed in table:
+    lines.append(
+        f"| {name} | {last['step']} | {last['train_flops']:.3g} | "
+        f"{last['onset_attn_prev_max']:.3f} | {last['onset_attn_next_max']:.3f} | "
+        f"{last['onset_attn_entropy_ratio']:.3f} | {last['onset_order_sensitivity']:.2e} | "
+        f"{final.get('mlm_loss', float('nan')):.3f} | {final.get('mlm_accuracy', float('nan')):.3f} | "
+        f"{final.get('rtd_auc', float('nan')):.3f} | {speed:.0f} | {wall / 60:.1f} min |")
+  print("\n".join(lines))
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  if not args.report_only:
+    for name in args.recipes.split(","):
+      train(args, name)
+  report(args)
+
+
+if __name__ == "__main__":
+  sys.exit(main())
