@@ -11,8 +11,8 @@ Stages (each skipped when its output exists, so a killed run resumes):
             method and seed; and per method a random initialisation (one step at learning rate
             0: the warmup starts at 0, so the weights stay the initial ones);
   evaluate  per run: held-out pre-training figures (`--mode=eval`), BLiMP (`score_pairs`: PLL for
-            both, the discriminator score for ELECTRA), frozen probes (`run_probes`: PTB POS and
-            SST-2) and SST-2 fine-tuned with `run_glue` (`--sst2_train_examples` rows, 3 epochs);
+            both, the discriminator score for ELECTRA), frozen probes (`run_probes`: PTB POS,
+            SST-2 and the UD EWT parsing probe's UAS) and SST-2 fine-tuned with `run_glue` (`--sst2_train_examples` rows, 3 epochs);
   representations  how distinct each export's last-layer token vectors are (mean cosine of random
             token pairs, effective rank) on 128 SST-2 dev sentences: a collapsed encoder maps
             every token near one vector;
@@ -161,6 +161,7 @@ def stage_evaluate(args):
           "run_probes", f"--init_checkpoint={export}",
           f"--pos_data_dir={os.path.join(SHARED, 'tagging', 'pos_ptb')}",
           f"--glue_data_dir={os.path.join(SHARED, 'glue', 'SST-2')}", "--random_init_seeds=1",
+          f"--ud_data_dir={os.path.join(SHARED, 'parsing', 'ud_ewt')}",
           f"--seed={seed}", f"--output_file={os.path.join(out, 'probes.json')}"],
           os.path.join(out, "probes.log")))
     if not os.path.exists(os.path.join(out, "sst2", "eval_results.json")):
@@ -276,7 +277,7 @@ def figures(args, name):
     for key, value in probes["pretrained"].items():
       row[f"{key.replace('probe_', 'probe ').replace('_accuracy', '')}"] = value
     for key, value in probes["random_init"].items():
-      if not key.endswith("_all"):
+      if not key.endswith("_all") and "skipped" not in key:
         row[f"{key.replace('probe_', 'probe ').replace('_accuracy', '')} (random init)"] = value
   path = os.path.join(out, "representations.json")
   if os.path.exists(path):
@@ -313,7 +314,8 @@ def stage_report(args):
   names = [f for f in ("held-out train_flops", "held-out fixed_noise_auc",
                        "held-out pll_swap_accuracy", "held-out mlm_accuracy", "held-out rtd_auc",
                        "BLiMP-13 pll", "BLiMP-13 discriminator", "probe pos", "probe pos (random init)",
-                       "probe sst-2", "probe sst-2 (random init)", "SST-2 fine-tuned",
+                       "probe sst-2", "probe sst-2 (random init)",
+                       "probe ud_uas", "probe ud_uas (random init)", "SST-2 fine-tuned",
                        "last-layer token cosine", "last-layer effective rank",
                        "attention entropy ÷ uniform (mean of layers)",
                        "order sensitivity (1 − cosine)",

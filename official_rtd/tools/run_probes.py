@@ -6,7 +6,9 @@ r"""Frozen-feature linear probes of an encoder export, each next to a random ini
 Probes (logistic regression on features the encoder computes and never updates, dev accuracy):
 `pos` (PTB part-of-speech tags from each word's first word piece, `--pos_data_dir` with
 `train.tsv` / `dev.tsv`) and a GLUE sentence classification task (`--glue_task`, mean-pooled
-sequence output over `--glue_max_train_examples` training rows). Every probe also runs on an
+sequence output over `--glue_max_train_examples` training rows) and `ud` (dependency parsing: a
+bilinear head selector on each word's first-piece vector, `--ud_data_dir` with `*-ud-train.conllu`
+/ `*-ud-dev.conllu`, dev UAS; `finetune/parsing_probe.py`). Every probe also runs on an
 encoder of the export's shape with random weights (seeds `--seed` ..), the baseline its figure
 needs. Writes one JSON object: `{"pretrained": {...}, "random_init": {...}}`.
 """
@@ -23,6 +25,8 @@ class RunProbesConfig:
   output_file: str
   pos_data_dir: str = ""
   glue_data_dir: str = ""
+  ud_data_dir: str = ""
+  ud_max_train_sentences: int = 2000
   glue_task: str = "sst-2"
   glue_max_train_examples: int = 2000
   pos_max_train_sentences: int = 0
@@ -37,6 +41,9 @@ COMMAND_LINE = cli.Flags(RunProbesConfig, {
                        "import_checkpoint's).",
     "pos_data_dir": "PTB POS folder (train.tsv, dev.tsv); unset: no POS probe.",
     "glue_data_dir": "A GLUE task folder (train.tsv, dev.tsv); unset: no sentence probe.",
+    "ud_data_dir": "A Universal Dependencies treebank folder (*-ud-train.conllu, "
+                   "*-ud-dev.conllu); unset: no parsing probe.",
+    "ud_max_train_sentences": "Training sentences of the parsing probe (0: all).",
     "glue_task": "The GLUE classification task in --glue_data_dir.",
     "glue_max_train_examples": "Training rows of the GLUE probe.",
     "pos_max_train_sentences": "Training sentences of the POS probe (0: all).",
@@ -45,7 +52,7 @@ COMMAND_LINE = cli.Flags(RunProbesConfig, {
     "seed": "Seed of the probes' subsets and of the first random initialisation.",
     "output_file": "Where the JSON results go.",
     "overwrite": cli.OVERWRITE_HELP.format(what="--output_file"),
-}, ranges={"glue_max_train_examples": (1, None, True), "pos_max_train_sentences": (0, None, True),
+}, ranges={"glue_max_train_examples": (1, None, True), "ud_max_train_sentences": (0, None, True), "pos_max_train_sentences": (0, None, True),
            "max_seq_length": (3, None, True), "random_init_seeds": (0, None, True)})
 
 
@@ -56,8 +63,9 @@ def main(config):
   from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import probe as probe_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import export as export_lib  # pylint: disable=g-import-not-at-top
-  if not config.pos_data_dir and not config.glue_data_dir:
-    raise ValueError("give --pos_data_dir, --glue_data_dir or both")
+  from official_rtd.finetune import parsing_probe  # pylint: disable=g-import-not-at-top
+  if not (config.pos_data_dir or config.glue_data_dir or config.ud_data_dir):
+    raise ValueError("give at least one of --pos_data_dir, --glue_data_dir and --ud_data_dir")
   export = export_lib.Export(config.init_checkpoint)
   positions = export.encoder_config["max_position_embeddings"]
   if config.max_seq_length > positions:
@@ -74,6 +82,10 @@ def main(config):
     probes.append(probe_lib.LinearProbe(config.glue_task, config.glue_data_dir, vocab, lower,
                                         config.glue_max_train_examples, config.max_seq_length,
                                         config.seed))
+  if config.ud_data_dir:
+    probes.append(parsing_probe.ParsingProbe(config.ud_data_dir, vocab, lower,
+                                             config.ud_max_train_sentences, config.max_seq_length,
+                                             config.seed))
   encoders = [("pretrained", None)] + [("random_init", config.seed + k)
                                        for k in range(config.random_init_seeds)]
   results = {"init_checkpoint": config.init_checkpoint, "pretrained": {}, "random_init": {},

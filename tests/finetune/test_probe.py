@@ -20,6 +20,7 @@ from tests import testutil
 
 POS_DIR = os.path.join(testutil.SHARED_DATA, "tagging", "pos_ptb")
 SST2_DIR = os.path.join(testutil.SHARED_DATA, "glue", "SST-2")
+UD_DIR = os.path.join(testutil.SHARED_DATA, "parsing", "ud_ewt")
 
 
 def tiny_export(directory):
@@ -73,13 +74,14 @@ class RunProbesTest(tf.test.TestCase):
     result = subprocess.run(
         ["run_probes", f"--init_checkpoint={path}", f"--pos_data_dir={POS_DIR}",
          f"--glue_data_dir={SST2_DIR}", "--pos_max_train_sentences=60",
+         f"--ud_data_dir={UD_DIR}", "--ud_max_train_sentences=60",
          "--glue_max_train_examples=60", "--max_seq_length=64", "--random_init_seeds=2",
          f"--output_file={out}"], cwd=testutil.REPO, capture_output=True, text=True,
         timeout=900, stdin=subprocess.DEVNULL)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     with open(out) as f:
       report = json.load(f)
-    for key in ("probe_pos_accuracy", "probe_sst-2_accuracy"):
+    for key in ("probe_pos_accuracy", "probe_sst-2_accuracy", "probe_ud_uas"):
       self.assertBetween(report["pretrained"][key], 0.0, 1.0)
       self.assertLen(report["random_init"][key + "_all"], 2)
       self.assertAllClose(report["random_init"][key],
@@ -97,7 +99,8 @@ class RunProbesTest(tf.test.TestCase):
         ["run_probes", f"--init_checkpoint={path}", f"--output_file={out}"], cwd=testutil.REPO,
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     self.assertEqual(result.returncode, 1)
-    self.assertIn("run_probes: error: give --pos_data_dir, --glue_data_dir or both", result.stderr)
+    self.assertIn("run_probes: error: give at least one of --pos_data_dir, --glue_data_dir and "
+                  "--ud_data_dir", result.stderr)
     result = subprocess.run(
         ["run_probes", f"--init_checkpoint={path}", f"--pos_data_dir={POS_DIR}",
          "--max_seq_length=64", f"--output_file={out}"], cwd=testutil.REPO, capture_output=True,
