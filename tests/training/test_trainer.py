@@ -5,12 +5,15 @@ import os
 import shutil
 import tempfile
 
+import gin
+import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import pretraining_data
 from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.interop import export
+from official_rtd.ops import sampling
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
@@ -191,6 +194,26 @@ class TrainerTest(RecordsTestCase):
     self.assertGreater(weights.sum(), 0)
     ids = batch["input_word_ids"].numpy()
     self.assertGreater((ids == trainer.vocab.mask_id).sum(), 0.7 * weights.sum())
+
+  def test_masking_rate_schedule_spans_the_run(self):
+    """dynamic_masking.final_mask_prob: 40% at step 0, 10% from the last step on (40 steps), in
+    whatever phase of the run the input starts (a resumed run's input)."""
+    records = make_records(os.path.join(self.tmp, "plain_schedule"), paragraphs=100,
+                           dupe_factor=0)
+    gin.bind_parameter("dynamic_masking.mask_prob", 0.4)
+    gin.bind_parameter("dynamic_masking.final_mask_prob", 0.1)
+    try:
+      trainer = self._trainer(os.path.join(self.tmp, "schedule"), steps=40, records=records,
+                              max_predictions_per_seq=30)
+    finally:
+      gin.clear_config()
+    special = trainer.vocab.is_special()
+    for step, rate in ((0, 0.4), (20, 0.25), (40, 0.1)):
+      batch = next(iter(trainer._make_iterator(step)))
+      original = sampling.unmask(batch).numpy()
+      candidates = (~special[original]).sum(1)
+      self.assertAllEqual(batch["masked_lm_weights"].numpy().sum(1),
+                          np.clip(np.round(candidates * rate), 1, 30), msg=f"step {step}")
 
 
 class FlopsBudgetTest(RecordsTestCase):
