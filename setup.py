@@ -54,6 +54,7 @@ setuptools.setup(
             "score_pll=official_rtd.tools.score_pll:run",
             "score_pairs=official_rtd.tools.score_pairs:run",
             "run_probes=official_rtd.tools.run_probes:run",
+            "run_parsing=official_rtd.tools.run_parsing:run",
         ],
     },
 )

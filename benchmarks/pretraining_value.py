@@ -2,14 +2,22 @@ r"""Does pre-training pay? ELECTRA vs the BERT masked LM at equal train FLOPs on
 Wikipedia, each against random initialisation, on benchmarks nobody here wrote.
 
   python benchmarks/pretraining_value.py --work_dir=/tmp/pv --methods=electra,mlm --seeds=0,1 \
-      --train_flops_budget=2e14
+      --train_flops_budget=1.5e14
+
+Recipes (`--recipe`):
+  sentences  (the README's) an 8k vocabulary; training examples of whole sentences up to 64
+             pieces (`--packing=sentences --sentences_per_example=0`); `gin/models/one_machine.gin`
+             + the task + `gin/recipes/one_machine_sentences.gin` (batch 16, T5 relative positions,
+             pre-LayerNorm, no dropout, [MASK]-only masking 30% -> 15%, lr 2e-3);
+  paragraphs the recipe before it (issue 37): a 16k vocabulary, paragraph text packed into 128
+             pieces, `one_machine.gin` + the task alone (batch 64, BERT's blocks and masking).
 
 Stages (each skipped when its output exists, so a killed run resumes):
-  data      build_vocab (16k, `tokenizers`) and create_pretraining_data of `../shared/data/wiki`:
+  data      build_vocab (`tokenizers`) and create_pretraining_data of `../shared/data/wiki`:
             wiki_00-59 unmasked (dynamic masking), wiki_60-63 held out with fixed masks;
-  pretrain  run_pretraining with `gin/models/one_machine.gin` + `gin/tasks/<method>.gin` per
-            method and seed; and per method a random initialisation (one step at learning rate
-            0: the warmup starts at 0, so the weights stay the initial ones);
+  pretrain  run_pretraining per method and seed (its structure-onset monitor on the held-out
+            records: `onset.jsonl`); and per method a random initialisation (one step at learning
+            rate 0: the warmup starts at 0, so the weights stay the initial ones);
   evaluate  per run: held-out pre-training figures (`--mode=eval`), BLiMP (`score_pairs`: PLL for
             both, the discriminator score for ELECTRA), frozen probes (`run_probes`: PTB POS,
             SST-2 and the UD EWT parsing probe's UAS) and SST-2 fine-tuned with `run_glue` (`--sst2_train_examples` rows, 3 epochs);
@@ -33,6 +41,13 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
 
+# recipe: (vocabulary size, sequence length, training-records flags, gin files after the task's)
+RECIPES = {
+    "sentences": (8000, 64, ["--packing=sentences", "--sentences_per_example=0"],
+                  ["gin/recipes/one_machine_sentences.gin"]),
+    "paragraphs": (16000, 128, [], []),
+}
+
 
 def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -40,8 +55,8 @@ def parse_args(argv=None):
   parser.add_argument("--methods", default="electra,mlm")
   parser.add_argument("--seeds", default="0,1")
   parser.add_argument("--train_flops_budget", type=float, default=2e14)
+  parser.add_argument("--recipe", default="sentences", choices=sorted(RECIPES))
   parser.add_argument("--model_gin", default="gin/models/one_machine.gin")
-  parser.add_argument("--vocab_size", type=int, default=16000)
   parser.add_argument("--sst2_train_examples", type=int, default=8000)
   parser.add_argument("--max_eval_batches", type=int, default=40)
   parser.add_argument("--parallel", type=int, default=1)
@@ -85,20 +100,22 @@ def run_jobs(jobs, parallel):
 
 
 def stage_data(args):
+  vocab_size, length, packing, _ = RECIPES[args.recipe]
   vocab = os.path.join(args.work_dir, "vocab.txt")
   train = sorted(glob.glob(os.path.join(SHARED, "wiki", "wiki_[0-5]*.txt")))
   heldout = sorted(glob.glob(os.path.join(SHARED, "wiki", "wiki_6*.txt")))
   jobs = []
   if not os.path.exists(vocab):
     run_jobs([("build_vocab", ["build_vocab", f"--input_files={','.join(train)}",
-                               f"--vocab_size={args.vocab_size}", f"--output_file={vocab}"],
+                               f"--vocab_size={vocab_size}", f"--output_file={vocab}"],
                os.path.join(args.work_dir, "build_vocab.log"))], 1)
-  for name, files, extra in (("records", train, ["--dupe_factor=0"]),
+  for name, files, extra in (("records", train, ["--dupe_factor=0"] + packing),
                              ("heldout", heldout, ["--dupe_factor=1", "--seed=1",
-                                                   "--max_predictions_per_seq=20"])):
+                                                   "--max_predictions_per_seq=20",
+                                                   "--single_segment_prob=1.0"])):
     if not os.path.exists(os.path.join(args.work_dir, name)):
       jobs.append((name, ["create_pretraining_data", f"--input_files={','.join(files)}",
-                          f"--vocab_file={vocab}", "--max_seq_length=128",
+                          f"--vocab_file={vocab}", f"--max_seq_length={length}",
                           f"--output_dir={os.path.join(args.work_dir, name)}"] + extra,
                    os.path.join(args.work_dir, f"{name}.log")))
   run_jobs(jobs, 1)
@@ -114,9 +131,11 @@ def runs(args):
 
 
 def pretrain_argv(args, method, model_dir, extra=()):
-  return ["run_pretraining", f"--gin_file={args.model_gin}", f"--gin_file=gin/tasks/{method}.gin",
-          f"--input_records={os.path.join(args.work_dir, 'records')}",
-          f"--model_dir={model_dir}"] + list(extra)
+  recipe_gin = RECIPES[args.recipe][3]
+  return (["run_pretraining", f"--gin_file={args.model_gin}", f"--gin_file=gin/tasks/{method}.gin"]
+          + [f"--gin_file={f}" for f in recipe_gin]
+          + [f"--input_records={os.path.join(args.work_dir, 'records')}",
+             f"--model_dir={model_dir}"] + list(extra))
 
 
 def stage_pretrain(args):
@@ -126,10 +145,11 @@ def stage_pretrain(args):
     if os.path.isdir(os.path.join(model_dir, "export")):
       continue
     if seed is None:  # the initial weights: one step whose learning rate is 0 (warmup from 0)
-      extra = ["--gin_param=TrainConfig.num_train_steps = 1",
+      extra = ["--noonset_monitor", "--gin_param=TrainConfig.num_train_steps = 1",
                "--gin_param=TrainConfig.train_flops_budget = 0.0"]
     else:
-      extra = [f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",
+      extra = [f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
+               f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",
                f"--gin_param=TrainConfig.seed = {seed}"]
     jobs.append((name, pretrain_argv(args, method, model_dir, extra),
                  os.path.join(args.work_dir, f"{name}.log")))
@@ -162,6 +182,7 @@ def stage_evaluate(args):
           f"--pos_data_dir={os.path.join(SHARED, 'tagging', 'pos_ptb')}",
           f"--glue_data_dir={os.path.join(SHARED, 'glue', 'SST-2')}", "--random_init_seeds=1",
           f"--ud_data_dir={os.path.join(SHARED, 'parsing', 'ud_ewt')}",
+          f"--max_seq_length={RECIPES[args.recipe][1]}",
           f"--seed={seed}", f"--output_file={os.path.join(out, 'probes.json')}"],
           os.path.join(out, "probes.log")))
     if not os.path.exists(os.path.join(out, "sst2", "eval_results.json")):
@@ -279,6 +300,12 @@ def figures(args, name):
     for key, value in probes["random_init"].items():
       if not key.endswith("_all") and "skipped" not in key:
         row[f"{key.replace('probe_', 'probe ').replace('_accuracy', '')} (random init)"] = value
+  path = os.path.join(model_dir, "onset.jsonl")
+  if os.path.exists(path):
+    with open(path, encoding="utf-8") as f:
+      onset = [json.loads(line) for line in f if line.strip()][-1]
+    row["largest head on the previous token (held-out)"] = onset["onset_attn_prev_max"]
+    row["largest head on the next token (held-out)"] = onset["onset_attn_next_max"]
   path = os.path.join(out, "representations.json")
   if os.path.exists(path):
     rep = read_json(path)
@@ -319,6 +346,8 @@ def stage_report(args):
                        "last-layer token cosine", "last-layer effective rank",
                        "attention entropy ÷ uniform (mean of layers)",
                        "order sensitivity (1 − cosine)",
+                       "largest head on the previous token (held-out)",
+                       "largest head on the next token (held-out)",
                        "BLiMP-13 pll pairs/s", "BLiMP-13 discriminator pairs/s")]
   columns = []
   for method in args.methods.split(","):

@@ -167,3 +167,13 @@ takes Shao's RACE input layout, 384 tokens at most and his settings, `trials.PRO
   train_batch_size: int = 16
   eval_batch_size: int = 32
   protocol: str = "electra"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ParsingConfig(FinetuneConfig):
+  """`run_parsing`: a UD treebank folder (`*-ud-train.conllu`, `*-ud-dev.conllu`); `decode`
+  "mst" (a well-formed tree, Chu-Liu-Edmonds) or "argmax" (each word's best edge)."""
+  task: str = "ud"
+  data_dir: str
+  decode: str = "mst"
+  projection_size: int = 128

@@ -10,6 +10,7 @@ import tensorflow as tf
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import conllu
+from official_rtd.finetune import parsing_data
 from official_rtd.finetune import parsing_probe
 from tests import testutil
 
@@ -33,7 +34,7 @@ class ParsingProbeTest(tf.test.TestCase):
     words = ["the", "unbelievably", "dog"]
     sentence = conllu.Sentence(words, [3, 3, 0], ["det", "amod", "root"], ["X"] * 3, ["X"] * 3)
     long = conllu.Sentence(["the"] * 40, [0] + [1] * 39, ["x"] * 40, ["X"] * 40, ["X"] * 40)
-    encoded = parsing_probe.EncodedTreebank([sentence, long], tokenizer, max_seq_length=16)
+    encoded = parsing_data.EncodedTreebank([sentence, long], tokenizer, max_seq_length=16)
     pieces = [len(p) for p in tokenizer.tokenize_to_lists(words)]
     self.assertLen(encoded, 1)
     self.assertEqual(encoded.skipped, 1)  # 40 words do not fit 16 positions
@@ -71,7 +72,7 @@ class ParsingProbeTest(tf.test.TestCase):
   def test_treebank_file_must_be_unique(self):
     folder = tempfile.mkdtemp()
     with self.assertRaisesRegex(FileNotFoundError, "expected one \\*-ud-train.conllu file"):
-      parsing_probe.treebank_file(folder, "train")
+      parsing_data.treebank_file(folder, "train")
     self.assertFalse(os.listdir(folder))
 
 

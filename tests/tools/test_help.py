@@ -26,6 +26,8 @@ KEY_FLAGS = {
                     "num_trials", "layerwise_lr_decay", "write_train_predictions"],
     "run_multiple_choice": ["task", "data_dir", "train_splits", "dev_split", "max_seq_length",
                             "num_trials"],
+    "run_parsing": ["data_dir", "decode", "projection_size", "init_checkpoint", "random_init",
+                    "num_trials"],
     "run_cvt": ["tasks", "data_dir", "unlabeled_data", "mode", "word_embeddings",
                 "train_steps", "num_trials"],
     "compare_runs": ["model_dirs", "figures"],

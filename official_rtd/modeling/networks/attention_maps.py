@@ -65,7 +65,9 @@ def order_sensitivity(encoder: TransformerEncoder, ids: np.ndarray, positions_pe
                     "input_type_ids": np.zeros_like(x)}, training=False)["sequence_output"].numpy()
 
   original, shuffled = last_layer(ids), last_layer(np.stack(copies))
-  u = np.stack([original[b, t] for b, t in targets])
-  v = np.stack([shuffled[i, t] for i, (_, t) in enumerate(targets)])
+  # float64: in float32 a cosine within ~6e-8 of 1 rounds to 1 (an early encoder's order
+  # sensitivity is that small, and would read as exactly 0).
+  u = np.stack([original[b, t] for b, t in targets]).astype(np.float64)
+  v = np.stack([shuffled[i, t] for i, (_, t) in enumerate(targets)]).astype(np.float64)
   cosine = (u * v).sum(-1) / (np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1))
   return float(1.0 - cosine.mean())
