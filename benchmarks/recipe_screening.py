@@ -33,6 +33,8 @@ RELPOS = ("EncoderConfig.position_embedding = 't5_relative'",)
 MASK30 = ("dynamic_masking.strategy = 'mask_only'", "dynamic_masking.mask_prob = 0.3",
           "dynamic_masking.final_mask_prob = 0.15")
 PRELN = ("EncoderConfig.norm_first = True",)
+MASK30_CONSTANT = ("dynamic_masking.strategy = 'mask_only'", "dynamic_masking.mask_prob = 0.3")
+LR2 = ("OptimizerConfig.learning_rate = 2e-3",)
 
 # name: (task, records, vocab size, extra bindings)
 RECIPES = {
@@ -45,6 +47,11 @@ RECIPES = {
     "mask30_sent_v8k": ("mlm", "sent64", 8000, MASK30),
     "relpos_mask30_sent_v8k_preln": ("mlm", "sent64", 8000, RELPOS + MASK30 + PRELN),
     "electra_relpos_mask30_sent_v8k": ("electra", "sent64", 8000, RELPOS + MASK30[1:]),
+    # One lever at a time on sentence records with the 8k vocabulary (the second round).
+    "s_relpos": ("mlm", "sent64", 8000, RELPOS),
+    "s_relpos_preln": ("mlm", "sent64", 8000, RELPOS + PRELN),
+    "s_relpos_mask30": ("mlm", "sent64", 8000, RELPOS + MASK30_CONSTANT),
+    "s_relpos_lr2": ("mlm", "sent64", 8000, RELPOS + LR2),
 }
 
 

@@ -62,6 +62,10 @@ class FinetuneConfig:
 
   def __post_init__(self):
     check_ranges(self)
+    # Task names are case-insensitive, as GLUE spells them (RTE, SST-2, STS-B, CoLA).
+    for name in ("task", "tasks"):
+      if isinstance(getattr(self, name, None), str):
+        object.__setattr__(self, name, getattr(self, name).lower())
 
   @property
   def task_name(self) -> str:

@@ -197,6 +197,7 @@ _MEMBERS: Dict[str, Type[Member]] = {}
 
 
 def get_member(name: str) -> Type[Member]:
+  name = name.lower()
   if name not in _MEMBERS:
     raise ValueError(f"--tasks names {name!r}, which cannot join a multi-task run; known: "
                      f"{', '.join(sorted(_MEMBERS))}")
@@ -223,11 +224,11 @@ register_member = _registry(_MEMBERS, "multi-task member")  # @register_member(.
 
 
 def get(name: str) -> Type[Task]:
-  if name not in _TASKS:
-    raise ValueError(f"unknown fine-tuning task {name!r} (--task); registered: "
-                     f"{', '.join(sorted(_TASKS)) or 'none'} (a task registers when its module "
-                     "is imported)")
-  return _TASKS[name]
+  """The task registered as `name` (case-insensitive)."""
+  if name.lower() not in _TASKS:
+    raise ValueError(f"unknown fine-tuning task {name!r} (--task); one of: "
+                     f"{', '.join(sorted(_TASKS)) or 'none'}")
+  return _TASKS[name.lower()]
 
 
 def num_steps(rows: int, batch_size: int, epochs: float) -> int:

@@ -64,6 +64,8 @@ class Flags:
     renamed: `{old: new}`: earlier names still accepted for one release, with one deprecation
       line (both given: refused).
     aliases: `{alias: field}`: other names of a field.
+    whole: repeatable fields whose every value is kept whole (not split at commas), e.g. gin
+      bindings, whose values hold commas.
   """
   config: type
   help: Dict[str, str]
@@ -72,6 +74,7 @@ class Flags:
   ranges: Dict[str, tuple] = dataclasses.field(default_factory=dict)
   renamed: Dict[str, str] = dataclasses.field(default_factory=dict)
   aliases: Dict[str, str] = dataclasses.field(default_factory=dict)
+  whole: Sequence[str] = ()
 
   def flags(self) -> List[Flag]:
     """The flags, in `help`'s order."""
@@ -124,8 +127,11 @@ class Flags:
         raise ValueError(f"--{flag.name} is required")
       if value is None:  # unset: the field's default
         continue
-      given[flag.name] = (tuple(split_list(value)) if flag.kind in ("multi", "list")
-                          else value)
+      if flag.name in self.whole:
+        value = tuple(value)
+      elif flag.kind in ("multi", "list"):
+        value = tuple(split_list(value))
+      given[flag.name] = value
     config = self.config(**given)
     ranges_lib.check_ranges(config, self.ranges)
     return config

@@ -41,7 +41,9 @@ class RunPretrainingConfig:
 COMMAND_LINE = cli.Flags(RunPretrainingConfig, {
     "gin_file": "Gin files, applied in order (model, task, ...). Relative paths are also looked "
                 "up in the repository's gin/ directory.",
-    "gin_param": "Gin bindings applied after the files.",
+    "gin_param": "Gin bindings applied after the files: one whole binding per flag (repeat the "
+                 "flag for several; a value may hold commas, e.g. TrainConfig.phases = "
+                 "({'start_step': 900, 'max_seq_length': 512},)).",
     "input_records": "Records directories (comma list / globs) written by "
                      "create_pretraining_data.",
     "vocab_file": "Defaults to the vocab named in the records' sidecar.",
@@ -76,7 +78,7 @@ COMMAND_LINE = cli.Flags(RunPretrainingConfig, {
 }, enums={"distribution_strategy": ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
           "mode": ["train", "eval", "train_and_eval"],
           "mixed_precision": ["float32", "bfloat16", "float16"]},
-    ranges={"num_cpu_devices": (1, None, True)})
+    ranges={"num_cpu_devices": (1, None, True)}, whole=("gin_param",))
 
 
 def main(config):

@@ -90,7 +90,7 @@ class RunMultipleChoiceTest(tf.test.TestCase):
 
   def test_bad_configuration(self):
     with self.assertRaisesRegex(ValueError,
-                                r"unknown fine-tuning task 'swag' \(--task\); registered: .*race"):
+                                r"unknown fine-tuning task 'swag' \(--task\); one of: .*race"):
       runner_lib.Runner(self._config(self.tmp, task="swag"), lambda _: None)
     with self.assertRaisesRegex(ValueError, r"--protocol must be one of \['electra', 'shao'\]"):
       runner_lib.Runner(self._config(self.tmp, protocol="bert"), lambda _: None)

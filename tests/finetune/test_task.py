@@ -136,7 +136,7 @@ class TaskContractTest(tf.test.TestCase):
 
   def test_unknown_and_duplicate_names(self):
     with self.assertRaisesRegex(ValueError, r"unknown fine-tuning task 'nope' \(--task\); "
-                                r"registered: .*toy_has_seven"):
+                                r"one of: .*toy_has_seven"):
       task_lib.get("nope")
     with self.assertRaisesRegex(ValueError, "'toy_has_seven' is registered twice"):
       task_lib.register("toy_has_seven")(type("Other", (task_lib.Task,), {}))
@@ -144,3 +144,22 @@ class TaskContractTest(tf.test.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+class TaskNamesTest(tf.test.TestCase):
+
+  def test_names_are_case_insensitive_as_glue_spells_them(self):
+    from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top,unused-import
+    for spelled, name in (("RTE", "rte"), ("SST-2", "sst-2"), ("STS-B", "sts-b"),
+                          ("CoLA", "cola")):
+      config = configs.GlueConfig(task=spelled, init_checkpoint="x", model_dir="y")
+      self.assertEqual(config.task, name)
+      self.assertIs(task_lib.get(spelled), task_lib.get(name))
+    self.assertEqual(configs.GlueConfig(tasks="RTE,MRPC", init_checkpoint="x",
+                                        model_dir="y").tasks, "rte,mrpc")
+    with self.assertRaises(ValueError) as raised:
+      task_lib.get("nope")
+    message = str(raised.exception)
+    self.assertIn("unknown fine-tuning task 'nope' (--task); one of: ", message)
+    self.assertNotIn("registers", message)  # the names only
+    self.assertIn("rte", message)

@@ -22,12 +22,14 @@ class ToyConfig:
   rate: Optional[float] = None
   fast: bool = True
   mode: str = "a"
+  bindings: tuple = ()
 
 
 TOY = cli.Flags(ToyConfig, {"name": "A name.", "files": "Files.", "sizes": "Sizes.",
-                            "steps": "Steps.", "rate": "Rate.", "fast": "Fast.", "mode": "Mode."},
+                            "steps": "Steps.", "rate": "Rate.", "fast": "Fast.", "mode": "Mode.",
+                            "bindings": "Bindings."},
                 enums={"mode": ["a", "b"]}, ranges={"steps": (1, None, True)},
-                renamed={"old_steps": "steps"})
+                renamed={"old_steps": "steps"}, whole=("bindings",))
 
 
 class FlagsTest(tf.test.TestCase):
@@ -49,12 +51,20 @@ class FlagsTest(tf.test.TestCase):
     self.assertEqual(kinds, {"name": ("str", None, True), "files": ("multi", None, False),
                              "sizes": ("list", None, False), "steps": ("int", 7, False),
                              "rate": ("float", None, False), "fast": ("bool", True, False),
-                             "mode": ("enum", "a", False)})
+                             "mode": ("enum", "a", False), "bindings": ("multi", None, False)})
     self.assertEqual(self.parse("--name=x"), ToyConfig(name="x"))
     config = self.parse("--name=x", "--files=a,b", "--files=c", "--sizes=1,2", "--nofast",
                         "--rate=0.5", "--mode=b", "--old_steps=3")
     self.assertEqual(config, ToyConfig(name="x", files=("a", "b", "c"), sizes=("1", "2"),
                                        steps=3, rate=0.5, fast=False, mode="b"))
+    # A repeatable flag kept whole: a gin binding's value holds commas.
+    phases = "TrainConfig.phases = ({'start_step': 9, 'max_seq_length': 512},)"
+    config = self.parse("--name=x", f"--bindings={phases}", "--bindings=A.b = (1, 2)")
+    self.assertEqual(config.bindings, (phases, "A.b = (1, 2)"))
+
+  def test_run_pretraining_keeps_gin_bindings_whole(self):
+    from official_rtd.tools import run_pretraining  # pylint: disable=g-import-not-at-top
+    self.assertIn("gin_param", run_pretraining.COMMAND_LINE.whole)
 
   @flagsaver.flagsaver
   def test_required_and_ranges_are_refused_by_name(self):
