@@ -95,3 +95,11 @@ def fine_tune_rte(test, export_dir: str, model_dir: str):
   test.assertBetween(summary["median"]["dev"]["accuracy"], 0.0, 1.0)
   test.assertEqual(summary["trials"][0]["train_steps"], 4)
   return summary
+
+
+def tool_lines(stderr: str):
+  """A tool's own lines of `stderr`: without TensorFlow's C++ log lines (`cli.TF_LOG_LINE`), which
+  a machine may add (e.g. `E0000 ... cuda_platform.cc:51] failed call to cuInit` where CUDA
+  libraries are installed but no GPU is)."""
+  from official_rtd.tools import cli  # pylint: disable=g-import-not-at-top
+  return [line for line in stderr.splitlines() if not cli.TF_LOG_LINE.match(line)]

@@ -17,6 +17,43 @@ from absl import logging  # pylint: disable=g-import-not-at-top
 
 USER_ERRORS = (ValueError, OSError)
 
+# TensorFlow's probe for a GPU at start-up, which XLA's C++ logging prints whatever
+# TF_CPP_MIN_LOG_LEVEL says, e.g. on a machine with a CUDA runtime but no GPU:
+# `E0000 ... cuda_platform.cc:51] failed call to cuInit: ...` (`quiet_device_probe` drops it).
+CUDA_PROBE_NOISE = re.compile(r"failed call to cuInit|Could not find cuda drivers|"
+                              r"cuda_diagnostics|kernel driver does not appear to be running")
+# A line of TensorFlow's C++ log (absl's or TensorFlow's format; the file is C++, not a tool's .py):
+# tests judge a tool's own lines without them.
+TF_LOG_LINE = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ |"
+                         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] )\S+\.(?:cc|h|cpp):\d+\]")
+
+
+def quiet_device_probe(probe=None) -> None:
+  """Runs TensorFlow's device discovery (`probe`, default: import TensorFlow and list the
+  devices) with the process's stderr (file descriptor 2) captured, then writes back every
+  captured line but the GPU probe's `CUDA_PROBE_NOISE`: the tools run on the CPU, and a user on a
+  machine with CUDA libraries but no GPU would see that error above every tool's output."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+
+  def default_probe():
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.config.list_physical_devices()
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile(mode="w+b") as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      (probe or default_probe)()
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      captured.seek(0)
+      kept = [line for line in captured.read().decode("utf-8", "replace").splitlines(True)
+              if not CUDA_PROBE_NOISE.search(line)]
+      sys.stderr.write("".join(kept))
+      sys.stderr.flush()
+
 
 def user_error_message(error: BaseException):
   """One line for an error caused by the user's input or machine, else None (a defect: its
@@ -212,7 +249,9 @@ def run_main(main, tool_name: str, spec: Flags):
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
       apply_renamed_flags(tool_name)
-      main(spec.values())
+      config = spec.values()
+      quiet_device_probe()
+      main(config)
     except KeyboardInterrupt as e:
       what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
       sys.stderr.write(f"{tool_name}: {what}: finished outputs and checkpoints are kept, "

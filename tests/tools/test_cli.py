@@ -56,7 +56,7 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
                        f"--vocab_file={testutil.SAMPLE_VOCAB}",
                        f"--input_files={self.tmp}/missing.txt"], cwd=self.tmp)
     self.assertEqual(result.returncode, 1, result.stderr)
-    errors = [l for l in result.stderr.splitlines() if "error" in l.lower()]
+    errors = [l for l in testutil.tool_lines(result.stderr) if "error" in l.lower()]
     self.assertLen(errors, 1, result.stderr)
     self.assertRegex(errors[0], "^create_pretraining_data: error: .*missing.txt does not exist")
     # The other refusals in process: the tool's flags are DataConfig's fields.
@@ -73,6 +73,22 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
         pretraining_data.create_pretraining_data(
             pretraining_data.DataConfig(**{**config, **changes}), log=lambda _: None)
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "out", records.SIDECAR_NAME)))
+
+  def test_tensorflows_log_lines_are_told_from_the_tools(self):
+    cuinit = ("E0000 00:00:1795657823.950584   10768 cuda_platform.cc:51] failed call to cuInit: "
+              "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)")
+    stderr = "\n".join([cuinit, "2026-11-26 01:58:38.610464: E external/local_xla/xla/stream_"
+                         "executor/cuda/cuda_platform.cc:51] failed call to cuInit",
+                         "I1126 01:17:02.749463 140590828391296 build_vocab.py:173] build_vocab: "
+                         "an error of the tool's own", "create_pretraining_data: error: x"])
+    self.assertEqual(testutil.tool_lines(stderr), stderr.splitlines()[2:])
+    # The tools' start-up drops the GPU probe's error and keeps every other line it printed.
+    script = ("import os, sys\nfrom official_rtd.tools import cli\n"
+              f"cli.quiet_device_probe(lambda: os.write(2, b{cuinit!r} + b'\\nkept line\\n'))\n"
+              "sys.stderr.write('after\\n')\n")
+    result = run_tool([sys.executable, "-c", script], cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    self.assertEqual(result.stderr, "kept line\nafter\n")
 
   def _start_long_run(self, out, num_workers):
     """A create_pretraining_data run that is writing when this returns."""
