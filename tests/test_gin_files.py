@@ -166,3 +166,24 @@ class PaperTablesTest(tf.test.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+class RecipeFilesTest(tf.test.TestCase):
+
+  def test_one_machine_recipe_composes_with_both_tasks(self):
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    for task in ("mlm", "electra"):
+      gin.clear_config()
+      try:
+        runs.parse_gin(["gin/models/one_machine.gin", f"gin/tasks/{task}.gin",
+                        "gin/recipes/one_machine_sentences.gin"])
+        config = trainer_lib.TrainConfig()
+        masking = trainer_lib.dynamic_masking(config.max_predictions_per_seq)
+        encoder = EncoderConfig()
+        model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+      finally:
+        gin.clear_config()
+      self.assertEqual((config.train_batch_size, config.max_seq_length), (16, 64))
+      self.assertEqual((masking.strategy, masking.mask_prob), ("mask_only", 0.3))
+      self.assertEqual((encoder.position_embedding, encoder.dropout_rate), ("t5_relative", 0.0))
+      self.assertEqual(model.name, task)
