@@ -2,6 +2,7 @@
 (TensorFlow is imported only to validate), so the tool can read its flags before TensorFlow loads."""
 import dataclasses
 import re
+from typing import Optional
 
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import packing
@@ -25,7 +26,7 @@ class DataConfig:
   tfds_text_key: str = "text"
   runner: str = "local"      # or an Apache Beam runner: DirectRunner, DataflowRunner, ...
   beam_pipeline_options: str = ""
-  do_lower_case: bool = True
+  do_lower_case: Optional[bool] = None  # None: as the vocabulary implies (Vocab.default_lower_case)
   tokenizer: str = "fast"
   max_seq_length: int = 128
   short_seq_prob: float = 0.05

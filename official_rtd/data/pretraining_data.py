@@ -200,6 +200,10 @@ def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = pri
   """
   config.validate()
   vocab = vocab_lib.load_vocab(config.vocab_file)
+  if config.do_lower_case is None:  # unset: follow the vocabulary
+    config = dataclasses.replace(config, do_lower_case=vocab.default_lower_case())
+    log(f"create_pretraining_data: {'lower-casing' if config.do_lower_case else 'keeping the case of'}"
+        f" the text, as {vocab.path} ({vocab.kind}) implies (set --[no]do_lower_case to choose)")
   vocab.check_casing(config.do_lower_case)
   plan = plan_input(config)
   created = not os.path.exists(config.output_dir)

@@ -134,6 +134,12 @@ class Vocab:
     """The fraction of non-special tokens with a letter that lowercasing changes."""
     return sum(t.lower() != t for t in self._word_tokens) / max(len(self._word_tokens), 1)
 
+  def default_lower_case(self) -> bool:
+    """Whether text for this vocabulary is lower-cased when the user does not say: never for
+    SentencePiece and Hugging Face tokenizers (they normalise text themselves); for WordPiece, as
+    its tokens show (cased: over 2% of its tokens have capitals)."""
+    return self.kind == "wordpiece" and self.cased_fraction() <= CASED_FRACTION
+
   def check_casing(self, do_lower_case: bool) -> None:
     """Refuses a vocabulary whose casing contradicts `do_lower_case`: a cased one (over 2% of
     its tokens have capitals) with lowercased text never uses those tokens; a lowercase one (none

@@ -34,8 +34,9 @@ COMMAND_LINE = cli.Flags(data_config.DataConfig, {
     "vocab_file": "The vocabulary: a WordPiece vocab.txt (one token per line), a SentencePiece "
                   "*.model or a Hugging Face *.json tokenizer.",
     "output_dir": "Directory for the TFRecord shards and the JSON sidecar.",
-    "do_lower_case": "Lower-case and strip accents (match the vocab); --nodo_lower_case for "
-                     "SentencePiece and Hugging Face tokenizers, which normalise text themselves.",
+    "do_lower_case": "Lower-case and strip accents; unset: as the vocabulary implies (never for "
+                     "SentencePiece and Hugging Face tokenizers, which normalise text themselves; "
+                     "for WordPiece, lower-cased unless the vocabulary is cased).",
     "tokenizer": "tensorflow-text FastBertTokenizer ('fast') or BertTokenizer ('bert').",
     "max_seq_length": "Tokens per example, [CLS]/[SEP] included.",
     "short_seq_prob": "Probability that an example targets a random length in [5, "

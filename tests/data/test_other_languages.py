@@ -13,6 +13,7 @@ import tensorflow as tf
 from official_rtd.data import build_vocab
 from official_rtd.data import pretrain_dataloader
 from official_rtd.data import pretraining_data
+from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import squad_data
@@ -107,8 +108,9 @@ class SentencePieceTest(tf.test.TestCase):
     pretraining_data.create_pretraining_data(pretraining_data.DataConfig(
         input_files=(self.corpus["zh"],), vocab_file=self.models["zh"], output_dir=records_dir,
         max_seq_length=64, max_predictions_per_seq=10, dupe_factor=0, num_shards=1,
-        num_workers=1, do_lower_case=False), log=lambda _: None)
+        num_workers=1), log=lambda _: None)  # unset --do_lower_case: as the model implies
     vocab = vocab_lib.load_vocab(self.models["zh"])
+    self.assertFalse(records.read_sidecar(records_dir)["vocab"]["do_lower_case"])
     batch = next(iter(pretrain_dataloader.load_pretraining_dataset(
         pretrain_dataloader.PretrainInputConfig(
             records_dir, 4, 64, 10, is_training=False,

@@ -56,6 +56,9 @@ class VocabTest(tf.test.TestCase):
     caseless = self._vocab("zh.txt", ["的", "是", "##们", "中", "国", "a"])
     caseless.check_casing(False)  # a script without case: keeping the text as is is fine
     caseless.check_casing(True)
+    # Unset --do_lower_case follows the vocabulary, and what it picks passes the check.
+    self.assertEqual([v.default_lower_case() for v in (cased, lower, caseless)],
+                     [False, True, True])
 
   def test_the_shipped_sample_vocabulary_is_lowercase(self):
     self.assertEqual(vocab_lib.load_vocab(testutil.SAMPLE_VOCAB).cased_fraction(), 0.0)
