@@ -59,6 +59,9 @@ def parse_args(argv=None):
   parser.add_argument("--model_gin", default="gin/models/one_machine.gin")
   parser.add_argument("--sst2_train_examples", type=int, default=8000)
   parser.add_argument("--max_eval_batches", type=int, default=40)
+  parser.add_argument("--blimp_pairs", default=os.path.join(SHARED, "blimp"),
+                      help="BLiMP files or directory (e.g. a subset: the first N pairs of each "
+                           "paradigm).")
   parser.add_argument("--parallel", type=int, default=1)
   parser.add_argument("--stages",
                       default="data,pretrain,evaluate,representations,context,report")
@@ -171,7 +174,7 @@ def stage_evaluate(args):
     for score in scores:
       if not os.path.exists(os.path.join(out, f"blimp_{score}", "pairs_results.json")):
         jobs.append((f"{name} BLiMP {score}", [
-            "score_pairs", f"--run_dir={model_dir}", f"--pairs={os.path.join(SHARED, 'blimp')}",
+            "score_pairs", f"--run_dir={model_dir}", f"--pairs={args.blimp_pairs}",
             f"--score={score}", f"--output_dir={os.path.join(out, f'blimp_{score}')}",
             "--overwrite"],  # an earlier, killed attempt may have left pairs_scores.tsv
             os.path.join(out, f"blimp_{score}.log")))

@@ -184,6 +184,7 @@ class RecipeFilesTest(tf.test.TestCase):
       finally:
         gin.clear_config()
       self.assertEqual((config.train_batch_size, config.max_seq_length), (16, 64))
-      self.assertEqual((masking.strategy, masking.mask_prob), ("mask_only", 0.3))
+      self.assertEqual((masking.strategy, masking.mask_prob),
+                       ("bert" if task == "mlm" else "electra", 0.15))  # the task's own
       self.assertEqual((encoder.position_embedding, encoder.dropout_rate), ("t5_relative", 0.0))
       self.assertEqual(model.name, task)
