@@ -233,10 +233,12 @@ def _raise_terminated(signum, frame):  # pylint: disable=unused-argument
   raise Terminated()
 
 
-def run_main(main, tool_name: str, spec: Flags):
+def run_main(main, tool_name: str, spec: Flags, probe_devices: bool = True):
   """Defines `spec`'s flags and runs `main(config)` (`spec.values()`) under `absl.app.run`;
   `--help` / `-h` prints this tool's flags (exit 0) and user errors (ValueError subclasses,
-  OSError) are reported on one line."""
+  OSError) are reported on one line. `probe_devices`: run `quiet_device_probe` before `main`
+  (False: `main` calls it itself, e.g. after starting work that should overlap TensorFlow's
+  import)."""
   if any(arg in HELP_ARGS for arg in sys.argv[1:]):
     sys.stdout.write(tool_help(main, tool_name, spec))
     sys.exit(0)
@@ -250,7 +252,8 @@ def run_main(main, tool_name: str, spec: Flags):
     try:
       apply_renamed_flags(tool_name)
       config = spec.values()
-      quiet_device_probe()
+      if probe_devices:
+        quiet_device_probe()
       main(config)
     except KeyboardInterrupt as e:
       what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"

@@ -71,12 +71,13 @@ def main(config: data_config.DataConfig):
   from official_rtd.data import worker_pool  # pylint: disable=g-import-not-at-top
   if config.runner == "local":
     worker_pool.prestart(config.num_workers)  # its TensorFlow import overlaps ours
+  cli.quiet_device_probe()
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   pretraining_data.create_pretraining_data(config, log=logging.info)
 
 
 def run():
-  cli.run_main(main, "create_pretraining_data", COMMAND_LINE)
+  cli.run_main(main, "create_pretraining_data", COMMAND_LINE, probe_devices=False)
 
 
 if __name__ == "__main__":
