@@ -71,7 +71,9 @@ class ChunkProcessor:
   def __init__(self, config: DataConfig):
     self.config = config
     self.vocab = vocab_lib.load_vocab(config.vocab_file)
-    self.tokenizer = tokenizer_lib.for_vocab(self.vocab, config.do_lower_case, config.tokenizer)
+    lower = (config.do_lower_case if config.do_lower_case is not None
+             else self.vocab.default_lower_case())  # unset: as the vocabulary implies
+    self.tokenizer = tokenizer_lib.for_vocab(self.vocab, lower, config.tokenizer)
     self.tables = masking.TokenTables.from_vocab(self.vocab)
     self._is_continuation = self.vocab.is_continuation()
     # One graph for every chunk (any number of rows): half the time of running the ops eagerly.
