@@ -16,7 +16,7 @@ the figures go to the log line, TensorBoard (`train/onset_*`) and `onset.jsonl` 
 directory, which `compare_runs` plots.
 """
 import dataclasses
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import gin
 import numpy as np
@@ -120,7 +120,3 @@ class StructureMonitor:
   def figures(self, encoder) -> Dict[str, float]:
     return {PREFIX + k: v for k, v in onset_figures(encoder, self.ids, self.order_rows).items()}
 
-
-def format_figures(figures: Dict[str, float], names: Sequence[str] = FIGURES) -> str:
-  return " ".join(f"{PREFIX}{n}={figures[PREFIX + n]:.4g}" for n in names
-                  if PREFIX + n in figures)

@@ -167,6 +167,8 @@ class CreatePretrainingDataTest(tf.test.TestCase):
     fails("matches no file", corpus_lib.CorpusError,
           input_files=(os.path.join(self.tmp, "nope*.txt"),))
     fails("does not exist", corpus_lib.CorpusError, input_files=(os.path.join(self.tmp, "x.txt"),))
+    fails(r"--sentences_per_example=-1 must be >= 0", packing="sentences",
+          sentences_per_example=-1)
     empty = testutil.write_text(os.path.join(self.tmp, "empty.txt"), "\n\n   \n")
     fails("the corpus is empty", corpus_lib.CorpusError, input_files=(empty,))
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "out")))  # no empty directory left
