@@ -2,6 +2,7 @@
 flags (every configurable registered first), runs it as `run_pretraining` does, and rebuilds a
 run directory's model. The layers below (`methods/`, `training/`, `finetune/`) never import it.
 """
+import contextlib
 import dataclasses
 import os
 from typing import Sequence
@@ -10,6 +11,8 @@ import gin
 import tensorflow as tf
 
 from official_rtd import configurables  # pylint: disable=unused-import; registers the configurables
+from official_rtd import checkpoint_files
+from official_rtd import run_lock
 from official_rtd import textio
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
@@ -71,20 +74,26 @@ def run_pretraining(gin_files, gin_params, input_records, model_dir,
         trainer, eval_input, eval_config,
         probe=probe.from_eval_config(eval_config, trainer.vocab, trainer.do_lower_case))
   if mode == "eval":
-    return trainer, trainer.evaluate_checkpoints(evaluator, all_checkpoints)
-  if trainer.is_chief:
-    # Nothing is written before the directory is known to hold this run (or none) and its
-    # checkpoint restores into this model.
-    run_dir.check_same_run(model_dir, gin.config_str())
-  trainer.restore()
-  if trainer.is_chief:
-    run_dir.write_run_config(model_dir, gin.config_str(), {
-        "gin_file": list(gin_files), "gin_param": list(gin_params or []),
-        "input_records": input_records, "distribution_strategy": distribution_strategy},
-        trainer.vocab, trainer.do_lower_case)
-  monitor = build_monitor(trainer, eval_input) if onset_monitor and trainer.is_chief else None
-  metrics = trainer.train(evaluator, evaluator.config.eval_every_steps if evaluator else 0,
-                          monitor)
+    with (run_lock.holding(model_dir, keep=checkpoint_files.latest, log=log) if trainer.is_chief
+          else contextlib.nullcontext()):
+      return trainer, trainer.evaluate_checkpoints(evaluator, all_checkpoints)
+  # One run at a time in model_dir; a start that fails before its first checkpoint leaves the
+  # directory as it was (or absent).
+  with (run_lock.holding(model_dir, keep=checkpoint_files.latest, log=log) if trainer.is_chief
+        else contextlib.nullcontext()):
+    if trainer.is_chief:
+      # Nothing is written before the directory is known to hold this run (or none) and its
+      # checkpoint restores into this model.
+      run_dir.check_same_run(model_dir, gin.config_str())
+    trainer.restore()
+    if trainer.is_chief:
+      run_dir.write_run_config(model_dir, gin.config_str(), {
+          "gin_file": list(gin_files), "gin_param": list(gin_params or []),
+          "input_records": input_records, "distribution_strategy": distribution_strategy},
+          trainer.vocab, trainer.do_lower_case)
+    monitor = build_monitor(trainer, eval_input) if onset_monitor and trainer.is_chief else None
+    metrics = trainer.train(evaluator, evaluator.config.eval_every_steps if evaluator else 0,
+                            monitor)
   log(f"done: checkpoints in {model_dir}, TensorBoard logs in {os.path.join(model_dir, 'train')} "
       f"(tensorboard --logdir {model_dir}), fine-tunable export in "
       f"{os.path.join(model_dir, 'export')}")
@@ -114,7 +123,7 @@ def load_model(model_dir: str, weight_average: bool = False):
                         f"score text): give the run directory it was exported from "
                         f"({os.path.dirname(os.path.abspath(model_dir))} if it is <model_dir>/export)")
     raise run_dir.RunDirError(f"{model_dir} is not a run_pretraining directory: no {run_dir.OPERATIVE_CONFIG}")
-  latest = tf.train.latest_checkpoint(model_dir)
+  latest = checkpoint_files.latest(model_dir)
   if not latest:
     raise run_dir.RunDirError(f"no checkpoint in {model_dir}")
   flags = textio.load_json(os.path.join(model_dir, run_dir.RUN_FLAGS))
@@ -131,6 +140,17 @@ def load_model(model_dir: str, weight_average: bool = False):
     gin.clear_config()
   model(records.dummy_inputs(2, train_config.max_predictions_per_seq),
         training=False)  # creates the variables (any length does)
+  try:
+    _restore(model, train_config, latest, weight_average, model_dir)
+  except (AssertionError, IndexError, tf.errors.OpError) as e:
+    first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+    raise run_dir.RunDirError(checkpoint_files.damaged_message(latest) or (
+        f"{latest} does not restore into the model of {config_path}: {first[:300]}")) from None
+  return model, tokenizer_lib.for_vocab(vocab, flags.get("do_lower_case", True))
+
+
+def _restore(model, train_config, latest: str, weight_average: bool, model_dir: str):
+  """Restores `latest` into `model` (with `weight_average`: the weights' average it kept)."""
   if not weight_average:
     tf.train.Checkpoint(model=model).restore(latest).expect_partial()
   elif not train_config.ema_decay:
@@ -142,4 +162,3 @@ def load_model(model_dir: str, weight_average: bool = False):
         latest).expect_partial()
     for variable, value in zip(average.variables, average.averages):
       variable.assign(value)
-  return model, tokenizer_lib.for_vocab(vocab, flags.get("do_lower_case", True))

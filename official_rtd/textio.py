@@ -1,9 +1,15 @@
-"""Reading text and JSON inputs with errors that name the file and line (`path:line: ...`).
+"""Reading text and JSON inputs with errors that name the file and line (`path:line: ...`), and
+writing outputs whole or not at all.
 
 Every reader of user files goes through `numbered_lines` or `load_json`, so a byte that is not
-UTF-8 or a malformed JSON value is reported where it is, never as a bare traceback.
+UTF-8 or a malformed JSON value is reported where it is, never as a bare traceback. Every small
+output (JSON, text lines) goes through `write_atomic`: a temporary file renamed over the target, so
+a full disk or an interrupt leaves the previous file (or none), and the error names the path.
 """
+import contextlib
 import json
+import math
+import os
 from typing import Any, Iterator, Tuple
 
 
@@ -42,3 +48,61 @@ def json_line(path: str, number: int, line: str) -> Any:
   except json.JSONDecodeError as e:
     raise InputFileError(f"{path}:{number}: not valid JSON ({e.msg} at column {e.colno})"
                          ) from None
+
+
+@contextlib.contextmanager
+def naming_path(path: str):
+  """Re-raises an `OSError` without a file name (e.g. `[Errno 28] No space left on device` from a
+  write) with `path` as its file name, so the one-line error says where."""
+  try:
+    yield
+  except OSError as e:
+    if e.filename is None and e.errno is not None:
+      raise type(e)(e.errno, e.strerror or str(e), path) from None
+    raise
+
+
+def write_atomic(path: str, write) -> None:
+  """Calls `write(file)` on a temporary file renamed to `path`; on any failure (a full disk, an
+  interrupt) the temporary file is removed and `path` is left as it was."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  try:
+    with naming_path(path):
+      with open(tmp, "w", encoding="utf-8") as f:
+        write(f)
+      os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def write_lines_atomic(path: str, lines) -> None:
+  """Writes `lines` (each followed by a newline) to a temporary file renamed to `path`."""
+  write_atomic(path, lambda f: f.write("".join(line + "\n" for line in lines)))
+
+
+def write_json_atomic(path: str, obj) -> None:
+  """Writes `obj` as JSON (`allow_nan=False`: NaN and infinity are refused, never written as
+  invalid JSON) to a temporary file renamed to `path`."""
+  try:
+    text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n"
+  except ValueError:
+    raise ValueError(f"not writing {path}: {_first_non_finite(obj)} is not a finite number "
+                     "(a diverged run? see the log above)") from None
+  write_atomic(path, lambda f: f.write(text))
+
+
+def _first_non_finite(obj, where: str = "") -> str:
+  """The key path (e.g. `metrics.pearson`) of the first NaN or infinity in `obj`."""
+  if isinstance(obj, float) and not math.isfinite(obj):
+    return where or "the value"
+  items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(
+      obj, (list, tuple)) else ()
+  for key, value in items:
+    found = _first_non_finite(value, f"{where}.{key}" if where else str(key))
+    if found:
+      return found
+  return ""
+
+

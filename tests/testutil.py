@@ -1,4 +1,5 @@
 """Paths and small helpers shared by the tests."""
+import hashlib
 import os
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -103,3 +104,17 @@ def tool_lines(stderr: str):
   libraries are installed but no GPU is)."""
   from official_rtd.tools import cli  # pylint: disable=g-import-not-at-top
   return [line for line in stderr.splitlines() if not cli.TF_LOG_LINE.match(line)]
+
+
+def md5_tree(path: str) -> dict:
+  """{relative path: md5} of every file under `path` (a file: {"": md5}); {} if it is absent.
+  Byte-identical outputs after a failure compare equal."""
+  if os.path.isfile(path):
+    return {"": hashlib.md5(open(path, "rb").read()).hexdigest()}
+  out = {}
+  for root, _, names in os.walk(path):
+    for name in names:
+      full = os.path.join(root, name)
+      with open(full, "rb") as f:
+        out[os.path.relpath(full, path)] = hashlib.md5(f.read()).hexdigest()
+  return out

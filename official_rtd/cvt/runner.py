@@ -15,10 +15,10 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd import textio
 from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import model as model_lib
 from official_rtd.cvt import training
-from official_rtd.data import records
 from official_rtd.finetune import fingerprint
 from official_rtd.finetune import tagging
 from official_rtd.finetune import tagging_data
@@ -246,9 +246,14 @@ class CvtRunner:
     task's tags, the model's sizes), then runs the trials and writes `eval_results.json`."""
     cfg = self.config
     # A re-run resumes only this same run; another run's directory is refused, nothing written.
-    fingerprint.check_or_record(cfg.model_dir, fingerprint.fingerprint(type(self).__name__, cfg),
-                                fingerprint.field_defaults(cfg))
-    records.write_json_atomic(os.path.join(cfg.model_dir, VOCAB_NAME), {
+    with fingerprint.holding(cfg.model_dir, self.log):
+      fingerprint.check_or_record(cfg.model_dir, fingerprint.fingerprint(type(self).__name__, cfg),
+                                  fingerprint.field_defaults(cfg))
+      return self._trials_and_summary()
+
+  def _trials_and_summary(self) -> dict:
+    cfg = self.config
+    textio.write_json_atomic(os.path.join(cfg.model_dir, VOCAB_NAME), {
         **self.vocab.to_json(), "tags": self.labels,
         "model": dataclasses.asdict(self.model_config)})
     primary = {t.name: "f1" if t.spans else "accuracy" for t in self.tasks}
@@ -261,6 +266,6 @@ class CvtRunner:
     summary = {"tasks": list(primary), "primary_metrics": primary, "mode": cfg.mode,
                "median": median, "spread": spread, "trials": trials,
                "flags": dataclasses.asdict(cfg), "vocab_words": len(self.vocab.words)}
-    records.write_json_atomic(os.path.join(cfg.model_dir, "eval_results.json"), summary)
+    textio.write_json_atomic(os.path.join(cfg.model_dir, "eval_results.json"), summary)
     return summary
 

@@ -16,6 +16,7 @@ from typing import Callable, List, Optional
 
 import tensorflow as tf
 
+from official_rtd import run_lock
 from official_rtd import progress as progress_lib
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import data_config
@@ -208,13 +209,10 @@ def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = pri
         f" the text, as {vocab.path} ({vocab.kind}) implies (set --[no]do_lower_case to choose)")
   vocab.check_casing(config.do_lower_case)
   plan = plan_input(config)
-  created = not os.path.exists(config.output_dir)
-  try:
+  # One run at a time into output_dir; a failed run leaves it as it was (or absent).
+  with run_lock.holding(config.output_dir, "--output_dir", log=log,
+                        keep=lambda d: os.path.isfile(os.path.join(d, records.SIDECAR_NAME))):
     return _create(config, vocab, plan, log)
-  except BaseException:
-    if created and os.path.isdir(config.output_dir) and not os.listdir(config.output_dir):
-      os.rmdir(config.output_dir)  # no empty directory left behind by a failed first run
-    raise
 
 
 def _create(config: DataConfig, vocab, plan: "InputPlan", log) -> dict:

@@ -9,9 +9,10 @@ succeeded; the sidecar is removed first and written last, so a directory whose s
 complete, and an interrupted run leaves the previous output (or nothing) but never a partial shard
 under a final name.
 """
+import contextlib
+import errno
 import glob
 import json
-import math
 import os
 import re
 import shutil
@@ -76,21 +77,40 @@ class ShardedWriter:
   def write(self, records: List[bytes]):
     """Appends `records` round-robin over the shards, continuing where the last call stopped."""
     num_shards = len(self._writers)
-    for offset in range(min(num_shards, len(records))):
-      writer = self._writers[(self._next + offset) % num_shards]
-      for record in records[offset::num_shards]:
-        writer.write(record)
+    with writing_to(self.output_dir):
+      for offset in range(min(num_shards, len(records))):
+        writer = self._writers[(self._next + offset) % num_shards]
+        for record in records[offset::num_shards]:
+          writer.write(record)
     self._next = (self._next + len(records)) % num_shards
 
   def commit(self, sidecar: dict):
-    for w in self._writers:
-      w.close()
+    with writing_to(self.output_dir):
+      for w in self._writers:
+        w.close()
     commit_staged_shards(self.output_dir, self._tmp_dir, self.names, self.compression, sidecar)
 
   def abort(self):
+    """Removes the staged shards (also when closing them fails, e.g. on a full disk)."""
     for w in self._writers:
-      w.close()
+      try:
+        w.close()
+      except (OSError, tf.errors.OpError):
+        pass
     remove_staging_dir(self._tmp_dir)
+
+
+@contextlib.contextmanager
+def writing_to(output_dir: str):
+  """A TensorFlow write error (a full disk: `ResourceExhaustedError` / `UnknownError`) as an
+  `OSError` naming `output_dir`, one line."""
+  try:
+    yield
+  except tf.errors.OpError as e:
+    first = next((line for line in (e.message or "").splitlines() if line.strip()), "")
+    number = errno.ENOSPC if "No space left" in first else errno.EIO
+    raise OSError(number, f"could not write the records ({first.strip()[:200]})",
+                  output_dir) from None
 
 
 def make_staging_dir(output_dir: str) -> str:
@@ -128,7 +148,7 @@ def commit_staged_shards(output_dir: str, staging: str, names: List[str], compre
     with gfile.GFile(sidecar_path, "w") as f:
       f.write(json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
   else:
-    write_json_atomic(sidecar_path, sidecar)
+    textio.write_json_atomic(sidecar_path, sidecar)
 
 
 def _remove_dead_runs(output_dir: str):
@@ -143,49 +163,6 @@ def _remove_dead_runs(output_dir: str):
         shutil.rmtree(os.path.join(output_dir, name), ignore_errors=True)
       except PermissionError:
         pass  # alive, someone else's
-
-
-def _write_atomic(path: str, write) -> None:
-  """Calls `write(file)` on a temporary file renamed to `path`; on any failure (a full disk, an
-  interrupt) the temporary file is removed and `path` is left as it was."""
-  tmp = f"{path}.tmp-{os.getpid()}"
-  try:
-    with open(tmp, "w", encoding="utf-8") as f:
-      write(f)
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
-
-
-def write_lines_atomic(path: str, lines) -> None:
-  """Writes `lines` (each followed by a newline) to a temporary file renamed to `path`."""
-  _write_atomic(path, lambda f: f.write("".join(line + "\n" for line in lines)))
-
-
-def write_json_atomic(path: str, obj) -> None:
-  """Writes `obj` as JSON (`allow_nan=False`: NaN and infinity are refused, never written as
-  invalid JSON) to a temporary file renamed to `path`."""
-  try:
-    text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n"
-  except ValueError:
-    raise ValueError(f"not writing {path}: {_first_non_finite(obj)} is not a finite number "
-                     "(a diverged run? see the log above)") from None
-  _write_atomic(path, lambda f: f.write(text))
-
-
-def _first_non_finite(obj, where: str = "") -> str:
-  """The key path (e.g. `metrics.pearson`) of the first NaN or infinity in `obj`."""
-  if isinstance(obj, float) and not math.isfinite(obj):
-    return where or "the value"
-  items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(
-      obj, (list, tuple)) else ()
-  for key, value in items:
-    found = _first_non_finite(value, f"{where}.{key}" if where else str(key))
-    if found:
-      return found
-  return ""
 
 
 def read_sidecar(records_dir: str) -> dict:

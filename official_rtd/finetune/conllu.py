@@ -10,7 +10,6 @@ import os
 from typing import Iterable, List, Optional
 
 from official_rtd import textio
-from official_rtd.data import records
 
 
 class ConlluError(ValueError):
@@ -119,4 +118,4 @@ def write_conllu(path: str, sentences: Iterable[Sentence],
       lines.append("\t".join([str(i + 1), word, "_", gold.upos[i], gold.xpos[i], "_",
                               str(guess.heads[i]), guess.relations[i], "_", "_"]))
     lines.append("")
-  records.write_lines_atomic(path, lines)
+  textio.write_lines_atomic(path, lines)

@@ -13,7 +13,6 @@ from typing import Callable, Dict, Optional, Sequence
 import numpy as np
 
 from official_rtd import textio
-from official_rtd.data import records
 from official_rtd.finetune import configs
 
 ANNEALING = ("linear", "fixed")
@@ -33,7 +32,7 @@ def write_predictions(path: str, task: str, num_classes: int, predictions: np.nd
   sigmoid(wᵀc) on normalised labels for regression)."""
   if prediction_function not in FUNCTIONS:
     raise ValueError(f"prediction_function must be one of {FUNCTIONS}")
-  records.write_json_atomic(path, {
+  textio.write_json_atomic(path, {
       "task": task, "num_examples": int(len(predictions)), "num_classes": num_classes,
       "prediction_function": prediction_function,
       "predictions": np.asarray(predictions, np.float64).round(6).tolist()})

@@ -6,12 +6,14 @@ input the settings name (the export, the data files or directories). A re-run re
 same run; otherwise it stops before writing anything, naming what differs.
 """
 import dataclasses
+import glob
 import hashlib
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
-from official_rtd.data import records
+from official_rtd import run_lock
+from official_rtd import textio
 
 FILE = "run_fingerprint.json"
 # Settings a re-run may change: more trials extend a run; logging, checkpoint intervals, the
@@ -100,10 +102,24 @@ def check_or_record(model_dir: str, current: Dict, defaults: Optional[Dict] = No
           f"--model_dir={model_dir} holds another run ({shown}): its results were left as they "
           "are; give a new --model_dir (or move this one aside) to start this run")
     return True
-  if os.path.isdir(model_dir) and os.listdir(model_dir):
+  if os.path.isdir(model_dir) and [n for n in os.listdir(model_dir)
+                                   if not run_lock.is_lock_file(n)]:
     raise RunMismatchError(
         f"--model_dir={model_dir} is not empty and has no {FILE} (another tool's output, or a "
         "run of an earlier version): give a new --model_dir or move this one aside")
   os.makedirs(model_dir, exist_ok=True)
-  records.write_json_atomic(path, current)
+  textio.write_json_atomic(path, current)
   return False
+
+
+def has_progress(model_dir: str) -> bool:
+  """Whether a fine-tuning directory holds something a failed run must keep: a finished trial's
+  results or a trial checkpoint to resume from."""
+  return bool(glob.glob(os.path.join(model_dir, "trial_*", "results.json"))
+              or glob.glob(os.path.join(model_dir, "trial_*", "checkpoint", "checkpoint")))
+
+
+def holding(model_dir: str, log: Callable[[str], None] = print):
+  """The run's lock on `model_dir` (`run_lock.holding`): a second run into it is refused, and a
+  start that fails before any trial progress leaves the directory as it was (or absent)."""
+  return run_lock.holding(model_dir, "--model_dir", keep=has_progress, log=log)

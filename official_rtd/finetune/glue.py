@@ -12,7 +12,6 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd import textio
-from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.finetune import classifier
 from official_rtd.finetune import configs
@@ -136,7 +135,7 @@ class GlueTask(task_lib.Task):
     if trial_dir is None:
       return dev
     if self.test_splits:
-      records.write_json_atomic(os.path.join(trial_dir, TEST_PREDICTIONS_NAME), {
+      textio.write_json_atomic(os.path.join(trial_dir, TEST_PREDICTIONS_NAME), {
           split: self.predict(model, examples) for split, examples in self.test_splits})
     if self.config.write_train_predictions:
       distillation.write_predictions(
@@ -193,7 +192,7 @@ class GlueTask(task_lib.Task):
         shown = (f"{min(max(value, 0.0), 5.0):.3f}" if self.spec.is_regression
                  else self.spec.labels[int(value)])
         lines.append(f"{example.guid}\t{shown}")
-      records.write_lines_atomic(path, lines)
+      textio.write_lines_atomic(path, lines)
       self.log(f"wrote {len(examples)} test predictions to {path}")
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.data import records
+from official_rtd import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import race_data
@@ -135,7 +135,7 @@ class MultipleChoice(task_lib.Task):
 
   def write_predictions(self, path: str, probabilities: np.ndarray):
     """One JSON line per question: id, level, predicted and gold letters, option probabilities."""
-    records.write_lines_atomic(path, [
+    textio.write_lines_atomic(path, [
         json.dumps({"id": q.id, "level": q.level, "prediction": chr(65 + int(p.argmax())),
                     "answer": chr(65 + q.answer),
                     "probabilities": [round(float(x), 6) for x in p]})

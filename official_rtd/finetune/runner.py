@@ -9,7 +9,7 @@ from typing import Callable, List, Optional, Type
 
 import tf_keras
 
-from official_rtd.data import records
+from official_rtd import textio
 from official_rtd.finetune import fingerprint
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
@@ -95,16 +95,22 @@ class Runner:
     this same run (`fingerprint`: another run's directory is refused before anything is
     written); then the best trial's files, the task's finish and `eval_results.json`."""
     cfg = self.config
-    fingerprint.check_or_record(
-        cfg.model_dir, fingerprint.fingerprint(self.task.run_name or type(self.task).__name__, cfg),
-        fingerprint.field_defaults(cfg))
+    with fingerprint.holding(cfg.model_dir, self.log):
+      fingerprint.check_or_record(
+          cfg.model_dir,
+          fingerprint.fingerprint(self.task.run_name or type(self.task).__name__, cfg),
+          fingerprint.field_defaults(cfg))
+      return self._trials_and_summary()
+
+  def _trials_and_summary(self) -> dict:
+    cfg = self.config
     trials = trials_lib.run_trials(cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
                                    lambda result: self.task.brief(result["dev"]))
     best = max(trials, key=lambda t: self.task.primary(t["dev"]))
     self.publish(best["trial"], self.task.published)
     self.task.finish(trials, best, cfg.model_dir)
     summary = self.summary(trials, best)
-    records.write_json_atomic(os.path.join(cfg.model_dir, RESULTS_NAME), summary)
+    textio.write_json_atomic(os.path.join(cfg.model_dir, RESULTS_NAME), summary)
     return summary
 
   def summary(self, trials: List[dict], best: dict) -> dict:

@@ -14,7 +14,7 @@ from typing import Callable, Dict
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.data import records
+from official_rtd import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import span_head
 from official_rtd.finetune import squad_data
@@ -101,9 +101,9 @@ class Squad(task_lib.Task):
     metrics = squad_metrics.evaluate(self.predict_examples, predictions, self.version_2,
                                      null_odds if self.version_2 else None, non_null)
     if trial_dir is not None:
-      records.write_json_atomic(os.path.join(trial_dir, PREDICTIONS_NAME), predictions)
+      textio.write_json_atomic(os.path.join(trial_dir, PREDICTIONS_NAME), predictions)
       if self.version_2:
-        records.write_json_atomic(os.path.join(trial_dir, NULL_ODDS_NAME), null_odds)
+        textio.write_json_atomic(os.path.join(trial_dir, NULL_ODDS_NAME), null_odds)
     return metrics
 
   def brief(self, dev) -> str:

@@ -16,7 +16,7 @@ from typing import Callable, List, Sequence
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.data import records
+from official_rtd import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune import metrics as metrics_lib
@@ -262,7 +262,7 @@ def write_predictions(path: str, sentences, predicted: List[List[str]]):
   for sentence, tags in zip(sentences, predicted):
     lines.extend(f"{w} {g} {p}" for w, g, p in zip(sentence.words, sentence.tags, tags))
     lines.append("")
-  records.write_lines_atomic(path, lines)
+  textio.write_lines_atomic(path, lines)
 
 
 

@@ -7,9 +7,9 @@ from typing import Callable, Dict, List
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import checkpoint_files
 from official_rtd import progress
 from official_rtd import textio
-from official_rtd.data import records
 from official_rtd.modeling.layers import dropout
 from official_rtd.training import layerwise_decay
 from official_rtd.training import optimization
@@ -95,7 +95,7 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
       if not os.listdir(os.path.dirname(path)):  # no checkpoint to resume from: no debris
         os.rmdir(os.path.dirname(path))
       raise
-    records.write_json_atomic(path, result)
+    textio.write_json_atomic(path, result)
     log(f"trial {trial + 1}/{num_trials}: {brief(result)}")
     trials.append(result)
   return trials
@@ -213,7 +213,7 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
     if callback and callback_every_steps and step % callback_every_steps == 0 and step < num_steps:
       callback(step)
     if manager and step % save_every_steps == 0 and step < num_steps:
-      manager.save(checkpoint_number=step)
+      checkpoint_files.save(manager, step)
   return history
 
 

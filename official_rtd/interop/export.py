@@ -4,6 +4,7 @@ import shutil
 
 import tensorflow as tf
 
+from official_rtd import checkpoint_files
 from official_rtd import textio
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
@@ -27,7 +28,7 @@ def export_encoder(model, vocab: vocab_lib.Vocab, model_dir: str, max_seq_length
   encoder = model.exported_encoder.for_export()
   tf.train.Checkpoint(encoder=encoder).write(os.path.join(tmp, WEIGHTS_PREFIX))
   shutil.copyfile(vocab.path, os.path.join(tmp, vocab_lib.file_name(vocab)))
-  records.write_json_atomic(os.path.join(tmp, CONFIG_NAME), {
+  textio.write_json_atomic(os.path.join(tmp, CONFIG_NAME), {
       "encoder": encoder.config.to_json(), "method": model.name, "vocab_sha256": vocab.sha256,
       "max_seq_length": max_seq_length, "do_lower_case": do_lower_case})
   shutil.rmtree(final, ignore_errors=True)
@@ -111,6 +112,10 @@ class Export:
     except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
       if status is not None:
         status.expect_partial()
+      damaged = checkpoint_files.problem(os.path.join(self.path, WEIGHTS_PREFIX))
+      if damaged:
+        raise ExportError(f"{self.path}: the export's weights ({WEIGHTS_PREFIX}.*) are damaged: "
+                          f"{damaged}; export the run again (export_model)") from None
       first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
       raise ExportError(f"{self.path}: the weights do not fit {CONFIG_NAME} (a damaged or "
                         f"hand-edited export?): {first[:300]}") from None

@@ -11,12 +11,11 @@ import json
 import os
 import re
 import shutil
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
 from official_rtd import textio
-from official_rtd.data import records
 from official_rtd.data import vocab as vocab_lib
 
 OPERATIVE_CONFIG = "operative_config.gin"
@@ -36,8 +35,22 @@ def write_run_config(model_dir: str, gin_config: str, flags: dict, vocab, do_low
   with open(os.path.join(model_dir, OPERATIVE_CONFIG), "w", encoding="utf-8") as f:
     f.write(gin_config)
   shutil.copyfile(vocab.path, os.path.join(model_dir, vocab_lib.file_name(vocab)))
-  records.write_json_atomic(os.path.join(model_dir, RUN_FLAGS), dict(
+  textio.write_json_atomic(os.path.join(model_dir, RUN_FLAGS), dict(
       flags, do_lower_case=do_lower_case, vocab_sha256=vocab.sha256))
+
+
+def recorded_vocab(model_dir: str) -> Optional[Tuple[str, str]]:
+  """(SHA-256, path of the copy) of the vocab a run directory records (None: no record)."""
+  path = os.path.join(model_dir, RUN_FLAGS)
+  if not os.path.isfile(path):
+    return None
+  sha256 = textio.load_json(path).get("vocab_sha256")
+  if not sha256:
+    return None
+  try:
+    return sha256, vocab_lib.find_vocab(model_dir)
+  except vocab_lib.VocabError:
+    return sha256, model_dir
 
 
 # Bindings a resumed run may change: train longer (steps, FLOPs budget), log, checkpoint and

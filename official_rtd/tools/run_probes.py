@@ -16,6 +16,7 @@ import dataclasses
 
 from absl import logging
 
+from official_rtd import textio
 from official_rtd.tools import cli
 
 
@@ -60,7 +61,6 @@ def main(config):
   import time  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import probe as probe_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import export as export_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import parsing_probe  # pylint: disable=g-import-not-at-top
@@ -108,7 +108,7 @@ def main(config):
     values = [figures[key] for figures in random_runs]
     results["random_init"][key] = float(np.median(values))
     results["random_init"][key + "_all"] = values
-  records.write_json_atomic(config.output_file, results)
+  textio.write_json_atomic(config.output_file, results)
   for key, value in results["pretrained"].items():
     baseline = results["random_init"].get(key)
     print(f"{key}: pretrained {value:.4f}" +

@@ -16,6 +16,7 @@ from typing import List
 
 from absl import logging
 
+from official_rtd import textio
 from official_rtd.tools import cli
 
 
@@ -50,7 +51,6 @@ SCORES_TSV = "pairs_scores.tsv"
 
 def main(config):
   import os  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd.training import minimal_pairs  # pylint: disable=g-import-not-at-top
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
@@ -65,11 +65,11 @@ def main(config):
   scores = report.pop("scores")
   cli.claim_output_dir(config.output_dir, config.overwrite)  # moved aside only now, if at all
   os.makedirs(config.output_dir, exist_ok=True)
-  records.write_lines_atomic(os.path.join(config.output_dir, SCORES_TSV), [
+  textio.write_lines_atomic(os.path.join(config.output_dir, SCORES_TSV), [
       "paradigm\tpair_id\tgood_score\tbad_score\toutcome\tsentence_good\tsentence_bad"] + [
           f"{p.paradigm}\t{p.pair_id}\t{g:.6f}\t{b:.6f}\t{minimal_pairs.pair_outcome(g, b):g}\t"
           f"{p.good}\t{p.bad}" for p, (g, b) in zip(pairs, scores)])
-  records.write_json_atomic(os.path.join(config.output_dir, RESULTS),
+  textio.write_json_atomic(os.path.join(config.output_dir, RESULTS),
                             dict(report, run_dir=config.run_dir, pairs_input=config.pairs))
   for name, row in report["paradigms"].items():
     print(f"{row['accuracy']:6.2f}  {name} ({row['phenomenon']}, {row['pairs']} pairs, "

@@ -66,7 +66,6 @@ def _score_nbest(config, model, tokenizer, nbest):
 
 
 def main(config):
-  from official_rtd.data import records  # pylint: disable=g-import-not-at-top
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   if bool(config.input_file) == bool(config.nbest_file):
@@ -87,7 +86,7 @@ def main(config):
       raise ValueError(f"{config.input_file} holds no sentences")
     plls, lengths = scoring.score_sentences(model, tokenizer, sentences, config.max_seq_length,
                                             config.eval_batch_size)
-    records.write_lines_atomic(config.output_file, [
+    textio.write_lines_atomic(config.output_file, [
         f"{i + 1}\t{p:.4f}\t{n}\t{s}" for i, (p, n, s) in enumerate(zip(plls, lengths, sentences))])
     logging.info("scored %d sentences -> %s", len(sentences), config.output_file)
     return
@@ -103,7 +102,7 @@ def main(config):
           f"{min(wers.values()):.2f}–{max(wers.values()):.2f}%)")
   by_key = _score_nbest(config, model, tokenizer, nbest)
   best = scoring.rerank(nbest, by_key, lm_weight)
-  records.write_lines_atomic(
+  textio.write_lines_atomic(
       config.output_file,
       [f"{key}\t{nbest[key][i][0]}\t{nbest[key][i][1]}\t{by_key[(key, i)]:.4f}"
        for key, i in best.items()])

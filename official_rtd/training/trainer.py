@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd import checkpoint_files
 from official_rtd import progress
 from official_rtd import ranges
 from official_rtd.data import pretrain_dataloader
@@ -310,6 +311,14 @@ class Trainer:
       raise TrainingSetupError(
           f"vocab file {vocab.path} is not the one the records in {input_path} were built with "
           f"({sidecar['vocab']['file']})")
+    recorded = run_dir.recorded_vocab(self.model_dir)
+    if (recorded and recorded[0] != vocab.sha256
+        and checkpoint_files.latest(self.model_dir)):
+      raise TrainingSetupError(
+          f"the records in {input_path} were built with another vocabulary ({vocab.path}, "
+          f"{vocab.size} entries) than the run in {self.model_dir} was trained with (its copy: "
+          f"{recorded[1]}): resume it with records of its own vocabulary, or give a new "
+          "--model_dir; the directory was left as it is")
     if encoder_config.vocab_size is None:
       encoder_config = dataclasses.replace(encoder_config, vocab_size=vocab.size)
     elif encoder_config.vocab_size != sidecar["vocab"]["size"]:
@@ -403,7 +412,7 @@ class Trainer:
     `init_checkpoint`, if given), and positions the input after the batches its steps consumed;
     returns the step."""
     cfg = self.train_config
-    latest = tf.train.latest_checkpoint(self.model_dir)
+    latest = checkpoint_files.latest(self.model_dir)
     if latest:
       status = None
       try:
@@ -412,6 +421,9 @@ class Trainer:
       except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
         if status is not None:  # no per-value "could not be found" warnings after the error
           status.expect_partial()
+        damaged = checkpoint_files.damaged_message(latest)
+        if damaged:
+          raise TrainingSetupError(damaged) from None
         first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
         raise TrainingSetupError(
             f"{latest} does not restore into this model (a run of other sizes or another "
@@ -558,7 +570,7 @@ class Trainer:
     return float(rate(step - 1)) if callable(rate) else float(rate)
 
   def _advice(self) -> str:
-    return (f"the last checkpoint is {tf.train.latest_checkpoint(self.model_dir) or 'none'}. "
+    return (f"the last checkpoint is {checkpoint_files.latest(self.model_dir) or 'none'}. "
             f"Lower the learning rate (OptimizerConfig.learning_rate = "
             f"{self.optimizer_config.learning_rate:g}) or lengthen the warmup, and re-run")
 
@@ -589,7 +601,7 @@ class Trainer:
       self.log(f"skipped the update of step {at}: {what} ({int(fn.skipped_steps.numpy())} "
                "skipped in all)")
       return step
-    latest = tf.train.latest_checkpoint(self.model_dir)
+    latest = checkpoint_files.latest(self.model_dir)
     self.rollbacks += 1
     if not latest or self.rollbacks > cfg.nonfinite_patience:
       raise NonFiniteError(f"{what}: " + (
@@ -608,7 +620,7 @@ class Trainer:
     finite), so an interrupted or preempted run loses no step; one process only (under
     MultiWorkerMirrored every worker must take part in a save)."""
     step = self.step
-    latest = tf.train.latest_checkpoint(self.model_dir)
+    latest = checkpoint_files.latest(self.model_dir)
     if step == 0 or (latest and latest.endswith(f"-{step}")) or self._multi_worker:
       return
     if not self._weights_finite():
@@ -674,7 +686,7 @@ class Trainer:
     return rows
 
   def _save(self, step):
-    path = self.manager.save(checkpoint_number=step)
+    path = checkpoint_files.save(self.manager, step)
     if not self.is_chief:
       shutil.rmtree(self.manager.directory, ignore_errors=True)
       return

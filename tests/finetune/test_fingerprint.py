@@ -1,9 +1,17 @@
 """Run fingerprints: a setting added in a later version resumes a directory that never recorded
 it, at its default only."""
+import glob
+import os
+import shutil
+import tempfile
+
 import tensorflow as tf
 
 from official_rtd.finetune import configs
 from official_rtd.finetune import fingerprint
+from official_rtd.interop import export
+from tests import testutil
+from tests.training.test_trainer import tiny_export
 
 
 class FingerprintTest(tf.test.TestCase):
@@ -29,6 +37,27 @@ class FingerprintTest(tf.test.TestCase):
     self.assertEqual(fingerprint.differences(old, new), [])
     old["settings"]["batch_size"] = 32
     self.assertEqual(fingerprint.differences(old, new), ["--train_batch_size 32 → 64"])
+
+
+  def test_a_failed_start_leaves_no_fingerprint_to_block_the_fix(self):
+    tmp = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, tmp)
+    good = tiny_export(tmp)
+    damaged = os.path.join(tmp, "damaged_export")
+    shutil.copytree(good, damaged)
+    data = glob.glob(os.path.join(damaged, "*.data-*"))[0]
+    with open(data, "r+b") as f:
+      f.truncate(os.path.getsize(data) // 2)
+    model_dir = os.path.join(tmp, "rte")
+    with self.assertRaisesRegex(export.ExportError, "are damaged: its files are truncated"):
+      testutil.fine_tune_rte(self, damaged, model_dir)
+    self.assertFalse(os.path.exists(model_dir))  # no run_fingerprint.json, no trial_0/
+    os.makedirs(model_dir)  # an existing (empty) directory is left as it was, too
+    with self.assertRaises(export.ExportError):
+      testutil.fine_tune_rte(self, damaged, model_dir)
+    self.assertEqual(os.listdir(model_dir), [])
+    testutil.fine_tune_rte(self, good, model_dir)  # the corrected command runs
+    self.assertTrue(os.path.isfile(os.path.join(model_dir, fingerprint.FILE)))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,9 @@ class LoadEncoderTest(tf.test.TestCase):
     data = glob.glob(os.path.join(self.export_dir, "*.data-*"))[0]
     with open(data, "r+b") as f:
       f.truncate(os.path.getsize(data) // 2)
-    with self.assertRaisesRegex(export.ExportError, rf"^{self.export_dir}: the weights do not fit"):
+    with self.assertRaisesRegex(export.ExportError,
+                                rf"^{self.export_dir}: the export's weights \(encoder\.\*\) are "
+                                r"damaged: its files are truncated or corrupt \(Read less bytes"):
       export.load_encoder(self.export_dir)
 
 

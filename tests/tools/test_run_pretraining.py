@@ -14,6 +14,7 @@ from official_rtd.tools import cli
 from official_rtd.tools import run_pretraining
 from tests import testutil
 from tests.training.test_trainer import RecordsTestCase
+from tests.training.test_trainer import make_records
 
 GIN_FILES = ["gin/models/tiny.gin", "gin/tasks/electra.gin"]
 BASE = ["run_pretraining"] + [f"--gin_file={f}" for f in GIN_FILES]
@@ -181,6 +182,54 @@ class RunPretrainingCliTest(RecordsTestCase):
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertIn("(step 2)", result.stderr)
 
+
+  def test_damaged_checkpoints_and_records_of_another_vocabulary_are_one_line(self):
+    model_dir = os.path.join(self.tmp, "damaged")
+    params = ["TrainConfig.train_batch_size = 8", "TrainConfig.save_checkpoints_steps = 2",
+              "EncoderConfig.num_layers = 1"]
+
+    def pretrain(steps, records=None):
+      try:
+        return runs.run_pretraining(GIN_FILES, params + [f"TrainConfig.num_train_steps = {steps}"],
+                                    records or self.records, model_dir, log=logged.append)
+      finally:
+        gin.clear_config()
+
+    logged = []
+    pretrain(4)
+    data = os.path.join(model_dir, "ckpt-4.data-00000-of-00001")
+    with open(data, "r+b") as f:
+      f.truncate(os.path.getsize(data) // 2)
+    before = testutil.md5_tree(model_dir)
+    intact = os.path.join(model_dir, "ckpt-2")
+    for attempt in (lambda: pretrain(6), lambda: runs.load_model(model_dir)):  # resume, export
+      with self.assertRaisesRegex(
+          cli.USER_ERRORS, rf"checkpoint {model_dir}/ckpt-4 is damaged: its files are truncated "
+          rf"or corrupt .*; the newest intact checkpoint is {intact} \(step 2\): move ckpt-4\.\* "
+          rf"out of {model_dir} and run the same command again"):
+        attempt()
+      self.assertEqual(testutil.md5_tree(model_dir), before)
+    aside = os.path.join(self.tmp, "damaged_aside")
+    os.makedirs(aside)
+    for name in os.listdir(model_dir):
+      if name.startswith("ckpt-4."):
+        os.rename(os.path.join(model_dir, name), os.path.join(aside, name))
+    logged.clear()
+    pretrain(6)  # goes on from step 2 (tf.train.latest_checkpoint alone would restart at 0)
+    self.assertIn(f"restored {intact} (step 2)", logged)
+    self.assertEqual(tf.train.latest_checkpoint(model_dir), os.path.join(model_dir, "ckpt-6"))
+
+    other_vocab = os.path.join(self.tmp, "other_vocab.txt")
+    with open(testutil.SAMPLE_VOCAB) as f, open(other_vocab, "w") as g:
+      g.write(f.read() + "zzzunseentoken\n")
+    other = make_records(os.path.join(self.tmp, "other_records"), paragraphs=60,
+                         vocab_file=other_vocab)
+    before = testutil.md5_tree(model_dir)
+    with self.assertRaisesRegex(
+        cli.USER_ERRORS, rf"the records in {other} were built with another vocabulary "
+        rf"\({other_vocab}, 5884 entries\) than the run in {model_dir} was trained with"):
+      pretrain(8, other)
+    self.assertEqual(testutil.md5_tree(model_dir), before)
 
 if __name__ == "__main__":
   tf.test.main()
