@@ -12,6 +12,7 @@ from typing import Callable, Iterable, List, Sequence, Tuple
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
 
+from official_rtd import textio
 from official_rtd import progress
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import vocab as vocab_lib
@@ -112,6 +113,17 @@ def _learn_sentencepiece(lines: Iterable[str], vocab_size: int, lower_case: bool
   return model.getvalue()
 
 
+def _check_output_path(output_file: str) -> None:
+  """Refuses, before any learning, an `output_file` that is a directory or lies under a file."""
+  if os.path.isdir(output_file):
+    raise ValueError(f"--output_file={output_file} is a directory, not a file")
+  ancestor = os.path.dirname(os.path.abspath(output_file))
+  while not os.path.exists(ancestor) and ancestor != os.path.dirname(ancestor):
+    ancestor = os.path.dirname(ancestor)
+  if not os.path.isdir(ancestor):
+    raise ValueError(f"--output_file={output_file}: {ancestor} is a file, not a directory")
+
+
 def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 30522,
                 lower_case: bool = True, on_decode_error: str = "fail",
                 log: Callable[[str], None] = print, sample_lines: int = 0,
@@ -152,6 +164,7 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
   if vocab_size <= len(vocab_lib.SPECIAL_TOKENS):
     raise ValueError(f"--vocab_size={vocab_size} must exceed the {len(vocab_lib.SPECIAL_TOKENS)} "
                      "special tokens")
+  _check_output_path(output_file)
   files = corpus_lib.expand_input_files(input_files)
   start = time.time()
   total_bytes = sum(os.path.getsize(f) for f in files)
@@ -183,8 +196,9 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
   tmp = f"{root}.tmp-{os.getpid()}{extension}"  # the extension tells load_vocab the kind
   os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
   try:
-    with open(tmp, "wb") as f:
-      f.write(content)
+    with textio.naming_path(output_file):
+      with open(tmp, "wb") as f:
+        f.write(content)
     tokens = list(vocab_lib.load_vocab(tmp).tokens)  # the learner's output must pass our checks
     os.replace(tmp, output_file)
   finally:

@@ -29,6 +29,7 @@ class Question:
   question: str
   options: Tuple[str, ...]
   answer: int  # index into options
+  source: str = ""  # `file:line` (or file) of its passage, for errors
 
 
 def level_of(passage_id: str, directory: str = "") -> str:
@@ -54,7 +55,7 @@ def questions_of(passage: dict, source: str, level: str = "") -> List[Question]:
       raise ValueError(f"{source}: question {k}: answer {answer!r} is not a letter among "
                        f"{len(choices)} options")
     out.append(Question(f"{passage['id']}-{k}", level or level_of(passage["id"]),
-                        passage["article"], question, tuple(choices), ord(answer) - 65))
+                        passage["article"], question, tuple(choices), ord(answer) - 65, source))
   return out
 
 
@@ -82,7 +83,23 @@ def read_split(data_dir: str, split: str) -> List[Question]:
                      f" ({'found both' if jsonl else 'found neither'})")
   questions = [q for path in jsonl for q in read_jsonl(path)]
   questions += [q for path in original for q in read_original(path)]
+  if not questions:
+    raise ValueError(f"{data_dir}: no questions in {', '.join((jsonl + original)[:3])}"
+                     f"{' ...' if len(jsonl + original) > 3 else ''} (empty {split} files?)")
+  check_option_counts(questions)
   return questions
+
+
+def check_option_counts(questions: Sequence[Question]) -> None:
+  """Every question must have as many options as the first (one softmax over a fixed number);
+  the first that differs is named with its file and line."""
+  first = questions[0]
+  for q in questions:
+    if len(q.options) != len(first.options):
+      raise ValueError(
+          f"{q.source or q.id}: question {q.id} has {len(q.options)} options, but every question "
+          f"needs the same number as the first ({first.id} in {first.source or '?'}: "
+          f"{len(first.options)})")
 
 
 def second_segment(question: str, option: str) -> str:
@@ -105,10 +122,10 @@ def encode(questions: Sequence[Question], tokenizer, max_seq_length: int,
   """
   if layout not in LAYOUTS:
     raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-  counts = {len(q.options) for q in questions}
-  if len(counts) != 1:
-    raise ValueError(f"every question needs the same number of options; found {sorted(counts)}")
-  num_options = counts.pop()
+  if not questions:
+    raise ValueError("no questions to encode")
+  check_option_counts(questions)
+  num_options = len(questions[0].options)
   vocab = tokenizer.vocab
   articles = sorted({q.article for q in questions})
   article_ids = dict(zip(articles, tokenizer.tokenize_to_lists(articles)))

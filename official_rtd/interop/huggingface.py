@@ -12,6 +12,7 @@ MLM logits within 3e-6 (tests/interop/test_huggingface.py).
 """
 import json
 import os
+import re
 import shutil
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -183,8 +184,15 @@ def _write_tokenizer(directory: str, vocab: vocab_lib.Vocab, do_lower_case: bool
 def _write(directory, tensors, config, vocab: vocab_lib.Vocab, do_lower_case, max_seq_length):
   from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
   os.makedirs(directory)
-  save_file({k: np.ascontiguousarray(v, np.float32) for k, v in tensors.items()},
-            os.path.join(directory, SAFETENSORS_NAME), metadata={"format": "pt"})
+  path = os.path.join(directory, SAFETENSORS_NAME)
+  try:
+    save_file({k: np.ascontiguousarray(v, np.float32) for k, v in tensors.items()}, path,
+              metadata={"format": "pt"})
+  except Exception as e:  # pylint: disable=broad-except; safetensors' own error type
+    found = re.search(r"(.*)\(os error (\d+)\)", str(e))
+    if not found:
+      raise
+    raise OSError(int(found.group(2)), os.strerror(int(found.group(2))), path) from None
   config = dict(config, pad_token_id=vocab.pad_id)
   with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
     json.dump(config, f, indent=2)

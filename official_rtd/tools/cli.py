@@ -1,5 +1,6 @@
 """Shared command-line plumbing: `--help` lists the tool's own flags, user errors become one
 `<tool>: error: ...` line and exit 1."""
+import contextlib
 import dataclasses
 import os
 import re
@@ -72,8 +73,9 @@ def user_error_message(error: BaseException):
 
 HELP_ARGS = ("-h", "--help", "-help", "--helpshort", "-?")
 
-OVERWRITE_HELP = ("Replace an existing {what} (a directory is moved aside to "
-                  "<dir>.replaced-<time>) instead of refusing it before any work.")
+OVERWRITE_HELP = ("Replace an existing {what} instead of refusing it before any work: the new "
+                  "output is written first and the old one replaced (a directory moved aside to "
+                  "<dir>.replaced-<time>) only once it is complete.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,14 +311,17 @@ def split_list(values):
   return out
 
 
-
-
 def claim_output_file(path: str, overwrite: bool, flag: str = "--output_file") -> None:
   """Refuses an existing output file unless `overwrite` (then it is replaced, atomically, only
   when the new one is complete), a directory, or a path whose directory does not exist."""
   if os.path.isdir(path):
     raise ValueError(f"{flag}={path} is a directory, not a file")
   parent = os.path.dirname(os.path.abspath(path))
+  below = parent
+  while below != os.path.dirname(below) and not os.path.exists(below):
+    below = os.path.dirname(below)
+  if os.path.exists(below) and not os.path.isdir(below):
+    raise ValueError(f"{flag}={path}: {below} is a file, not a directory")
   if not os.path.isdir(parent):
     raise ValueError(f"{flag}={path}: its directory {parent} does not exist")
   if os.path.exists(path) and not overwrite:
@@ -339,3 +344,37 @@ def claim_output_dir(path: str, overwrite: bool, flag: str = "--output_dir") -> 
   aside = f"{path.rstrip('/')}.replaced-{time.strftime('%Y%m%d-%H%M%S')}"
   os.replace(path, aside)
   logging.info("moved the existing %s aside to %s (--overwrite)", path, aside)
+
+
+@contextlib.contextmanager
+def staged_output_dir(path: str, overwrite: bool, flag: str = "--output_dir"):
+  """Yields a staging directory beside `path` for the tool to write its whole output into; only
+  when the body succeeds is `path` claimed (`claim_output_dir`: with `overwrite` the previous
+  output is moved aside only now) and the staging directory renamed to it. On any failure (a
+  full disk, an interrupt) the staging files are removed and `path` is left exactly as it was.
+  An occupied `path` without `overwrite` is refused before the body runs."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import shutil  # pylint: disable=g-import-not-at-top
+  from official_rtd import textio  # pylint: disable=g-import-not-at-top
+  if overwrite:
+    _check_not_a_file(path, flag)
+  else:
+    claim_output_dir(path, False, flag)
+  staging = f"{path.rstrip('/')}.staging-{os.getpid()}"
+  shutil.rmtree(staging, ignore_errors=True)
+  try:
+    with textio.naming_path(path):
+      yield staging
+    claim_output_dir(path, overwrite, flag)
+    if os.path.isdir(path):  # empty: claimed as it is
+      os.rmdir(path)
+    os.replace(staging, path)
+  except BaseException:
+    for debris in glob.glob(glob.escape(staging) + "*"):  # the writers' own temporary folders too
+      shutil.rmtree(debris, ignore_errors=True)
+    raise
+
+
+def _check_not_a_file(path: str, flag: str) -> None:
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise ValueError(f"{flag}={path} is a file, not a directory")

@@ -46,20 +46,21 @@ def main(config):
   from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import saved_model  # pylint: disable=g-import-not-at-top
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
-  if not config.overwrite:  # refuse an occupied --output_dir before loading anything
-    cli.claim_output_dir(config.output_dir, False)
-  model, tokenizer = runs.load_model(config.run_dir, weight_average=config.ema)
-  if config.overwrite:  # move it aside only once the model has loaded
-    cli.claim_output_dir(config.output_dir, True)
-  max_len = min(config.max_seq_length, model.exported_encoder.config.max_position_embeddings)
+  # An occupied --output_dir is refused before anything loads; with --overwrite the previous
+  # export is moved aside only once the new one is complete (a failed export leaves it as it was).
+  with cli.staged_output_dir(config.output_dir, config.overwrite) as staging:
+    model, tokenizer = runs.load_model(config.run_dir, weight_average=config.ema)
+    max_len = min(config.max_seq_length, model.exported_encoder.config.max_position_embeddings)
+    if config.format == "huggingface":
+      written = huggingface.export_huggingface(model, tokenizer.vocab, staging,
+                                               tokenizer.do_lower_case, max_len)
+    else:
+      saved_model.export_saved_model(model, tokenizer.vocab, staging, tokenizer.do_lower_case,
+                                     max_len)
   if config.format == "huggingface":
-    written = huggingface.export_huggingface(model, tokenizer.vocab, config.output_dir,
-                                             tokenizer.do_lower_case, max_len)
     for part, architecture in written.items():
       logging.info("wrote %s/%s (transformers.%s)", config.output_dir, part, architecture)
   else:
-    saved_model.export_saved_model(model, tokenizer.vocab, config.output_dir,
-                                   tokenizer.do_lower_case, max_len)
     logging.info("wrote SavedModel %s (signature serving_default: text -> sequence_output)",
                  config.output_dir)
 

@@ -20,6 +20,7 @@ fail with their names.
 """
 
 import dataclasses
+import os
 from typing import Optional
 
 from absl import logging
@@ -69,7 +70,8 @@ def main(config):
   from official_rtd.interop import electra_tf1  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import init_checkpoint  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import export  # pylint: disable=g-import-not-at-top
-  cli.claim_output_dir(config.output_dir, config.overwrite)
+  if not config.overwrite:  # an occupied --output_dir is refused before anything is read
+    cli.claim_output_dir(config.output_dir, False)
   vocab_file = config.vocab_file
   do_lower_case = True if config.do_lower_case is None else config.do_lower_case
   if config.source == "huggingface":
@@ -108,14 +110,18 @@ def main(config):
   if size != vocab.size:
     raise ValueError(f"--vocab_file {vocab_file} has {vocab.size} tokens but the "
                      f"checkpoint's embeddings have {size} rows")
-  path = export.export_encoder(model, vocab, config.output_dir, config.max_seq_length,
-                               do_lower_case)
+  with cli.staged_output_dir(config.output_dir, config.overwrite) as staging:
+    os.makedirs(staging)
+    export.export_encoder(model, vocab, staging, config.max_seq_length, do_lower_case)
+    checkpoint = init_checkpoint.write_pretraining_checkpoint(
+        model, vocab, staging, do_lower_case, {"source": config.source,
+                                               "checkpoint": config.checkpoint,
+                                               "generator": config.generator or None})
+  path = os.path.join(config.output_dir, export.EXPORT_DIR)
+  checkpoint = os.path.join(config.output_dir, os.path.relpath(checkpoint, staging))
   logging.info("wrote %s (hidden %d, %d layers); fine-tune with --init_checkpoint=%s", path,
                model.discriminator.config.hidden_size, model.discriminator.config.num_layers,
                path)
-  checkpoint = init_checkpoint.write_pretraining_checkpoint(
-      model, vocab, config.output_dir, do_lower_case,
-      {"source": config.source, "checkpoint": config.checkpoint, "generator": config.generator or None})
   logging.info("wrote %s (%s) and %s/operative_config.gin; continue pre-training with "
                "--gin_file=%s/operative_config.gin --gin_file=tasks/electra.gin "
                "--init_checkpoint=%s", checkpoint,

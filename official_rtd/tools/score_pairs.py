@@ -63,14 +63,15 @@ def main(config):
   logging.info("scoring %d pairs (%s) from %s", len(pairs), config.score, config.run_dir)
   report = minimal_pairs.score_pairs(scorer, pairs, log=logging.info)
   scores = report.pop("scores")
-  cli.claim_output_dir(config.output_dir, config.overwrite)  # moved aside only now, if at all
-  os.makedirs(config.output_dir, exist_ok=True)
-  textio.write_lines_atomic(os.path.join(config.output_dir, SCORES_TSV), [
-      "paradigm\tpair_id\tgood_score\tbad_score\toutcome\tsentence_good\tsentence_bad"] + [
-          f"{p.paradigm}\t{p.pair_id}\t{g:.6f}\t{b:.6f}\t{minimal_pairs.pair_outcome(g, b):g}\t"
-          f"{p.good}\t{p.bad}" for p, (g, b) in zip(pairs, scores)])
-  textio.write_json_atomic(os.path.join(config.output_dir, RESULTS),
-                            dict(report, run_dir=config.run_dir, pairs_input=config.pairs))
+  # The previous output is moved aside (--overwrite) only once the new one is complete.
+  with cli.staged_output_dir(config.output_dir, config.overwrite) as staging:
+    os.makedirs(staging)
+    textio.write_lines_atomic(os.path.join(staging, SCORES_TSV), [
+        "paradigm\tpair_id\tgood_score\tbad_score\toutcome\tsentence_good\tsentence_bad"] + [
+            f"{p.paradigm}\t{p.pair_id}\t{g:.6f}\t{b:.6f}\t{minimal_pairs.pair_outcome(g, b):g}"
+            f"\t{p.good}\t{p.bad}" for p, (g, b) in zip(pairs, scores)])
+    textio.write_json_atomic(os.path.join(staging, RESULTS),
+                              dict(report, run_dir=config.run_dir, pairs_input=config.pairs))
   for name, row in report["paradigms"].items():
     print(f"{row['accuracy']:6.2f}  {name} ({row['phenomenon']}, {row['pairs']} pairs, "
           f"{row['ties']} ties)")

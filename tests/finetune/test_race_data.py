@@ -59,6 +59,19 @@ class ReadersTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "found neither"):
       race_data.read_split(self.tmp, "test")
 
+  def test_an_option_count_that_differs_names_file_line_and_question(self):
+    path = os.path.join(self.tmp, "dev.jsonl")
+    three = dict(PASSAGE, id="high8.txt", options=[["a", "b", "c"], ["d", "e", "f"]])
+    testutil.write_text(path, json.dumps(PASSAGE) + "\n\n" + json.dumps(three) + "\n")
+    with self.assertRaisesRegex(
+        ValueError, rf"^{path}:3: question high8.txt-0 has 3 options, but every question needs "
+        rf"the same number as the first \(high7.txt-0 in {path}:1: 4\)$"):
+      race_data.read_split(self.tmp, "dev")
+    testutil.write_text(path, "\n")
+    with self.assertRaisesRegex(ValueError, rf"^{self.tmp}: no questions in {path} \(empty dev "
+                                            r"files\?\)$"):
+      race_data.read_split(self.tmp, "dev")
+
   def test_blank_filling_and_inputs(self):
     self.assertEqual(race_data.second_segment("The cat was _ .", "warm"), "The cat was warm .")
     self.assertEqual(race_data.second_segment("Where?", "here"), "Where? here")
@@ -83,7 +96,7 @@ class ReadersTest(tf.test.TestCase):
         self.assertAllEqual(ids[1:length - 2 - len(second)],
                             article[:length - 3 - len(second)])
     self.assertEqual(inputs["input_mask"].sum(-1).max(), 16)  # the article was cut to fit
-    with self.assertRaisesRegex(ValueError, "same number of options"):
+    with self.assertRaisesRegex(ValueError, "has 2 options, but every question needs the same"):
       race_data.encode(questions + race_data.questions_of(
           dict(PASSAGE, options=[["a", "b"], ["c", "d"]]), "x"), tokenizer, 16)
 

@@ -9,6 +9,7 @@ import time
 
 import tensorflow as tf
 
+from official_rtd import run_lock
 from official_rtd.data import pretraining_data
 from official_rtd.data import records
 from tests import testutil
@@ -117,8 +118,13 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
     self.assertNotIn(records.SIDECAR_NAME, names)
     self.assertEqual([n for n in names if n.startswith(records.SHARD_PREFIX)], [])
     self.assertTrue(any(n.startswith(".tmp-") for n in names), names)  # still in progress
-    # The next run cleans the dead run's temporary files away.
+    # The next run cleans the dead run's temporary files away (and takes over its stale lock).
     records.ShardedWriter(out, 1).abort()
+    self.assertEqual(os.listdir(out), [run_lock.LOCK_NAME])
+    notes = []
+    with run_lock.holding(out, "--output_dir", log=notes.append):
+      pass
+    self.assertIn("took over the lock of a run that is no longer running", notes[0])
     self.assertEqual(os.listdir(out), [])
 
   def test_sigterm_removes_the_staging_directory_and_stops_the_workers(self):
