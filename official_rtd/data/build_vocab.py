@@ -12,6 +12,7 @@ from typing import Callable, Iterable, List, Sequence, Tuple
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
 
+from official_rtd import interruptible
 from official_rtd import textio
 from official_rtd import progress
 from official_rtd.data import corpus as corpus_lib
@@ -186,12 +187,15 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
   log(f"build_vocab: learning a {'lower-cased' if lower_case else 'cased'} {model_type} "
       f"vocabulary of at most {vocab_size} tokens from {len(files)} file(s) with "
       f"{'sentencepiece' if sentencepiece else learner}")
+  # The learners run in native code for seconds at a time: in a thread, so that Ctrl-C and
+  # SIGTERM stop the tool at once (`interruptible`).
   if sentencepiece:
-    content = _learn_sentencepiece(all_lines(), vocab_size, lower_case, model_type,
-                                   character_coverage, byte_fallback)
+    content = interruptible.call(_learn_sentencepiece, all_lines(), vocab_size, lower_case,
+                                 model_type, character_coverage, byte_fallback)
   else:
     learn = _learn_tokenizers if learner == "tokenizers" else _learn_tensorflow_text
-    content = "".join(t + "\n" for t in learn(all_lines(), vocab_size, lower_case)).encode()
+    content = "".join(t + "\n" for t in interruptible.call(learn, all_lines(), vocab_size,
+                                                              lower_case)).encode()
   root, extension = os.path.splitext(output_file)
   tmp = f"{root}.tmp-{os.getpid()}{extension}"  # the extension tells load_vocab the kind
   os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)

@@ -231,8 +231,34 @@ class Terminated(KeyboardInterrupt):
   temporary files and staging directories are removed and worker pools are stopped."""
 
 
-def _raise_terminated(signum, frame):  # pylint: disable=unused-argument
-  raise Terminated()
+class _Stopping:
+  """Ctrl-C / SIGTERM: the first raises (KeyboardInterrupt / `Terminated`) so that every cleanup
+  runs; a second while that cleanup runs (a checkpoint being saved) is only acknowledged, so the
+  save is never cut short; a third quits at once, without cleanup."""
+
+  def __init__(self, tool_name: str):
+    self.tool_name = tool_name
+    self.signals = 0
+
+  def __call__(self, signum, frame):  # pylint: disable=unused-argument
+    self.signals += 1
+    if self.signals == 1:
+      raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    if self.signals == 2:
+      sys.stderr.write(f"{self.tool_name}: already stopping (saving what is finished); a third "
+                       "signal quits at once, without cleaning up\n")
+      sys.stderr.flush()
+      return
+    os._exit(128 + signum)  # pylint: disable=protected-access
+
+
+def _exit_now(code: int) -> None:
+  """Exits once the tool's own cleanup has run, without the interpreter's teardown (TensorFlow's
+  input threads and the like took up to 6 s after an interrupt): streams and logs flushed."""
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(code)  # pylint: disable=protected-access
 
 
 def run_main(main, tool_name: str, spec: Flags, probe_devices: bool = True):
@@ -250,7 +276,9 @@ def run_main(main, tool_name: str, spec: Flags, probe_devices: bool = True):
     if len(argv) > 1:
       raise app.UsageError(f"unexpected positional arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(logging.INFO)
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    stopping = _Stopping(tool_name)
+    signal.signal(signal.SIGTERM, stopping)
+    signal.signal(signal.SIGINT, stopping)
     try:
       apply_renamed_flags(tool_name)
       config = spec.values()
@@ -261,7 +289,7 @@ def run_main(main, tool_name: str, spec: Flags, probe_devices: bool = True):
       what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
       sys.stderr.write(f"{tool_name}: {what}: finished outputs and checkpoints are kept, "
                        "unfinished files removed; the same command resumes or redoes the rest\n")
-      sys.exit(128 + signal.SIGTERM if isinstance(e, Terminated) else 130)
+      _exit_now(128 + signal.SIGTERM if isinstance(e, Terminated) else 130)
     except Exception as e:  # pylint: disable=broad-except; only the user errors are caught
       message = user_error_message(e)
       if message is None:

@@ -164,6 +164,29 @@ class BuildVocabCliTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 1)
     self.assertIn("build_vocab: error: input pattern 'nothing*.txt' matches no file", result.stderr)
 
+  def test_ctrl_c_while_learning_stops_at_once(self):
+    # The learner runs in native code for many seconds; the interrupt used to wait for it.
+    wiki = os.path.join(testutil.SHARED_DATA, "wiki")
+    reason = testutil.missing_data_reason(wiki)
+    if reason:
+      self.skipTest(reason)
+    output = os.path.join(tempfile.mkdtemp(dir=self.get_temp_dir()), "vocab.txt")
+    process = subprocess.Popen(
+        ["build_vocab", f"--input_files={wiki}/wiki_*", "--vocab_size=16000",
+         f"--output_file={output}"], stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    for line in process.stderr:
+      if "build_vocab: learning a" in line:
+        break
+    time.sleep(2)  # well inside the learner (about 18 s in all here)
+    signalled = time.time()
+    process.send_signal(signal.SIGINT)
+    rest = process.stderr.read()
+    process.wait(timeout=120)
+    self.assertEqual(process.returncode, 130, rest[-2000:])
+    self.assertLess(time.time() - signalled, 5)  # 10-15 s before
+    self.assertIn("build_vocab: interrupted", rest)
+    self.assertFalse(os.path.exists(output))
+
 
 if __name__ == "__main__":
   tf.test.main()
@@ -205,3 +228,30 @@ class RunMainTest(tf.test.TestCase):
     result = self._run("raise KeyboardInterrupt()")
     self.assertEqual(result.returncode, 130)
     self.assertIn("finished outputs and checkpoints are kept", result.stderr)
+
+  def test_an_interrupt_does_not_wait_for_other_threads(self):
+    # TensorFlow's input threads held the interpreter's exit for up to 6 s after an interrupt.
+    start = time.time()
+    result = self._run("import threading, time; threading.Thread(target=time.sleep, "
+                       "args=(60,)).start(); raise KeyboardInterrupt()")
+    self.assertEqual(result.returncode, 130, result.stderr)
+    self.assertLess(time.time() - start, 45)  # not the thread's 60 s
+
+  def test_a_second_signal_does_not_cut_the_cleanup_short(self):
+    script = ("import dataclasses, time\nfrom official_rtd.tools import cli\n"
+              "@dataclasses.dataclass\nclass Config:\n  pass\n"
+              "def main(config):\n  try:\n    print('started', flush=True); time.sleep(60)\n"
+              "  finally:\n    time.sleep(1); print('saved', flush=True)\n"
+              "cli.run_main(main, 'tool', cli.Flags(Config, {}), probe_devices=False)\n")
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=testutil.REPO, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    self.assertEqual(process.stdout.readline().strip(), "started")
+    process.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)  # an impatient user, or a scheduler's repeat
+    out, err = process.communicate(timeout=60)
+    self.assertEqual(process.returncode, 128 + signal.SIGTERM, err)
+    self.assertEqual(out.strip(), "saved")
+    self.assertIn("tool: already stopping (saving what is finished); a third signal quits at "
+                  "once", err)
+    self.assertIn("tool: terminated (SIGTERM)", err)
