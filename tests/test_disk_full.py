@@ -99,6 +99,23 @@ class DiskFullTest(tf.test.TestCase):
     self.assertIn(out, str(raised.exception))
     self.assertEqual(testutil.md5_tree(out), before)  # no .tmp-<pid>/ with partial shards
 
+  def test_beam_reports_the_first_cause_once(self):
+    disk = mount_small_tmpfs(self, size="300k")
+    out = os.path.join(disk, "records")
+    corpus = testutil.write_text(os.path.join(self.tmp, "beam_corpus.txt"),
+                                 "\n".join(testutil.sample_paragraphs(600)) + "\n")
+    result = subprocess.run(
+        ["create_pretraining_data", f"--input_files={corpus}", f"--output_dir={out}",
+         f"--vocab_file={testutil.SAMPLE_VOCAB}", "--runner=DirectRunner", "--num_workers=1",
+         "--max_seq_length=64", "--dupe_factor=4"],
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 1, result.stderr[-3000:])
+    self.assertRegex(result.stderr.strip().splitlines()[-1],
+                     rf"^create_pretraining_data: error: \[Errno 28\] No space left on device \(a "
+                     rf"Beam worker\): '{out}/")
+    self.assertLess(result.stderr.count("Traceback"), 3, result.stderr[-3000:])  # 11 before
+    self.assertEqual(os.listdir(disk), [])  # no staging folder: as it was found
+
   def test_fine_tuning_removes_a_partial_checkpoint(self):
     disk = mount_small_tmpfs(self, size="400k")
     model_dir = os.path.join(disk, "rte")

@@ -21,8 +21,11 @@ Output is staged under `<output_dir>/.tmp-<pid>/` and moved into place by the la
 after the pipeline succeeded, sidecar last (`records.commit_staged_shards`), as locally.
 """
 import collections
+import contextlib
+import errno
 import gzip
 import json
+import logging as std_logging
 import os
 import re
 import shlex
@@ -64,6 +67,10 @@ def pipeline_options(config) -> beam_options.PipelineOptions:
     args.append(f"--direct_num_workers={workers}")
     if workers > 1 and not any(a.startswith("--direct_running_mode") for a in args):
       args.append("--direct_running_mode=multi_processing")
+  if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
+    # The workers log each failure with its traceback several times; the tool reports its first
+    # cause once (`first_cause`).
+    args.append("--default_sdk_harness_log_level=CRITICAL")
   options = beam_options.PipelineOptions(args)
   unknown = sorted(set(options.get_all_options(retain_unknown_options=True))
                    - set(options.get_all_options()))
@@ -146,6 +153,42 @@ def _write_json(obj, path: str):
     f.write(json.dumps(obj, sort_keys=True).encode("utf-8"))
 
 
+@contextlib.contextmanager
+def _quiet_beam_errors():
+  """Beam's runners log every worker failure several times with its traceback (364 lines for
+  one full disk); while the pipeline runs only Beam's critical lines are shown."""
+  beam_logger = std_logging.getLogger("apache_beam")
+  level = beam_logger.level
+  beam_logger.setLevel(std_logging.CRITICAL)
+  try:
+    yield
+  finally:
+    beam_logger.setLevel(level)
+
+
+_WORKER_ERROR = re.compile(r"(?:\w+\.)*(\w+(?:Error|Exception)): (.+?)(?: \[while running .*\])?$",
+                           re.M)
+
+
+def first_cause(error: Exception) -> Exception:
+  """The error a pipeline failure reports as one line: its first cause, found in Beam's wrapped
+  message. A worker's input error stays a `CorpusError`; a full disk or another OS error becomes
+  an `OSError` naming the file; anything else keeps Beam's error (a defect: its traceback)."""
+  text = str(error)
+  found = re.search(r"CorpusError: (.*)", text)
+  if found:  # a worker's input error, as the local tool reports it
+    return corpus_lib.CorpusError(found.group(1).strip())
+  for name, message in _WORKER_ERROR.findall(text):
+    path_and_reason = re.match(r"(/\S+?); (.*)", message)
+    if "No space left on device" in message or name in ("OSError", "PermissionError"):
+      number = errno.ENOSPC if "No space left" in message else errno.EIO
+      if path_and_reason:
+        return OSError(number, f"{path_and_reason.group(2)} (a Beam worker)",
+                       path_and_reason.group(1))
+      return OSError(number, f"{message} (a Beam worker)")
+  return error
+
+
 class StagedOutput:
   """The pipeline's staged shards; `commit` / `abort` as `records.ShardedWriter`'s."""
 
@@ -191,12 +234,10 @@ def run(config, units: list, processor_class, log: Callable[[str], None] = print
          | "SumCounts" >> beam.CombineGlobally(_sum_counts)
          | "WriteCounts" >> beam.Map(_write_json, os.path.join(staging, _COUNTS_NAME)))
     try:
-      state = pipeline.run().wait_until_finish()
+      with _quiet_beam_errors():  # a failure is reported once, by its first cause, below
+        state = pipeline.run().wait_until_finish()
     except Exception as e:  # pylint: disable=broad-except
-      found = re.search(r"CorpusError: (.*)", str(e))
-      if found:  # a worker's input error, as the local tool reports it
-        raise corpus_lib.CorpusError(found.group(1).strip()) from None
-      raise
+      raise first_cause(e) from None
     if state not in (None, beam.runners.runner.PipelineState.DONE):
       raise RuntimeError(f"the Beam pipeline ended in state {state}")
     with paths.open_binary(os.path.join(staging, _COUNTS_NAME)) as f:
