@@ -8,7 +8,9 @@ aside resumes from the one before it.
 """
 import contextlib
 import errno
+import gc
 import glob
+import logging as std_logging
 import os
 import re
 import shutil
@@ -120,3 +122,19 @@ def save(manager: tf.train.CheckpointManager, step: int) -> str:
     raise OSError(number, f"could not write checkpoint {step} ({first.strip()[:200]}); the "
                   "partial files were removed, the earlier checkpoints are kept",
                   directory) from None
+
+
+@contextlib.contextmanager
+def quiet_restore_warnings():
+  """Silences TensorFlow's per-value restore warnings ("Value in checkpoint could not be found",
+  up to hundreds of lines when a restore fails part-way) while a restore is tried: they are logged
+  when the failed restore's status is garbage-collected, so that is done here too. The caller
+  reports the failure in one line."""
+  logger = std_logging.getLogger("tensorflow")
+  level = logger.level
+  logger.setLevel(std_logging.ERROR)
+  try:
+    yield
+  finally:
+    gc.collect()
+    logger.setLevel(level)

@@ -141,7 +141,8 @@ def load_model(model_dir: str, weight_average: bool = False):
   model(records.dummy_inputs(2, train_config.max_predictions_per_seq),
         training=False)  # creates the variables (any length does)
   try:
-    _restore(model, train_config, latest, weight_average, model_dir)
+    with checkpoint_files.quiet_restore_warnings():
+      _restore(model, train_config, latest, weight_average, model_dir)
   except (AssertionError, IndexError, tf.errors.OpError) as e:
     first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
     raise run_dir.RunDirError(checkpoint_files.damaged_message(latest) or (

@@ -107,8 +107,10 @@ class Export:
       return encoder
     status = None
     try:
-      status = tf.train.Checkpoint(encoder=encoder).read(os.path.join(self.path, WEIGHTS_PREFIX))
-      status.assert_existing_objects_matched()
+      with checkpoint_files.quiet_restore_warnings():
+        status = tf.train.Checkpoint(encoder=encoder).read(os.path.join(self.path,
+                                                                        WEIGHTS_PREFIX))
+        status.assert_existing_objects_matched()
     except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
       if status is not None:
         status.expect_partial()

@@ -7,11 +7,14 @@ Model Garden ties only the token embeddings: the generator's position/segment em
 embedding LayerNorm are its own, and ours (shared with the discriminator) take the
 discriminator's. Model Garden TEAMS checkpoints are not supported.
 """
+import re
+
 import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import models as mg_models
 from official.nlp.modeling import networks as mg_networks
 
+from official_rtd import checkpoint_files
 from official_rtd.data import records
 from official_rtd.interop.electra_tf1 import CheckpointImportError
 from official_rtd.methods import electra
@@ -85,6 +88,17 @@ def copy_weights_by_name(source: tf_keras.layers.Layer, target: tf_keras.layers.
     variable.assign(theirs[name])
 
 
+def _embedding_hint(message: str) -> str:
+  """", its word embeddings are V × E (...)" when TensorFlow's restore error is about the token
+  table (another vocabulary: the usual cause), else ""."""
+  found = re.search(r"incompatible tensor with shape \((\d+), (\d+)\) when attempting to restore "
+                    r"variable with shape \((\d+), \d+\) and name word_embeddings", message)
+  if not found:
+    return ""
+  return (f"; its word embeddings are {found.group(1)} × {found.group(2)}: a vocabulary of "
+          f"{found.group(1)} entries, not {found.group(3)} (give the checkpoint's own --vocab_file)")
+
+
 def import_model_garden_electra(checkpoint: str, config: EncoderConfig,
                                 generator_size: float = 0.25) -> electra.ElectraPretrainer:
   """Our ELECTRA (tied embeddings) with a Model Garden ELECTRA checkpoint's weights.
@@ -98,12 +112,14 @@ def import_model_garden_electra(checkpoint: str, config: EncoderConfig,
   mg_model = model_garden_electra(config, generator_size)
   mg_model(_dummy_batch())
   try:
-    tf.train.Checkpoint(model=mg_model).read(path).assert_existing_objects_matched().expect_partial()
+    with checkpoint_files.quiet_restore_warnings():
+      tf.train.Checkpoint(model=mg_model).read(path).assert_existing_objects_matched(
+          ).expect_partial()
   except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
-    raise CheckpointImportError(f"{path} does not fit a Model Garden ELECTRA of these sizes "
-                                f"(hidden {config.hidden_size}, {config.num_layers} layers, "
-                                f"generator {generator_size}): {' '.join(str(e).split())[:600]}"
-                                ) from None
+    raise CheckpointImportError(
+        f"{path} does not fit a Model Garden ELECTRA of these sizes (vocabulary "
+        f"{config.vocab_size}, hidden {config.hidden_size}, {config.num_layers} layers, generator "
+        f"{generator_size}){_embedding_hint(str(e))}: {' '.join(str(e).split())[:300]}") from None
   ours = registry.build("electra", config, generator_size=generator_size)
   ours(_dummy_batch(), training=False)
   discriminator = mg_model.discriminator_network

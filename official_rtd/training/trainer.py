@@ -416,8 +416,9 @@ class Trainer:
     if latest:
       status = None
       try:
-        status = self.checkpoint.restore(latest)
-        status.assert_consumed()
+        with checkpoint_files.quiet_restore_warnings():
+          status = self.checkpoint.restore(latest)
+          status.assert_consumed()
       except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
         if status is not None:  # no per-value "could not be found" warnings after the error
           status.expect_partial()

@@ -1,5 +1,6 @@
 """Model Garden ELECTRA checkpoints import into ours and give Model Garden's outputs."""
 import dataclasses
+import gc
 import os
 import tempfile
 
@@ -58,6 +59,15 @@ class ModelGardenImportTest(tf.test.TestCase):
           path, dataclasses.replace(CONFIG, hidden_size=32), generator_size=0.5)
     with self.assertRaisesRegex(electra_tf1.CheckpointImportError, "no checkpoint at"):
       model_garden.import_model_garden_electra("/nonexistent", CONFIG)
+    # Another vocabulary: one line saying so, and no TensorFlow restore warnings after it.
+    with self.assertNoLogs("tensorflow", level="WARNING"):
+      with self.assertRaisesRegex(
+          electra_tf1.CheckpointImportError,
+          rf"does not fit a Model Garden ELECTRA of these sizes \(vocabulary 77, .*\); its word "
+          rf"embeddings are {CONFIG.vocab_size} × "):
+        model_garden.import_model_garden_electra(
+            path, dataclasses.replace(CONFIG, vocab_size=77), generator_size=0.5)
+      gc.collect()
 
 
 if __name__ == "__main__":
