@@ -12,10 +12,12 @@ Prediction modules: NN(x) = U·ReLU(W x) + b (logits; softmax gives p).
   full     p_full(y_t | x)   = NN_full(dropout(h1_t ⊕ h2_t))  (§4.3.1: the whole input, with dropout)
 """
 import dataclasses
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 import tensorflow as tf
 import tf_keras
+
+from official_rtd.cvt import parsing
 
 AUXILIARY = ("fwd", "bwd", "future", "past", "full")
 
@@ -89,11 +91,14 @@ class PredictionModule(tf_keras.layers.Layer):
 class CvtTagger(tf_keras.Model):
   """`call(inputs, dropout_rate)` with `words` `[batch, time]`, `chars`
   `[batch, time, max_word_length]`, `lengths` `[batch]` returns `{task: {"primary": logits,
-  "fwd": ..., ...}}`, each `[batch, time, num_tags]` (padding positions are meaningless).
+  "fwd": ..., ...}}`, each `[batch, time, num_tags]` (padding positions are meaningless); a
+  parsing task's (`num_relations`) are `{"primary", "fwd-fwd", ...}` edge log-probabilities
+  `[batch, time, (time + 1)·relations]` (`parsing.py`).
   `dropout_rate` (0 at inference) applies to v and to each Bi-LSTM's outputs."""
 
   def __init__(self, config: CvtConfig, num_words: int, num_chars: int,
-               num_tags: Dict[str, int], word_embeddings=None, **kwargs):
+               num_tags: Dict[str, int], word_embeddings=None,
+               num_relations: Optional[Dict[str, int]] = None, **kwargs):
     super().__init__(**kwargs)
     self.config = config
     initializer = (tf_keras.initializers.Constant(word_embeddings)
@@ -112,6 +117,9 @@ class CvtTagger(tf_keras.Model):
         task: {name: PredictionModule(config.hidden_size, n, name=f"{task}_{name}")
                for name in ("primary",) + AUXILIARY}
         for task, n in num_tags.items()}
+    # Parsing tasks (`parsing.py`, §4.2.3): edge scorers over the same views.
+    self.parsers = {task: parsing.ParserModules(n, config.hidden_size, name=f"{task}_parser")
+                    for task, n in (num_relations or {}).items()}
 
   def _dropout(self, x, rate):
     return tf.nn.dropout(x, rate) if rate > 0 else x
@@ -153,8 +161,17 @@ class CvtTagger(tf_keras.Model):
         "full": top,
     }
     out = {}
-    for task in tasks or self.modules_by_task:
+    for task in tasks or self.task_names:
+      if task in self.parsers:
+        names = ("primary",) + (parsing.AUXILIARY if auxiliary else ())
+        out[task] = self.parsers[task]({"top": top, "fwd1": fwd1, "bwd1": bwd1},
+                                       inputs["lengths"], names)
+        continue
       modules = self.modules_by_task[task]
       names = ("primary",) + (AUXILIARY if auxiliary else ())
       out[task] = {name: modules[name](views[name]) for name in names}
     return out
+
+  @property
+  def task_names(self):
+    return list(self.modules_by_task) + list(self.parsers)

@@ -1,4 +1,4 @@
-"""`run_cvt`: reads the tagging tasks and the unlabeled corpus, trains CVT (or a baseline) for N
+"""`run_cvt`: reads the tagging tasks (and the `dep` treebank) and the unlabeled corpus, trains CVT (or a baseline) for N
 trials, evaluates each task's dev set with the EMA weights, and writes `eval_results.json`.
 
 Each trial checkpoints model, optimizer and EMA every `save_checkpoints_steps` in
@@ -18,7 +18,9 @@ import tf_keras
 from official_rtd import textio
 from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import model as model_lib
+from official_rtd.cvt import parsing
 from official_rtd.cvt import training
+from official_rtd.finetune import conllu
 from official_rtd.finetune import fingerprint
 from official_rtd.finetune import tagging
 from official_rtd.finetune import tagging_data
@@ -67,7 +69,13 @@ class CvtRunner:
     names = [t.strip() for t in config.tasks.split(",") if t.strip()]
     if not names or len(set(names)) != len(names):
       raise ValueError(f"--tasks={config.tasks!r} must name each task once")
-    self.tasks = [tagging_data.get_task(n) for n in names]
+    # `dep`: dependency parsing (§4.2.3, `parsing.py`) on a UD treebank; the rest tagging tasks.
+    self.treebank = None
+    unknown = [n for n in names if n != parsing.TASK_NAME and n not in tagging_data.TASKS]
+    if unknown:
+      raise ValueError(f"--tasks: unknown {unknown}; one of: "
+                       f"{', '.join(sorted(tagging_data.TASKS) + [parsing.TASK_NAME])}")
+    self.tasks = [tagging_data.get_task(n) for n in names if n != parsing.TASK_NAME]
     if config.mode != "supervised" and not config.unlabeled_data:
       raise ValueError(f"--mode={config.mode} needs --unlabeled_data (a corpus)")
     if config.train_steps < 1 or config.train_batch_size < 1:
@@ -85,25 +93,34 @@ class CvtRunner:
         train = tagging_data.with_scheme(train, "bioes")
       self.train[task.name], self.dev[task.name] = train, dev
       self.labels[task.name] = sorted({t for s in train for t in s.tags})
+    if parsing.TASK_NAME in names:
+      folder = os.path.join(config.data_dir, "parsing", "ud_ewt")
+      self.treebank = parsing.Treebank(folder if os.path.isdir(folder) else config.data_dir, rng,
+                                       config.max_train_sentences)
+      self.train[parsing.TASK_NAME] = self.treebank.train
+      self.dev[parsing.TASK_NAME] = self.treebank.dev
+      self.labels[parsing.TASK_NAME] = self.treebank.relations
     pretrained = self._pretrained_vectors()
-    self.vocab = data_lib.Vocab.build([s.words for t in self.tasks for s in self.train[t.name]],
+    self.vocab = data_lib.Vocab.build([s.words for t in self.train for s in self.train[t]],
                                       extra_words=sorted(pretrained))
     self.embeddings = data_lib.embedding_matrix(self.vocab, config.word_dim, pretrained,
                                                 config.seed)
     # Labeled and dev sentences are encoded once; batches only pad them.
-    self.encoded = {t.name: [self.vocab.encode(s.words) for s in self.train[t.name]]
-                    for t in self.tasks}
+    self.encoded = {t: [self.vocab.encode(s.words) for s in self.train[t]] for t in self.train}
     self.tag_ids = {t.name: [[self.labels[t.name].index(tag) for tag in s.tags]
                              for s in self.train[t.name]] for t in self.tasks}
-    self.encoded_dev = {t.name: [self.vocab.encode(s.words) for s in self.dev[t.name]]
-                        for t in self.tasks}
+    if self.treebank is not None:  # a word's target: its gold edge, head · R + relation
+      self.tag_ids[parsing.TASK_NAME] = [self.treebank.targets(s) for s in self.treebank.train]
+    self.encoded_dev = {t: [self.vocab.encode(s.words) for s in self.dev[t]] for t in self.dev}
+    self.task_names = list(self.train)
     self.model_config = model_lib.CvtConfig(
         word_dim=config.word_dim, char_dim=config.char_dim, lstm1_size=config.lstm1_size,
         lstm2_size=config.lstm2_size, projection_size=config.projection_size,
         hidden_size=config.hidden_size)
     log(f"run_cvt ({config.mode}): " + ", ".join(
-        f"{t.name} {len(self.train[t.name])} train / {len(self.dev[t.name])} dev sentences, "
-        f"{len(self.labels[t.name])} tags" for t in self.tasks)
+        f"{t} {len(self.train[t])} train / {len(self.dev[t])} dev sentences, "
+        f"{len(self.labels[t])} {'relations' if t == parsing.TASK_NAME else 'tags'}"
+        for t in self.task_names)
         + f"; {len(self.vocab.words)} words ({len(pretrained)} pre-trained vectors), "
         f"{config.train_steps} steps")
 
@@ -133,7 +150,7 @@ class CvtRunner:
       raise ValueError(f"{export_dir}: token embeddings are {table.shape[1]}-d but "
                        f"--word_dim={self.config.word_dim}")
     tokenizer = export.tokenizer
-    words = sorted({data_lib.normalize(w) for t in self.tasks for s in self.train[t.name]
+    words = sorted({data_lib.normalize(w) for t in self.train for s in self.train[t]
                     for w in s.words})
     pieces = tokenizer.tokenize_to_lists(words)
     return {w: table[p].mean(0) for w, p in zip(words, pieces) if p}
@@ -144,7 +161,9 @@ class CvtRunner:
     tf_keras.utils.set_random_seed(cfg.seed + trial)
     model = model_lib.CvtTagger(self.model_config, len(self.vocab.words), len(self.vocab.chars),
                                 {t.name: len(self.labels[t.name]) for t in self.tasks},
-                                word_embeddings=self.embeddings, name="cvt")
+                                word_embeddings=self.embeddings, name="cvt",
+                                num_relations=({parsing.TASK_NAME: len(self.treebank.relations)}
+                                               if self.treebank is not None else None))
     model(data_lib.make_batch([["a", "b"]], self.vocab).inputs())
     steps = training.CvtSteps(model, training.TrainConfig(
         mode=cfg.mode, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
@@ -156,9 +175,9 @@ class CvtRunner:
     """Endless (task, Batch): a task uniformly at random, then a batch of its sentences drawn
     in a seeded random order."""
     rng = np.random.default_rng(self.config.seed + trial)
-    orders = {t.name: [] for t in self.tasks}
+    orders = {t: [] for t in self.task_names}
     while True:
-      task = self.tasks[int(rng.integers(len(self.tasks)))].name
+      task = self.task_names[int(rng.integers(len(self.task_names)))]
       if len(orders[task]) < self.config.train_batch_size:
         orders[task].extend(rng.permutation(len(self.train[task])).tolist())
       chosen = orders[task][:self.config.train_batch_size]
@@ -237,9 +256,25 @@ class CvtRunner:
           tagging.write_predictions(
               trials_lib.trial_dir(self.config.model_dir, trial, f"predictions_{task.name}.txt"),
               sentences, predicted)
+      if self.treebank is not None:
+        out[parsing.TASK_NAME] = self._evaluate_parser(steps, trial)
       return out
     finally:
       steps.ema.swap()
+
+  def _evaluate_parser(self, steps: training.CvtSteps, trial: int) -> Dict[str, float]:
+    """UAS/LAS of the dev treebank (MST decoding: well-formed trees); with `trial` set, writes
+    `trial_<k>/predictions_dep.conllu`."""
+    name, log_probs = parsing.TASK_NAME, []
+    for begin in range(0, len(self.treebank.dev), 64):
+      batch = data_lib.pad_batch(self.encoded_dev[name][begin:begin + 64]).inputs()
+      log_probs += list(steps.primary_logits(batch)[name].numpy())
+    metrics, predicted = self.treebank.evaluate(log_probs)
+    if trial >= 0:
+      conllu.write_conllu(trials_lib.trial_dir(self.config.model_dir, trial,
+                                               "predictions_dep.conllu"),
+                          self.treebank.dev, predicted)
+    return metrics
 
   def run(self) -> dict:
     """Writes `vocab.json` (what reading `trial_<k>/model` back needs: words, characters, each
@@ -257,6 +292,8 @@ class CvtRunner:
         **self.vocab.to_json(), "tags": self.labels,
         "model": dataclasses.asdict(self.model_config)})
     primary = {t.name: "f1" if t.spans else "accuracy" for t in self.tasks}
+    if self.treebank is not None:
+      primary[parsing.TASK_NAME] = "las"
     trials = trials_lib.run_trials(
         cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
         lambda r: ", ".join(f"{t} {primary[t]}={r['dev'][t][primary[t]]:.4f}" for t in primary))

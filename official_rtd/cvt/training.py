@@ -60,11 +60,12 @@ class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):
 
 
 def smoothed_cross_entropy(logits, tags, mask, smoothing: float) -> tf.Tensor:
-  """Mean over real tokens of CE((1 − ε)·onehot(y) + ε/K, softmax(logits))."""
-  num_tags = tf.shape(logits)[-1]
-  targets = tf.one_hot(tags, num_tags) * (1.0 - smoothing) + smoothing / tf.cast(num_tags,
-                                                                                  tf.float32)
-  losses = -tf.reduce_sum(targets * tf.nn.log_softmax(logits), -1)
+  """Mean over real tokens of CE((1 − ε)·onehot(y) + ε/K, softmax(logits)), K the number of
+  allowed outputs: a parser's disallowed edges (logits −1e9, `parsing.py`) get no smoothing mass."""
+  allowed = tf.cast(logits > -1e8, tf.float32)
+  uniform = allowed / tf.reduce_sum(allowed, -1, keepdims=True)
+  targets = tf.one_hot(tags, tf.shape(logits)[-1]) * (1.0 - smoothing) + smoothing * uniform
+  losses = -tf.reduce_sum(targets * tf.maximum(tf.nn.log_softmax(logits), -1e9), -1)
   return tf.reduce_sum(losses * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
 
 
@@ -128,9 +129,10 @@ class CvtSteps:
     self.ema = None  # created after the model's variables (`start`)
     self._labeled = {task: tf.function(functools.partial(self._labeled_step, task=task),
                                        input_signature=[INPUTS, TAGS])
-                     for task in model.modules_by_task}
+                     for task in model.task_names}
     self.unlabeled = tf.function(self._unlabeled_step, input_signature=[INPUTS])
     self.predict = tf.function(self._predict, input_signature=[INPUTS])
+    self.primary_logits = tf.function(self._primary_logits, input_signature=[INPUTS])
 
   def start(self):
     """Creates the optimizer's slots and the EMA once the model's variables exist."""
@@ -176,6 +178,11 @@ class CvtSteps:
                          for t in teacher for name in student[t] if name != "primary"])
     self._apply(tape, loss)
     return loss
+
+  def _primary_logits(self, inputs) -> Dict[str, tf.Tensor]:
+    """Each task's primary module output (no dropout): tag logits, or a parser's edge
+    log-probabilities `[batch, time, (time + 1)·relations]`."""
+    return {t: v["primary"] for t, v in self.model(inputs, 0.0, auxiliary=False).items()}
 
   def _predict(self, inputs) -> Dict[str, tf.Tensor]:
     """Each task's primary tag ids `[batch, time]` (no dropout)."""

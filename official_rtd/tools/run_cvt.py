@@ -1,16 +1,19 @@
-r"""Cross-View Training (dissertation ch. 4) for semi-supervised sequence tagging with a
-CNN-BiLSTM, and its baselines (supervised only, word dropout).
+r"""Cross-View Training (dissertation ch. 4) with a CNN-BiLSTM, for semi-supervised sequence
+tagging and dependency parsing, and its baselines (supervised only, word dropout).
 
   run_cvt --tasks=chunk,ner,pos --data_dir=../shared/data/tagging \
       --unlabeled_data='../shared/data/corpus/*.txt' --model_dir=/runs/cvt
+  run_cvt --tasks=dep --data_dir=../shared/data/parsing/ud_ewt \
+      --unlabeled_data='../shared/data/wiki/wiki_*.txt' --model_dir=/runs/cvt_dep
 
 --data_dir holds the tasks' folders (pos_ptb/, chunk_conll2000/, ner_conll2003/, read as
-run_tagging reads them) or, for one task, its files. --unlabeled_data is a corpus in our format
-(a paragraph per line, blank lines between documents; sentences are split on the fly). Writes
-`<model_dir>/eval_results.json` (each task's dev token accuracy or span F1, EMA weights; median over
-trials), `trial_<k>/predictions_<task>.txt` (conlleval input) and `trial_<k>/model` (EMA weights).
-Re-running resumes a trial from its last checkpoint. Dependency parsing and sequence-to-sequence
-CVT (§4.2.3–4.2.4) are not implemented.
+run_tagging reads them; parsing/ud_ewt/ for dep) or, for one task, its files (dep: one
+*-ud-train.conllu and one *-ud-dev.conllu). --unlabeled_data is a corpus in our format (a paragraph
+per line, blank lines between documents; sentences are split on the fly). Writes
+`<model_dir>/eval_results.json` (each task's dev token accuracy or span F1, dep's UAS/LAS with MST
+decoding; EMA weights; median over trials), `trial_<k>/predictions_<task>.txt` (conlleval input)
+or `predictions_dep.conllu`, and `trial_<k>/model` (EMA weights). Re-running resumes a trial from
+its last checkpoint. Sequence-to-sequence CVT (§4.2.4) is not implemented.
 """
 from official_rtd.tools import cli
 
@@ -20,8 +23,9 @@ from official_rtd.cvt import runner  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
 COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
-    "tasks": "Comma list of pos, chunk, ner (several: multi-task CVT, one shared encoder).",
-    "data_dir": "Tagging root with the tasks' folders (or one task's folder).",
+    "tasks": "Comma list of pos, chunk, ner, dep (dependency parsing; several: multi-task CVT, "
+             "one shared encoder).",
+    "data_dir": "Root with the tasks' folders (tagging ones, parsing/ud_ewt) or one task's folder.",
     "model_dir": "Where checkpoints, results and predictions go.",
     "unlabeled_data": "Comma list of corpus files/globs (needed unless --mode=supervised).",
     "mode": "cvt: auxiliary modules learn the primary's predictions on unlabeled data; "
@@ -36,7 +40,7 @@ COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
     "lstm1_size": "First Bi-LSTM's hidden size (per direction).",
     "lstm2_size": "Second Bi-LSTM's hidden size (per direction).",
     "projection_size": "LSTM projection size.",
-    "hidden_size": "Prediction modules' hidden layer.",
+    "hidden_size": "Prediction modules' hidden layer (dep: the edge scorers' projections).",
     "train_steps": "Labeled steps (each followed by an unlabeled step unless supervised).",
     "train_batch_size": "Sentences per minibatch (labeled and unlabeled).",
     "max_sentence_length": "Longest unlabeled sentence kept, in words.",

@@ -1,0 +1,123 @@
+"""CVT's dependency parser (dissertation §4.2.3): edge scorers on the CVT encoder's views.
+
+A sentence's nodes are ROOT (node 0) and its words (1..T). Each module scores every candidate
+edge (head u, dependent t, relation r) with the edge scorer of `modeling/layers/edge_scorer.py`,
+  s(z1, z2, r) = ReLU(W_head z1 + b_head)ᵀ (W_r + W) ReLU(W_dep z2 + b_dep),
+on its own views of head and dependent, and p((u, t, r) | x) is a softmax over every edge into t:
+  primary   s(h1^u ⊕ h2^u, h1^t ⊕ h2^t, r)
+  fwd-fwd   s(h→1^u, h→1^t, r)      fwd-bwd   s(h→1^u, h←1^t, r)
+  bwd-fwd   s(h←1^u, h→1^t, r)      bwd-bwd   s(h←1^u, h←1^t, r)
+(the four auxiliary modules each miss the preceding or the following words of head or
+dependent). ROOT is a learned vector per view (§4.3.1: "a fixed vector"); words are the only input
+(no POS tags), as in the dissertation's parser.
+
+Ours, not the paper's: the scorers' projection size (`projection_size`, 512 there); the CVT tagger's
+label smoothing is applied over the allowed edges only.
+
+Outputs are per dependent, flattened over (head, relation): `[batch, T, (T + 1)·R]` log-
+probabilities (disallowed edges −1e9), so CVT's losses (`training.py`) treat an edge like a tag:
+the target of word t is `head · R + relation`.
+"""
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.finetune import conllu
+from official_rtd.finetune import parsing as parsing_task
+from official_rtd.finetune import parsing_data
+from official_rtd.finetune import parsing_metrics
+from official_rtd.modeling.layers.edge_scorer import EdgeScorer
+from official_rtd.modeling.layers.edge_scorer import edge_log_probabilities
+
+# module: (the head's view, the dependent's view)
+MODULES = {"primary": ("top", "top"), "fwd-fwd": ("fwd1", "fwd1"), "fwd-bwd": ("fwd1", "bwd1"),
+           "bwd-fwd": ("bwd1", "fwd1"), "bwd-bwd": ("bwd1", "bwd1")}
+AUXILIARY = tuple(m for m in MODULES if m != "primary")
+TASK_NAME = "dep"
+
+
+def allowed_edges(lengths: tf.Tensor, nodes: tf.Tensor) -> tf.Tensor:
+  """`[batch, head, dependent]` over `nodes` = T + 1: u may head t when u is ROOT or a word, t is
+  a word (1..length) and u != t."""
+  node = tf.range(nodes)[tf.newaxis]
+  word = (node >= 1) & (node <= lengths[:, tf.newaxis])
+  head = word | (node == 0)
+  return head[:, :, None] & word[:, None, :] & ~tf.eye(nodes, dtype=tf.bool)[tf.newaxis]
+
+
+class ParserModules(tf_keras.layers.Layer):
+  """The primary and auxiliary edge scorers and ROOT vectors of one parsing task.
+
+  `call(views, lengths, names)`: `views` {"top", "fwd1", "bwd1"} `[batch, T, width]`; returns
+  {module: `[batch, T, (T + 1)·R]` log p((head, relation) | dependent)}.
+  """
+
+  def __init__(self, num_relations: int, projection_size: int, **kwargs):
+    super().__init__(**kwargs)
+    self.num_relations = num_relations
+    self.scorers = {name: EdgeScorer(num_relations, projection_size,
+                                     name=f"scorer_{name.replace('-', '_')}")
+                    for name in MODULES}
+
+  def build(self, input_shape):
+    widths = {view: shape[-1] for view, shape in input_shape.items()}
+    self.roots = {view: self.add_weight(f"root_{view}", [width], initializer="random_normal")
+                  for view, width in widths.items()}
+    super().build(input_shape)
+
+  def call(self, views: Dict[str, tf.Tensor], lengths=None, names: Sequence[str] = tuple(MODULES)):
+    batch, time = tf.shape(views["top"])[0], tf.shape(views["top"])[1]
+    nodes = {view: tf.concat([tf.tile(tf.cast(self.roots[view], x.dtype)[None, None],
+                                      [batch, 1, 1]), x], 1)
+             for view, x in views.items()}  # [batch, T + 1, width]: ROOT first
+    allowed = allowed_edges(lengths, time + 1)
+    out = {}
+    for name in names:
+      head_view, dependent_view = MODULES[name]
+      scores = self.scorers[name](nodes[head_view], nodes[dependent_view])  # [b, h, d, r]
+      log_p = tf.transpose(edge_log_probabilities(scores, allowed), [0, 2, 1, 3])[:, 1:]
+      out[name] = tf.reshape(log_p, [batch, time, (time + 1) * self.num_relations])
+    return out
+
+
+class Treebank:
+  """A UD treebank read for CVT: `train` / `dev` sentences (`conllu.Sentence`, whose `words` the
+  runner encodes), the relations of the training set and each training word's edge target."""
+
+  def __init__(self, data_dir: str, rng: np.random.Generator, max_train_sentences: int = 0):
+    self.train = conllu.read_conllu(parsing_data.treebank_file(data_dir, "train"))
+    self.dev = conllu.read_conllu(parsing_data.treebank_file(data_dir, "dev"))
+    if max_train_sentences:
+      keep = rng.permutation(len(self.train))[:max_train_sentences]
+      self.train = [self.train[i] for i in sorted(keep)]
+    self.relations = sorted({r for s in self.train for r in s.relations})
+
+  def targets(self, sentence: conllu.Sentence) -> List[int]:
+    """Each word's gold edge as a flat index `head · R + relation` (head 0: ROOT)."""
+    ids = {r: i for i, r in enumerate(self.relations)}
+    return [h * len(self.relations) + ids[r] for h, r in zip(sentence.heads, sentence.relations)]
+
+  def evaluate(self, log_probs: Sequence[np.ndarray], decode: str = "mst"
+               ) -> Tuple[Dict[str, float], List[conllu.Sentence]]:
+    """UAS/LAS of the dev sentences (punctuation included, and `*_no_punct` without) from each
+    sentence's `[T, (T + 1)·R]` log-probabilities; returns (metrics, predicted sentences)."""
+    predicted = []
+    r = len(self.relations)
+    for sentence, flat in zip(self.dev, log_probs):
+      t = len(sentence)
+      log_p = flat[:t].reshape(t, -1, r)[:, :t + 1]  # [dependent, head, relation]
+      arc = np.full([t + 1, t + 1], -1e9)
+      best = np.full([t + 1, t + 1], -1e9)
+      relation = np.zeros([t + 1, t + 1], np.int64)
+      arc[:, 1:] = np.logaddexp.reduce(log_p, axis=-1).T
+      best[:, 1:] = log_p.max(-1).T
+      relation[:, 1:] = log_p.argmax(-1).T
+      heads, relations = parsing_task.decode(arc, best, relation, t + 1, decode)
+      predicted.append(conllu.Sentence(sentence.words, heads, [self.relations[i] for i in relations],
+                                       sentence.upos, sentence.xpos, sentence.sent_id))
+    with_punct = parsing_metrics.attachment_scores(self.dev, predicted)
+    without = parsing_metrics.attachment_scores(self.dev, predicted, "exclude")
+    return {"uas": with_punct["uas"], "las": with_punct["las"], "uas_no_punct": without["uas"],
+            "las_no_punct": without["las"]}, predicted
