@@ -14,10 +14,10 @@ from official_rtd import configurables  # pylint: disable=unused-import; registe
 from official_rtd import checkpoint_files
 from official_rtd import run_lock
 from official_rtd import textio
-from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import probe
+from official_rtd.methods import base
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import ema
 from official_rtd.training import evaluation
@@ -138,7 +138,7 @@ def load_model(model_dir: str, weight_average: bool = False):
                       ) from None
   finally:
     gin.clear_config()
-  model(records.dummy_inputs(2, train_config.max_predictions_per_seq),
+  model(base.dummy_inputs(2, train_config.max_predictions_per_seq),
         training=False)  # creates the variables (any length does)
   try:
     with checkpoint_files.quiet_restore_warnings():

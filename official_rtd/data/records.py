@@ -51,17 +51,6 @@ def feature_spec(seq_length: int, max_predictions_per_seq: Optional[int]) -> Dic
   return spec
 
 
-def dummy_inputs(seq_length: int, max_predictions_per_seq: int, batch_size: int = 1
-                 ) -> Dict[str, tf.Tensor]:
-  """A batch of this schema's features (as the input pipeline decodes them: int32 ids, float32
-  weights) that builds a model's variables: all-zero ids, every token real, no real prediction."""
-  ids = tf.zeros([batch_size, seq_length], tf.int32)
-  predictions = tf.zeros([batch_size, max_predictions_per_seq], tf.int32)
-  return {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids,
-          "masked_lm_positions": predictions, "masked_lm_ids": predictions,
-          "masked_lm_weights": tf.zeros([batch_size, max_predictions_per_seq], tf.float32)}
-
-
 class ShardedWriter:
   """Round-robin writer over `num_shards` temporary shards; `commit()` moves them into place."""
 

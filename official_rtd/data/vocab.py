@@ -62,9 +62,6 @@ class Vocab:
   def size(self) -> int:
     return len(self.tokens)
 
-  def id_of(self, token: str) -> int:
-    return self._index[token]
-
   @functools.cached_property
   def role_ids(self) -> Dict[str, int]:
     """The id of each special-token role (`ROLES`), found by its names (`ROLE_NAMES`)."""

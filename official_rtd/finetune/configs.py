@@ -27,11 +27,6 @@ RANGES = {
 }
 
 
-def range_text(name: str) -> str:
-  """The valid range of a setting, e.g. `> 0` or `in (0, 1]`."""
-  return ranges.range_text(RANGES[name])
-
-
 def check_ranges(config) -> None:
   """Raises ValueError naming the first flag whose value is outside `RANGES`."""
   ranges.check_ranges(config, RANGES)

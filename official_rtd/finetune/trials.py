@@ -11,7 +11,7 @@ from official_rtd import checkpoint_files
 from official_rtd import progress
 from official_rtd import textio
 from official_rtd.modeling.layers import dropout
-from official_rtd.training import layerwise_decay
+from official_rtd.finetune import layerwise_decay
 from official_rtd.training import optimization
 from official_rtd.training import precision
 

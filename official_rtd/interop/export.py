@@ -6,9 +6,9 @@ import tensorflow as tf
 
 from official_rtd import checkpoint_files
 from official_rtd import textio
-from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import base
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 
@@ -62,14 +62,9 @@ def _read_config_and_vocab(export_dir: str):
   return config, vocab
 
 
-def read_export_config(export_dir: str) -> dict:
-  """The export's JSON config, checked as `Export` checks it."""
-  return _read_config_and_vocab(export_dir)[0]
-
-
 def build_encoder(config: dict) -> TransformerEncoder:
   encoder = TransformerEncoder(EncoderConfig(**config["encoder"]), name="encoder")
-  encoder(records.dummy_inputs(2, 1))
+  encoder(base.dummy_inputs(2, 1))
   return encoder
 
 

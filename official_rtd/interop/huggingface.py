@@ -121,11 +121,6 @@ def masked_lm_slots(masked_lm) -> List[Slot]:
           + [Slot("generator_lm_head.bias", masked_lm.bias)])
 
 
-def encoder_tensors(encoder: TransformerEncoder, prefix: str = "electra.") -> Dict[str, np.ndarray]:
-  """transformers `ElectraModel` state dict of `encoder` (absolute positions only)."""
-  return {slot.name: slot.to_hf() for slot in encoder_slots(encoder, prefix)}
-
-
 def electra_config(encoder: TransformerEncoder, architecture: str) -> dict:
   c = encoder.config
   return {"architectures": [architecture], "model_type": "electra", "vocab_size": c.vocab_size,

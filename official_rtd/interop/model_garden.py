@@ -15,8 +15,8 @@ from official.nlp.modeling import models as mg_models
 from official.nlp.modeling import networks as mg_networks
 
 from official_rtd import checkpoint_files
-from official_rtd.data import records
 from official_rtd.interop.electra_tf1 import CheckpointImportError
+from official_rtd.methods import base
 from official_rtd.methods import electra
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -47,7 +47,7 @@ def model_garden_electra(config: EncoderConfig, generator_size: float = 0.25):
 
 
 def _dummy_batch():
-  return dict(records.dummy_inputs(4, NUM_PREDICTIONS),
+  return dict(base.dummy_inputs(4, NUM_PREDICTIONS),
               masked_lm_weights=tf.ones([1, NUM_PREDICTIONS]))
 
 

@@ -5,7 +5,6 @@ from typing import Callable, Dict, NamedTuple, Optional, Tuple
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.ops import losses as losses_lib
 from official_rtd.ops.losses import Loss
 
@@ -84,9 +83,17 @@ class PretrainingModel(tf_keras.Model):
     methods without one."""
     return None
 
-  @property
-  def exported_encoder_config(self) -> EncoderConfig:
-    return self.exported_encoder.config
+
+def dummy_inputs(seq_length: int, max_predictions_per_seq: int, batch_size: int = 1
+                 ) -> Dict[str, tf.Tensor]:
+  """A batch of the inputs a pre-training model takes (the records' features as the input pipeline
+  decodes them, `data/records.py`: int32 ids, float32 weights) that builds a model's variables:
+  all-zero ids, every token real, no real prediction."""
+  ids = tf.zeros([batch_size, seq_length], tf.int32)
+  predictions = tf.zeros([batch_size, max_predictions_per_seq], tf.int32)
+  return {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids,
+          "masked_lm_positions": predictions, "masked_lm_ids": predictions,
+          "masked_lm_weights": tf.zeros([batch_size, max_predictions_per_seq], tf.float32)}
 
 
 def update_loss_metrics(metrics, losses: Dict[str, Loss]):

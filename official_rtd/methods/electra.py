@@ -18,7 +18,7 @@ from typing import Optional
 import gin
 import tensorflow as tf
 
-from official_rtd.data import records
+from official_rtd.methods import base
 from official_rtd.methods import objectives
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -46,7 +46,7 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
 def create_variables(model: ElectraPretrainer) -> None:
   """Creates every variable of `model` with one call on a dummy batch (without a generator: the
   discriminator and its RTD head), e.g. before weights are assigned or restored and checked."""
-  dummy = records.dummy_inputs(2, 1)
+  dummy = base.dummy_inputs(2, 1)
   if model.generator is None:
     model.rtd_head(model.discriminator(dummy)["sequence_output"])
   else:

@@ -21,7 +21,7 @@ COMMON_HELP = {
     "lr_decay_convention": "electra: the original code's exponents (top layer lr*d^2); "
                            "corrected: top layer lr*d (the BAM chapter's lr*a^d). Unset: electra "
                            "(corrected for multi-task run_glue). See "
-                           "official_rtd/training/layerwise_decay.py.",
+                           "official_rtd/finetune/layerwise_decay.py.",
     "warmup_proportion": "Fraction of steps of linear warmup.",
     "weight_decay_rate": "AdamW weight decay (0 in the dissertation).",
     "num_trials": "Fine-tuning runs with seeds seed..seed+N-1 (papers: 10).",

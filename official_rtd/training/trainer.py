@@ -242,7 +242,7 @@ class Trainer:
         self.model = (model_fn or pretraining_model)(
             encoder_config=self.encoder_config,
             **({} if model_fn else {"vocab": self.vocab, "token_counts": self.token_counts}))
-        self.model(records.dummy_inputs(self.train_config.max_seq_length,
+        self.model(base.dummy_inputs(self.train_config.max_seq_length,
                                         self.train_config.max_predictions_per_seq),
                    training=False)  # creates the variables
       self._apply_flops_budget()

@@ -13,7 +13,7 @@ from official_rtd.methods import amos
 from official_rtd.methods import teams
 from official_rtd.modeling.layers.transformer_block import TransformerBlock
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
-from official_rtd.training import layerwise_decay
+from official_rtd.finetune import layerwise_decay
 from tests import testutil
 from tests.methods.test_electra import CONFIG, toy_batch
 

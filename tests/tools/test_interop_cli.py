@@ -192,7 +192,7 @@ class ImportCheckpointCliTest(tf.test.TestCase):
     texts = test_other_languages.GERMAN
     self.assertEqual(tokenizer_lib.for_vocab(imported, False).tokenize_to_lists(texts),
                      tokenizer_lib.for_vocab(json_vocab, False).tokenize_to_lists(texts))
-    self.assertFalse(export.read_export_config(f"{tmp}/out_json/export")["do_lower_case"])
+    self.assertFalse(export.Export(f"{tmp}/out_json/export").do_lower_case)
     with self.assertRaisesRegex(ValueError, "--generator is for --source=huggingface"):
       import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
           source="electra_tf1", checkpoint=f"{tmp}/x", generator=f"{tmp}/hf/generator",

@@ -5,7 +5,7 @@ import tensorflow as tf
 from official_rtd.finetune import classifier
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
-from official_rtd.training import layerwise_decay
+from official_rtd.finetune import layerwise_decay
 
 
 def _model():
