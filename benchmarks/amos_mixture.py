@@ -56,14 +56,8 @@ def main(_):
                                      max_position_embeddings=64),
         model_fn=functools.partial(amos.build_amos_pretrainer, mlm_layers=(1, 2, 3),
                                    mixture=mixture), log=lambda _: None)
-    original = trainer._log  # pylint: disable=protected-access
-
-    def capture(*args, original=original):
-      row = original(*args)
-      logged.append(row)
-      return row
-
-    trainer._log = capture  # pylint: disable=protected-access
+    trainer.reporter.add_listener(  # the trainer's reporting hook: every training row
+        lambda kind, row, logged=logged: logged.append(row) if kind == "train" else None)
     trainer.train()
     for row in (logged[0], logged[-1]):
       print(mixture, f"step {row['step']}", {k: round(float(row[k]), 3) for k in KEYS})

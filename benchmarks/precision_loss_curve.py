@@ -46,14 +46,8 @@ def main(_):
                                      intermediate_size=512, embedding_size=128,
                                      max_position_embeddings=128),
         model_fn=electra.build_electra_pretrainer, log=lambda _: None)
-    original = trainer._log  # pylint: disable=protected-access
-
-    def capture(*args, original=original, logged=logged):
-      row = original(*args)
-      logged.append(row)
-      return row
-
-    trainer._log = capture  # pylint: disable=protected-access
+    trainer.reporter.add_listener(  # the trainer's reporting hook: every training row
+        lambda kind, row, logged=logged: logged.append(row) if kind == "train" else None)
     trainer.train()
     curves[precision] = logged
   print("| step | " + " | ".join(f"{p} mlm / rtd" for p in FLAGS.precisions) + " |")

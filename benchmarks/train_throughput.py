@@ -381,7 +381,7 @@ def input_pipeline():
                                    intermediate_size=512, embedding_size=128),
       model_fn=electra.build_electra_pretrainer, log=lambda _: None)
   trainer.restore()
-  train_steps = trainer._train_steps()  # pylint: disable=protected-access
+  train_steps = trainer.compiled_steps()
   cached = next(trainer.iterator)
   cached_iterator = iter(tf.data.Dataset.from_tensors(cached).repeat())
   results = {}

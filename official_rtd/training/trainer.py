@@ -16,7 +16,6 @@ kept.
 import contextlib
 import dataclasses
 import os
-import shutil
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -26,7 +25,6 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd import checkpoint_files
-from official_rtd import progress
 from official_rtd import ranges
 from official_rtd.data import pretrain_dataloader
 from official_rtd.data import records
@@ -36,10 +34,12 @@ from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.ops import masking
 from official_rtd.ops import sampling
+from official_rtd.training import checkpointing
 from official_rtd.training import ema
 from official_rtd.interop import export
 from official_rtd.training import optimization
 from official_rtd.training import precision
+from official_rtd.training import reporting
 from official_rtd.interop import run_dir
 from official_rtd.training import train_step
 from official_rtd.training import warm_start
@@ -154,27 +154,11 @@ def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=No
   return registry.build(method, encoder_config, vocab=vocab, token_counts=token_counts)
 
 
-MILESTONES = "milestones"
 SEED_STRIDE = 1_000_003  # training batches' sampling seeds: [seed + stride·(pipeline + 1), index]
 EMA_EXPORT_DIR = "export_ema"
 # Steps run in one call of the compiled loop last about this long at most (after the first call),
 # so Ctrl-C or SIGTERM, handled between calls, is answered within about this many seconds.
 MAX_CHUNK_SECONDS = 10.0
-
-
-def keep_milestone(path: str, directory: str) -> str:
-  """Hard-links (or copies: across file systems, or on GCS) the files of checkpoint `path` into
-  `directory`, where the checkpoint manager's retention never deletes them; returns the new
-  prefix."""
-  tf.io.gfile.makedirs(directory)
-  for name in tf.io.gfile.glob(path + ".*"):
-    target = os.path.join(directory, os.path.basename(name))
-    if not tf.io.gfile.exists(target):
-      try:
-        os.link(name, target)
-      except OSError:
-        tf.io.gfile.copy(name, target)
-  return os.path.join(directory, os.path.basename(path))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,12 +171,11 @@ class Phase:
   max_predictions_per_seq: int
 
 
-class TrainingSetupError(ValueError):
-  """Inputs and configuration that do not fit together; raised before training starts."""
-
-
-class NonFiniteError(ValueError):
-  """A loss or weight that went NaN or infinite during training."""
+# Re-exported: the errors and milestone helpers now live in `checkpointing.py`.
+TrainingSetupError = checkpointing.TrainingSetupError
+NonFiniteError = checkpointing.NonFiniteError
+MILESTONES = checkpointing.MILESTONES
+keep_milestone = checkpointing.keep_milestone
 
 
 def _is_chief(strategy) -> bool:
@@ -267,11 +250,12 @@ class Trainer:
     parts = {"model": self.model, "optimizer": self.optimizer, "train_state": self.step_fn.state()}
     if self.weight_average is not None:
       parts["weight_average"] = self.weight_average.checkpoint()
-    self.checkpoint = tf.train.Checkpoint(**parts)
-    checkpoint_dir = model_dir if self.is_chief else os.path.join(
-        model_dir, f".tmp_worker_{strategy.cluster_resolver.task_id}")
-    self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir,
-                                              max_to_keep=self.train_config.keep_checkpoint_max)
+    self.checkpointer = checkpointing.Checkpointer(
+        model_dir, parts, self.train_config.keep_checkpoint_max,
+        self.train_config.keep_checkpoint_every_steps,
+        None if self.is_chief else strategy.cluster_resolver.task_id, log)
+    # The public reporting hook: `trainer.reporter.add_listener(fn)` (`reporting.py`).
+    self.reporter = reporting.Reporter(model_dir, self.train_flops, log)
     self._train_fn = None
     self.rollbacks = 0
     self._skipped_at_log = 0
@@ -393,7 +377,9 @@ class Trainer:
     self.log(f"counted {counts.sum()} tokens of the training records")
     return counts
 
-  def _train_steps(self):
+  def compiled_steps(self):
+    """The compiled loop `(iterator, num_steps)` that runs `num_steps` training steps (public: the
+    throughput benchmark times it)."""
     if self._train_fn is None:
       @tf.function
       def train_steps(iterator, num_steps):
@@ -412,23 +398,8 @@ class Trainer:
     `init_checkpoint`, if given), and positions the input after the batches its steps consumed;
     returns the step."""
     cfg = self.train_config
-    latest = checkpoint_files.latest(self.model_dir)
+    latest = self.checkpointer.restore_latest()
     if latest:
-      status = None
-      try:
-        with checkpoint_files.quiet_restore_warnings():
-          status = self.checkpoint.restore(latest)
-          status.assert_consumed()
-      except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
-        if status is not None:  # no per-value "could not be found" warnings after the error
-          status.expect_partial()
-        damaged = checkpoint_files.damaged_message(latest)
-        if damaged:
-          raise TrainingSetupError(damaged) from None
-        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
-        raise TrainingSetupError(
-            f"{latest} does not restore into this model (a run of other sizes or another "
-            f"method?): {first[:300]}; the directory was left as it is") from None
       self.log(f"restored {latest} (step {self.step})"
                + (" (this run's own checkpoint: init_checkpoint is not read again)"
                   if cfg.init_checkpoint else ""))
@@ -486,12 +457,12 @@ class Trainer:
       self.restore()
     writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
               if self.is_chief else tf.summary.create_noop_writer())
-    train_steps = self._train_steps()
+    train_steps = self.compiled_steps()
     eval_every = eval_every_steps if evaluator is not None and eval_every_steps > 0 else 0
     try:
       last = self._train_loop(train_steps, writer, evaluator, eval_every, monitor)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (tools/cli.py): keep the steps done
-      self._save_on_interrupt()
+      self.checkpointer.save_on_interrupt(self.step, self._weights_finite, self._multi_worker)
       raise
     if self.is_chief:
       export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
@@ -553,7 +524,7 @@ class Trainer:
                          (time.time() - start_time) / max(step - start_step, 1))
         interval_start, interval_steps = time.time(), 0
       if step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps:
-        self._save(step)
+        self.checkpointer.save(step)
       if monitor is not None and self.is_chief and monitor.due(step, cfg.num_train_steps):
         self.report_onset(monitor, step, writer)
       if evaluator is not None and self.is_chief and (
@@ -602,128 +573,56 @@ class Trainer:
       self.log(f"skipped the update of step {at}: {what} ({int(fn.skipped_steps.numpy())} "
                "skipped in all)")
       return step
-    latest = checkpoint_files.latest(self.model_dir)
+    latest = self.checkpointer.latest()
     self.rollbacks += 1
     if not latest or self.rollbacks > cfg.nonfinite_patience:
       raise NonFiniteError(f"{what}: " + (
           f"{self.rollbacks - 1} rollbacks already (TrainConfig.nonfinite_patience = "
           f"{cfg.nonfinite_patience})" if latest else "no checkpoint to roll back to yet") +
           f"; {self._advice()}")
-    self.checkpoint.restore(latest).assert_consumed()
+    self.checkpointer.rollback()
     self.log(f"{what}: rolled back to {latest} (rollback {self.rollbacks} of at most "
              f"{cfg.nonfinite_patience}), going on with the next batches")
     if self.phase_at(self.step) is not self.phase_at(step):
       self.iterator = self._make_iterator(self.step)
     return self.step
 
-  def _save_on_interrupt(self):
-    """Writes a checkpoint of the last finished step (unless one exists, or a weight is not
-    finite), so an interrupted or preempted run loses no step; one process only (under
-    MultiWorkerMirrored every worker must take part in a save)."""
-    step = self.step
-    latest = checkpoint_files.latest(self.model_dir)
-    if step == 0 or (latest and latest.endswith(f"-{step}")) or self._multi_worker:
-      return
-    if not self._weights_finite():
-      self.log(f"interrupted at step {step}: not saved (non-finite weights); the last checkpoint "
-               f"is {latest}")
-      return
-    self._save(step)
-    self.log(f"interrupted at step {step}: saved that step; re-run the same command to resume")
-
   def evaluate(self, evaluator, step: int) -> dict:
-    """Runs `evaluator` on the current weights (their average, if kept); logs, writes `eval/`
-    summaries and a JSON row."""
+    """Runs `evaluator` on the current weights (their average, if kept) and reports the row
+    (`Reporter.eval_row`: log, `eval/` summaries, `eval_results.jsonl`)."""
     start = time.time()
     with (self.weight_average.swapped_in() if self.weight_average is not None
           else contextlib.nullcontext()):
       figures = evaluator.evaluate()
-    row = dict(figures, step=step, train_flops=self.train_flops(step))
-    run_dir.append_result(self.model_dir, row)
-    writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
-    with writer.as_default(step=step):
-      for name, value in figures.items():
-        tf.summary.scalar(name, value)
-      tf.summary.scalar("train_flops", row["train_flops"])
-    writer.flush()
-    shown = " ".join(f"{k}={v:.4f}" for k, v in sorted(figures.items()))
-    self.log(f"eval at step {step} ({time.time() - start:.1f}s"
-             f"{', weight average' if self.weight_average is not None else ''}): {shown}")
-    return row
+    return self.reporter.eval_row(step, figures, time.time() - start,
+                                  self.weight_average is not None)
 
   def report_onset(self, monitor, step: int, writer=None) -> dict:
-    """The reporting hook of the structure-onset monitor: its figures of the exported encoder at
-    `step`, logged, written as TensorBoard scalars (`writer`: the `train/` one) and appended to
-    `<model_dir>/onset.jsonl`; returns the row."""
+    """The structure-onset monitor's figures of the exported encoder at `step`, reported
+    (`Reporter.onset_row`: log, TensorBoard `train/onset_*`, `onset.jsonl`); returns the row."""
     start = time.time()
     figures = monitor.figures(self.model.exported_encoder)
-    row = dict(figures, step=step, train_flops=self.train_flops(step))
-    run_dir.append_result(self.model_dir, row, run_dir.ONSET_NAME)
-    if writer is not None:
-      with writer.as_default(step=step):
-        for name, value in figures.items():
-          tf.summary.scalar(name, value)
-      writer.flush()
-    self.log(f"structure onset at step {step} ({time.time() - start:.1f}s): "
-             + " ".join(f"{k}={v:.4g}" for k, v in figures.items()))
-    return row
+    return self.reporter.onset_row(step, figures, time.time() - start, writer)
 
   def evaluate_checkpoints(self, evaluator, all_checkpoints: bool = False) -> list:
     """`--mode=eval`: evaluates the latest checkpoint (or every one kept) of `model_dir`."""
-    state = tf.train.get_checkpoint_state(self.model_dir)
-    paths = list(state.all_model_checkpoint_paths) if state else []
-    if all_checkpoints:  # the milestones too, in step order, each once
-      kept = {os.path.basename(p) for p in paths}
-      milestones = [p[:-len(".index")] for p in tf.io.gfile.glob(
-          os.path.join(self.model_dir, MILESTONES, "ckpt-*.index"))]
-      paths += [p for p in milestones if os.path.basename(p) not in kept]
-      paths.sort(key=lambda p: int(p.rsplit("-", 1)[1]))
-    if not paths:
-      raise TrainingSetupError(f"no checkpoint to evaluate in {self.model_dir}")
     rows = []
-    for path in (paths if all_checkpoints else paths[-1:]):
-      self.checkpoint.restore(path).assert_existing_objects_matched()
+    for path in self.checkpointer.evaluation_paths(all_checkpoints):
+      self.checkpointer.checkpoint.restore(path).assert_existing_objects_matched()
       rows.append(self.evaluate(evaluator, self.step))
     return rows
 
-  def _save(self, step):
-    path = checkpoint_files.save(self.manager, step)
-    if not self.is_chief:
-      shutil.rmtree(self.manager.directory, ignore_errors=True)
-      return
-    self.log(f"saved checkpoint {path}")
-    every = self.train_config.keep_checkpoint_every_steps
-    if every and step % every == 0:
-      self.log(f"kept milestone {keep_milestone(path, os.path.join(self.model_dir, MILESTONES))}")
-
   def _log(self, writer, step, steps, seconds, seconds_per_step) -> Dict[str, float]:
-    cfg = self.train_config
+    """Reports the training row of `step` (`Reporter.train_row`) and resets the metrics."""
     values = {name: float(metric.result()) for name, metric in self.metrics.items()}
-    learning_rate = self._learning_rate()
     phase = self.phase_at(step - 1)
     examples_per_s = steps * self._examples_per_step(phase) / max(seconds, 1e-9)
     skipped = int(self.step_fn.skipped_steps.numpy())
     if skipped - self._skipped_at_log >= steps:  # the metrics saw no step: nothing to show
       values = {}
     self._skipped_at_log = skipped
-    eta = (cfg.num_train_steps - step) * seconds_per_step
-    with writer.as_default(step=step):
-      for name, value in values.items():
-        tf.summary.scalar(name, value)
-      tf.summary.scalar("learning_rate", learning_rate)
-      tf.summary.scalar("examples_per_second", examples_per_s)
-      tf.summary.scalar("train_flops", self.train_flops(step))
-      tf.summary.scalar("skipped_steps", skipped)
-    writer.flush()
     for metric in self.metrics.values():
       metric.reset_state()
-    shown = (" ".join(f"{k}={v:.4f}" for k, v in values.items()) if values
-             else "(every step since the last line skipped)")
-    self.log(f"step {step}/{cfg.num_train_steps} {shown} lr={learning_rate:.3g} "
-             f"examples/s={examples_per_s:.1f} "
-             f"tokens/s={examples_per_s * phase.max_seq_length:.0f} "
-             f"train_flops={self.train_flops(step):.3g}"
-             f"{f' skipped_steps={skipped}' if skipped else ''} "
-             f"ETA {progress.format_duration(eta)}")
-    return dict(values, learning_rate=learning_rate, step=step, train_flops=self.train_flops(step),
-                skipped_steps=skipped)
+    return self.reporter.train_row(writer, step, self.train_config.num_train_steps, values,
+                                   self._learning_rate(), examples_per_s, phase.max_seq_length,
+                                   skipped, seconds_per_step)

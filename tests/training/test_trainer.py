@@ -35,14 +35,9 @@ def make_records(output_dir, paragraphs=400, **kwargs):
 
 
 def capture_logs(trainer):
-  """Returns a list that receives every dict of figures `trainer` logs."""
-  logged, log = [], trainer._log
-
-  def capture(*args):
-    logged.append(log(*args))
-    return logged[-1]
-
-  trainer._log = capture
+  """Returns a list that receives every dict of figures `trainer` logs (the reporting hook)."""
+  logged = []
+  trainer.reporter.add_listener(lambda kind, row: logged.append(row) if kind == "train" else None)
   return logged
 
 
