@@ -13,16 +13,9 @@ from typing import Callable, List, Optional
 import tensorflow as tf
 
 from official_rtd import checkpoint_files
+from official_rtd.training.errors import TrainingSetupError
 
 MILESTONES = "milestones"
-
-
-class TrainingSetupError(ValueError):
-  """Inputs and configuration that do not fit together; raised before training starts."""
-
-
-class NonFiniteError(ValueError):
-  """A loss or weight that went NaN or infinite during training."""
 
 
 def keep_milestone(path: str, directory: str) -> str:

@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import gin
 import numpy as np
@@ -26,21 +26,17 @@ import tf_keras
 
 from official_rtd import checkpoint_files
 from official_rtd import ranges
-from official_rtd.data import pretrain_dataloader
-from official_rtd.data import records
-from official_rtd.data import vocab as vocab_lib
 from official_rtd.methods import base
 from official_rtd.methods import registry
+from official_rtd.interop import export
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.ops import masking
-from official_rtd.ops import sampling
 from official_rtd.training import checkpointing
 from official_rtd.training import ema
-from official_rtd.interop import export
+from official_rtd.training import errors
 from official_rtd.training import optimization
 from official_rtd.training import precision
 from official_rtd.training import reporting
-from official_rtd.interop import run_dir
+from official_rtd.training import run_inputs
 from official_rtd.training import train_step
 from official_rtd.training import warm_start
 
@@ -135,17 +131,6 @@ TRAIN_CONFIG_RANGES = {
 
 
 @gin.configurable
-def dynamic_masking(max_predictions_per_seq: int, mask_prob: float = 0.15,
-                    strategy: str = "electra", whole_word_mask: bool = False,
-                    rounding: str = "round", final_mask_prob: Optional[float] = None):
-  """Masking applied on the fly to unmasked records (`--dupe_factor=0`). With
-  `final_mask_prob`, the rate moves linearly from `mask_prob` to it over the run's steps."""
-  return masking.MaskingConfig(mask_prob=mask_prob, max_predictions_per_seq=max_predictions_per_seq,
-                               strategy=strategy, whole_word_mask=whole_word_mask,
-                               rounding=rounding, final_mask_prob=final_mask_prob)
-
-
-@gin.configurable
 def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=None,
                       method: str = gin.REQUIRED) -> base.PretrainingModel:
   """The method the task gin file names (`pretraining_model.method = "electra"`), built with the
@@ -154,26 +139,18 @@ def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=No
   return registry.build(method, encoder_config, vocab=vocab, token_counts=token_counts)
 
 
-SEED_STRIDE = 1_000_003  # training batches' sampling seeds: [seed + stride·(pipeline + 1), index]
 EMA_EXPORT_DIR = "export_ema"
 # Steps run in one call of the compiled loop last about this long at most (after the first call),
 # so Ctrl-C or SIGTERM, handled between calls, is answered within about this many seconds.
 MAX_CHUNK_SECONDS = 10.0
 
 
-@dataclasses.dataclass(frozen=True)
-class Phase:
-  """A stretch of the run with one input, sequence length and batch size (`TrainConfig.phases`)."""
-  start_step: int
-  input_config: pretrain_dataloader.PretrainInputConfig
-  train_batch_size: int
-  max_seq_length: int
-  max_predictions_per_seq: int
-
-
-# Re-exported: the errors and milestone helpers now live in `checkpointing.py`.
-TrainingSetupError = checkpointing.TrainingSetupError
-NonFiniteError = checkpointing.NonFiniteError
+# Re-exported: the errors live in `errors.py`, the milestone helpers in `checkpointing.py`, the
+# inputs (phases, the masking configurable) in `run_inputs.py`.
+TrainingSetupError = errors.TrainingSetupError
+NonFiniteError = errors.NonFiniteError
+Phase = run_inputs.Phase
+dynamic_masking = run_inputs.dynamic_masking
 MILESTONES = checkpointing.MILESTONES
 keep_milestone = checkpointing.keep_milestone
 
@@ -214,9 +191,12 @@ class Trainer:
     self.is_chief = _is_chief(strategy)
     resolver = getattr(strategy, "cluster_resolver", None)
     self._multi_worker = bool(resolver is not None and resolver.task_type)
-    self.input_config, self.vocab = self._check_inputs(input_path, vocab_file,
-                                                       encoder_config or EncoderConfig())
-    self.phases = self._check_phases(input_path)
+    self.inputs = run_inputs.RunInputs(self.train_config, input_path, model_dir, vocab_file,
+                                       encoder_config)
+    self.input_config, self.vocab = self.inputs.input_config, self.inputs.vocab
+    self.encoder_config, self.phases = self.inputs.encoder_config, self.inputs.phases
+    self.masked_records, self.do_lower_case = (self.inputs.masked_records,
+                                               self.inputs.do_lower_case)
     tf_keras.utils.set_random_seed(self.train_config.seed)
     precision.warn_if_emulated(self.train_config.mixed_precision, self.log)
 
@@ -265,87 +245,17 @@ class Trainer:
              "sum (the optimizer's own gradient_clip_norm is 0, unused)" if clip > 0 else
              "no gradient clipping (OptimizerConfig.clip_norm = 0)")
 
-  # --- set-up checks -----------------------------------------------------------------------------
-  def _resolve(self, input_path, batch_size, seq_length, max_predictions, vocab_sha256=None):
-    """(the input config of records `input_path`, whether they are masked, their sidecar)."""
-    probe = pretrain_dataloader.PretrainInputConfig(
-        input_path=input_path,
-        global_batch_size=batch_size * self.train_config.gradient_accumulation_steps,
-        seq_length=seq_length, max_predictions_per_seq=max_predictions, vocab_sha256=vocab_sha256)
-    try:
-      _, masked, sidecar = pretrain_dataloader.resolve_records(probe)
-    except records.RecordsError as e:
-      raise TrainingSetupError(str(e)) from None
-    return probe, masked, sidecar
-
-  def _training_input(self, probe, masked, vocab):
-    cfg = self.train_config
-    return dataclasses.replace(
-        probe, shuffle_buffer_size=cfg.shuffle_buffer_size, seed=cfg.seed,
-        vocab_sha256=vocab.sha256,
-        dynamic_masking=None if masked else dynamic_masking(probe.max_predictions_per_seq),
-        token_tables=None if masked else masking.TokenTables.from_vocab(vocab))
-
-  def _check_inputs(self, input_path, vocab_file, encoder_config):
-    cfg = self.train_config
-    probe, masked, sidecar = self._resolve(input_path, cfg.train_batch_size, cfg.max_seq_length,
-                                           cfg.max_predictions_per_seq)
-    vocab = vocab_lib.load_vocab(vocab_file or sidecar["vocab"]["file"])
-    if vocab.sha256 != sidecar["vocab"]["sha256"]:
-      raise TrainingSetupError(
-          f"vocab file {vocab.path} is not the one the records in {input_path} were built with "
-          f"({sidecar['vocab']['file']})")
-    recorded = run_dir.recorded_vocab(self.model_dir)
-    if (recorded and recorded[0] != vocab.sha256
-        and checkpoint_files.latest(self.model_dir)):
-      raise TrainingSetupError(
-          f"the records in {input_path} were built with another vocabulary ({vocab.path}, "
-          f"{vocab.size} entries) than the run in {self.model_dir} was trained with (its copy: "
-          f"{recorded[1]}): resume it with records of its own vocabulary, or give a new "
-          "--model_dir; the directory was left as it is")
-    if encoder_config.vocab_size is None:
-      encoder_config = dataclasses.replace(encoder_config, vocab_size=vocab.size)
-    elif encoder_config.vocab_size != sidecar["vocab"]["size"]:
-      raise TrainingSetupError(
-          f"the model's vocab_size {encoder_config.vocab_size} differs from the records' vocab "
-          f"size {sidecar['vocab']['size']} ({input_path})")
-    if cfg.max_seq_length > encoder_config.max_position_embeddings:
-      raise TrainingSetupError(
-          f"max_seq_length {cfg.max_seq_length} exceeds max_position_embeddings "
-          f"{encoder_config.max_position_embeddings}")
-    self.encoder_config = encoder_config
-    self.masked_records = masked
-    self.do_lower_case = sidecar["vocab"]["do_lower_case"]
-    return self._training_input(probe, masked, vocab), vocab
-
-  def _check_phases(self, input_path) -> List[Phase]:
-    """The run's phases, the first being its own input; each later one's records checked against
-    the vocab and its sequence length against the position table."""
-    cfg = self.train_config
-    phases = [Phase(0, self.input_config, cfg.train_batch_size, cfg.max_seq_length,
-                    cfg.max_predictions_per_seq)]
-    for index, spec in enumerate(cfg.phases, start=1):
-      last = phases[-1]
-      values = {"input_records": last.input_config.input_path,
-                "train_batch_size": last.train_batch_size, "max_seq_length": last.max_seq_length,
-                "max_predictions_per_seq": last.max_predictions_per_seq, **spec}
-      if values["max_seq_length"] > self.encoder_config.max_position_embeddings:
-        raise TrainingSetupError(
-            f"TrainConfig.phases[{index - 1}]: max_seq_length {values['max_seq_length']} exceeds "
-            f"max_position_embeddings {self.encoder_config.max_position_embeddings} (the position "
-            "table is sized when the model is built: set EncoderConfig.max_position_embeddings "
-            "to the longest phase's length from the start)")
-      probe, masked, _ = self._resolve(values["input_records"], values["train_batch_size"],
-                                       values["max_seq_length"], values["max_predictions_per_seq"],
-                                       self.vocab.sha256)
-      phases.append(Phase(spec["start_step"], self._training_input(probe, masked, self.vocab),
-                          values["train_batch_size"], values["max_seq_length"],
-                          values["max_predictions_per_seq"]))
-    return phases
-
-  def phase_at(self, step: int) -> Phase:
+  def phase_at(self, step: int) -> run_inputs.Phase:
     """The phase that trains step `step` + 1."""
-    return [p for p in self.phases if p.start_step <= step][-1]
+    return self.inputs.phase_at(step)
+
+  def token_counts(self) -> np.ndarray:
+    """`[vocab]` counts of the training records' original tokens (`RunInputs.token_counts`)."""
+    return self.inputs.token_counts(self.is_chief, self.log)
+
+  def input_iterator(self, step: int):
+    """The distributed input of `step`'s phase, after the batches its earlier steps consumed."""
+    return self.inputs.iterator(self.strategy, step, self.train_config.num_train_steps)
 
   def _apply_flops_budget(self):
     cfg = self.train_config
@@ -358,24 +268,6 @@ class Trainer:
                                f"step ({per_step:.3g} FLOPs)")
     self.train_config = dataclasses.replace(cfg, num_train_steps=steps)
     self.log(f"FLOPs budget {cfg.train_flops_budget:.3g}: {steps} steps of {per_step:.3g} FLOPs")
-
-  def token_counts(self) -> np.ndarray:
-    """`[vocab]` counts of the original tokens of the training records (one pass, cached in
-    `<model_dir>/token_counts.npy`)."""
-    cache = os.path.join(self.model_dir, "token_counts.npy")
-    if os.path.isfile(cache):
-      return np.load(cache)
-    config = dataclasses.replace(self.input_config, is_training=False, global_batch_size=1024)
-    counts = np.zeros([self.vocab.size], np.int64)
-    for batch in pretrain_dataloader.load_pretraining_dataset(config):
-      ids = (sampling.unmask(batch) if "masked_lm_ids" in batch else batch["input_word_ids"])
-      ids = ids.numpy()[batch["input_mask"].numpy() > 0]
-      counts += np.bincount(ids, minlength=self.vocab.size)
-    if self.is_chief:
-      os.makedirs(self.model_dir, exist_ok=True)
-      np.save(cache, counts)
-    self.log(f"counted {counts.sum()} tokens of the training records")
-    return counts
 
   def compiled_steps(self):
     """The compiled loop `(iterator, num_steps)` that runs `num_steps` training steps (public: the
@@ -408,31 +300,8 @@ class Trainer:
                             cfg.init_checkpoint_allow_missing, self.log)
       if self.weight_average is not None:
         self.weight_average.reset()
-    self.iterator = self._make_iterator(self.step)
+    self.iterator = self.input_iterator(self.step)
     return self.step
-
-  def _make_iterator(self, step: int):
-    """The input of `step`'s phase, after the batches its earlier steps consumed."""
-    phase = self.phase_at(step)
-
-    def dataset_fn(context: tf.distribute.InputContext):
-      replicas_per_pipeline = context.num_replicas_in_sync // context.num_input_pipelines
-      skip = (step - phase.start_step) * replicas_per_pipeline
-      config = dataclasses.replace(phase.input_config, skip_batches=skip)
-      if config.dynamic_masking is not None and config.dynamic_masking.final_mask_prob is not None:
-        # The schedule spans the run's steps, counted in this pipeline's batches (from step 0).
-        config = dataclasses.replace(config, skip_batches=skip, dynamic_masking=dataclasses.replace(
-            config.dynamic_masking,
-            schedule_steps=self.train_config.num_train_steps * replicas_per_pipeline))
-      # Each batch's generator samples are drawn from its own seed, so a resumed run draws what
-      # the uninterrupted one would have.
-      base = tf.constant(self.train_config.seed + SEED_STRIDE * (
-          1 + self.phases.index(phase) * context.num_input_pipelines + context.input_pipeline_id),
-          tf.int64)
-      return pretrain_dataloader.load_pretraining_dataset(config, context).enumerate(
-          start=skip).map(lambda index, batch: dict(
-              batch, **{train_step.SAMPLING_SEED: tf.stack([base, index])}))
-    return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
 
   def train_flops(self, step: int) -> float:
     """Section 5.2.2 FLOPs that `step` training steps (optimizer updates) consumed."""
@@ -513,7 +382,7 @@ class Trainer:
         skipped = int(self.step_fn.skipped_steps.numpy())
       phase = self.phase_at(step)
       if phase.start_step == step and step > 0 and step < cfg.num_train_steps:
-        self.iterator = self._make_iterator(step)
+        self.iterator = self.input_iterator(step)
         self.log(f"phase {self.phases.index(phase) + 1} of {len(self.phases)} from step {step}: "
                  f"{phase.input_config.input_path}, batch {phase.train_batch_size} × "
                  f"{phase.max_seq_length} tokens")
@@ -584,7 +453,7 @@ class Trainer:
     self.log(f"{what}: rolled back to {latest} (rollback {self.rollbacks} of at most "
              f"{cfg.nonfinite_patience}), going on with the next batches")
     if self.phase_at(self.step) is not self.phase_at(step):
-      self.iterator = self._make_iterator(self.step)
+      self.iterator = self.input_iterator(self.step)
     return self.step
 
   def evaluate(self, evaluator, step: int) -> dict:

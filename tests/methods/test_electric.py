@@ -105,7 +105,7 @@ class ElectricTrainingTest(tf.test.TestCase):
     self.assertLess(logged[-1]["nce_loss"], logged[0]["nce_loss"], logged)
     real, shuffled_scores = [], []
     rng = np.random.default_rng(0)
-    iterator = trainer._make_iterator(0)
+    iterator = trainer.input_iterator(0)
     for _ in range(4):
       batch = next(iterator)
       ids = trainer.model(batch, training=False)["original_ids"].numpy()

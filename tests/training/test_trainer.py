@@ -184,7 +184,7 @@ class TrainerTest(RecordsTestCase):
     records = make_records(os.path.join(self.tmp, "plain"), paragraphs=100, dupe_factor=0)
     trainer = self._trainer(os.path.join(self.tmp, "dynamic"), steps=2, records=records)
     self.assertFalse(trainer.masked_records)
-    batch = next(iter(trainer._make_iterator(0)))
+    batch = next(iter(trainer.input_iterator(0)))
     weights = batch["masked_lm_weights"].numpy()
     self.assertGreater(weights.sum(), 0)
     ids = batch["input_word_ids"].numpy()
@@ -204,7 +204,7 @@ class TrainerTest(RecordsTestCase):
       gin.clear_config()
     special = trainer.vocab.is_special()
     for step, rate in ((0, 0.4), (20, 0.25), (40, 0.1)):
-      batch = next(iter(trainer._make_iterator(step)))
+      batch = next(iter(trainer.input_iterator(step)))
       original = sampling.unmask(batch).numpy()
       candidates = (~special[original]).sum(1)
       self.assertAllEqual(batch["masked_lm_weights"].numpy().sum(1),
