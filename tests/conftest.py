@@ -17,9 +17,28 @@ def clean_gin():
   gin.clear_config()
 
 
+# The slow tier (`-m "not slow"` leaves it out for day-to-day work; the README's command and CI run
+# everything): tests that run the tools as processes, several processes, Beam, a tmpfs, or whole
+# pre-training and fine-tuning runs.
+SLOW_MODULES = (
+    "tests/tools/", "tests/test_disk_full.py", "tests/test_run_lock.py",
+    "tests/training/test_distributed.py", "tests/training/test_long_runs.py",
+    "tests/data/test_beam_pipeline.py", "tests/cvt/test_runner.py", "tests/cvt/test_parsing.py",
+    "tests/finetune/test_multitask.py", "tests/finetune/test_fingerprint.py",
+    "tests/test_conftest.py")
+
+
+def pytest_configure(config):
+  config.addinivalue_line("markers", "slow: end-to-end or multi-process (left out by -m 'not slow')")
+
+
 def pytest_collection_modifyitems(items):
   inherited = tf.test.TestCase.test_session
   def function(item):
     obj = getattr(item, "obj", None)
     return getattr(obj, "__func__", obj)
   items[:] = [item for item in items if function(item) is not inherited]
+  for item in items:
+    path = item.nodeid.split("::")[0]
+    if path.startswith(SLOW_MODULES):
+      item.add_marker(pytest.mark.slow)
