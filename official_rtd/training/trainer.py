@@ -24,7 +24,6 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd import checkpoint_files
 from official_rtd import ranges
 from official_rtd.methods import base
 from official_rtd.methods import registry
@@ -33,6 +32,7 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import checkpointing
 from official_rtd.training import ema
 from official_rtd.training import errors
+from official_rtd.training import nonfinite
 from official_rtd.training import optimization
 from official_rtd.training import precision
 from official_rtd.training import reporting
@@ -237,7 +237,9 @@ class Trainer:
     # The public reporting hook: `trainer.reporter.add_listener(fn)` (`reporting.py`).
     self.reporter = reporting.Reporter(model_dir, self.train_flops, log)
     self._train_fn = None
-    self.rollbacks = 0
+    self.nonfinite = nonfinite.NonFinitePolicy(self.train_config, self.step_fn, self.optimizer,
+                                               self.checkpointer,
+                                               self.optimizer_config.learning_rate, log)
     self._skipped_at_log = 0
     self.iterator = None  # set by restore()
     clip = self.optimizer_config.clip_norm
@@ -331,7 +333,8 @@ class Trainer:
     try:
       last = self._train_loop(train_steps, writer, evaluator, eval_every, monitor)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (tools/cli.py): keep the steps done
-      self.checkpointer.save_on_interrupt(self.step, self._weights_finite, self._multi_worker)
+      self.checkpointer.save_on_interrupt(self.step, self.nonfinite.weights_finite,
+                                            self._multi_worker)
       raise
     if self.is_chief:
       export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
@@ -373,7 +376,7 @@ class Trainer:
       try:
         train_steps(self.iterator, tf.constant(n))
       except tf.errors.InvalidArgumentError:  # e.g. a token sampled from non-finite logits
-        self._check_weights(step + n)
+        self.nonfinite.check_weights(step + n)
         raise
       seconds_per_step = (time.time() - chunk_start) / n
       step, interval_steps = step + n, interval_steps + n
@@ -387,7 +390,7 @@ class Trainer:
                  f"{phase.input_config.input_path}, batch {phase.train_batch_size} × "
                  f"{phase.max_seq_length} tokens")
       if step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps:
-        self._check_weights(step)  # one pass over all weights, only before a save
+        self.nonfinite.check_weights(step)  # one pass over all weights, only before a save
       if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
         last = self._log(writer, step, interval_steps, time.time() - interval_start,
                          (time.time() - start_time) / max(step - start_step, 1))
@@ -401,60 +404,18 @@ class Trainer:
         self.evaluate(evaluator, step)
     return last
 
-  def _weights_finite(self) -> bool:
-    return all(bool(tf.reduce_all(tf.math.is_finite(v))) for v in self.model.trainable_variables)
-
-  def _learning_rate(self, step: Optional[int] = None) -> float:
-    """The learning rate of step `step` (1-based; default: the last step taken)."""
-    rate = self.optimizer.learning_rate
-    step = self.step if step is None else step
-    return float(rate(step - 1)) if callable(rate) else float(rate)
-
-  def _advice(self) -> str:
-    return (f"the last checkpoint is {checkpoint_files.latest(self.model_dir) or 'none'}. "
-            f"Lower the learning rate (OptimizerConfig.learning_rate = "
-            f"{self.optimizer_config.learning_rate:g}) or lengthen the warmup, and re-run")
-
-  def _check_weights(self, step: int):
-    """Stops the run, before any checkpoint or export is written, when a weight is not finite."""
-    if not self._weights_finite():
-      raise NonFiniteError(f"a weight is not finite by step {step} (learning rate "
-                           f"{self._learning_rate():.3g}): the run stopped before writing a "
-                           f"checkpoint of it; {self._advice()}")
-
   def _on_nonfinite(self, step: int) -> int:
-    """After a call in which an update was skipped (`TrainStep`: its loss or gradient norm was
-    not finite), applies `TrainConfig.on_nonfinite`; returns the step to go on from."""
-    cfg, fn = self.train_config, self.step_fn
-    at = int(fn.nonfinite_step.numpy())
-    names = [name for name, bad in zip(fn.loss_names, fn.nonfinite_losses.numpy()) if bad]
-    what = (f"{' and '.join(names) or 'the gradient norm'} {'are' if len(names) > 1 else 'is'} "
-            f"not finite at step {at} (learning rate {self._learning_rate(at):.3g})")
-    if cfg.on_nonfinite == "stop":
-      raise NonFiniteError(f"{what}: the update was not applied and the run stopped "
-                           f"(TrainConfig.on_nonfinite = 'stop'); {self._advice()}")
-    if cfg.on_nonfinite == "skip":
-      in_a_row = int(fn.consecutive_skips.numpy())
-      if in_a_row >= cfg.nonfinite_patience:
-        raise NonFiniteError(f"{what}: {in_a_row} updates in a row skipped "
-                             f"(TrainConfig.nonfinite_patience = {cfg.nonfinite_patience}); "
-                             f"{self._advice()}")
-      self.log(f"skipped the update of step {at}: {what} ({int(fn.skipped_steps.numpy())} "
-               "skipped in all)")
+    """Applies `TrainConfig.on_nonfinite` after a skipped update; returns the step to go on
+    from (after a rollback, the checkpoint's, with the input repositioned if its phase differs)."""
+    if not self.nonfinite.after_skip():
       return step
-    latest = self.checkpointer.latest()
-    self.rollbacks += 1
-    if not latest or self.rollbacks > cfg.nonfinite_patience:
-      raise NonFiniteError(f"{what}: " + (
-          f"{self.rollbacks - 1} rollbacks already (TrainConfig.nonfinite_patience = "
-          f"{cfg.nonfinite_patience})" if latest else "no checkpoint to roll back to yet") +
-          f"; {self._advice()}")
-    self.checkpointer.rollback()
-    self.log(f"{what}: rolled back to {latest} (rollback {self.rollbacks} of at most "
-             f"{cfg.nonfinite_patience}), going on with the next batches")
     if self.phase_at(self.step) is not self.phase_at(step):
       self.iterator = self.input_iterator(self.step)
     return self.step
+
+  @property
+  def rollbacks(self) -> int:
+    return self.nonfinite.rollbacks
 
   def evaluate(self, evaluator, step: int) -> dict:
     """Runs `evaluator` on the current weights (their average, if kept) and reports the row
@@ -493,5 +454,5 @@ class Trainer:
     for metric in self.metrics.values():
       metric.reset_state()
     return self.reporter.train_row(writer, step, self.train_config.num_train_steps, values,
-                                   self._learning_rate(), examples_per_s, phase.max_seq_length,
+                                   self.nonfinite.learning_rate(), examples_per_s, phase.max_seq_length,
                                    skipped, seconds_per_step)
