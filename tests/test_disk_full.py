@@ -10,6 +10,7 @@ import gin
 import tensorflow as tf
 
 from official_rtd import runs
+from official_rtd import textio
 from official_rtd.data import build_vocab
 from official_rtd.tools import export_model
 from tests import testutil
@@ -87,6 +88,19 @@ class DiskFullTest(tf.test.TestCase):
     self.assertEqual(raised.exception.filename, output)
     self.assertEqual(testutil.md5_tree(output), before)
     self.assertEqual(sorted(os.listdir(disk)), ["filler", "vocab.txt"])
+
+  def test_small_outputs_name_the_path_and_keep_the_old_file(self):
+    # What score_pll, score_pairs, run_probes and every results file write through.
+    disk = mount_small_tmpfs(self)
+    output = os.path.join(disk, "scores.tsv")
+    testutil.write_text(output, "old\tscores\n")
+    fill(disk, 0)
+    with self.assertRaises(OSError) as raised:
+      textio.write_lines_atomic(output, ["a\tb"] * 20000)
+    self.assertEqual(raised.exception.errno, errno.ENOSPC)
+    self.assertEqual(raised.exception.filename, output)
+    self.assertEqual(open(output).read(), "old\tscores\n")
+    self.assertEqual(sorted(os.listdir(disk)), ["filler", "scores.tsv"])  # no .tmp-<pid> left
 
   def test_create_pretraining_data_removes_its_staging_folder(self):
     disk = mount_small_tmpfs(self, size="300k")
