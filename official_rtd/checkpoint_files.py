@@ -18,6 +18,8 @@ from typing import List, Optional
 
 import tensorflow as tf
 
+from official_rtd import progress
+
 _NUMBER = re.compile(r"-(\d+)$")
 
 
@@ -130,11 +132,8 @@ def quiet_restore_warnings():
   up to hundreds of lines when a restore fails part-way) while a restore is tried: they are logged
   when the failed restore's status is garbage-collected, so that is done here too. The caller
   reports the failure in one line."""
-  logger = std_logging.getLogger("tensorflow")
-  level = logger.level
-  logger.setLevel(std_logging.ERROR)
-  try:
-    yield
-  finally:
-    gc.collect()
-    logger.setLevel(level)
+  with progress.quiet_logger("tensorflow", std_logging.ERROR):
+    try:
+      yield
+    finally:
+      gc.collect()

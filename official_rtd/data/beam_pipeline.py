@@ -21,11 +21,9 @@ Output is staged under `<output_dir>/.tmp-<pid>/` and moved into place by the la
 after the pipeline succeeded, sidecar last (`records.commit_staged_shards`), as locally.
 """
 import collections
-import contextlib
 import errno
 import gzip
 import json
-import logging as std_logging
 import os
 import re
 import shlex
@@ -42,6 +40,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 import tensorflow as tf
 
+from official_rtd import progress
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import paths
 from official_rtd.data import records
@@ -153,19 +152,6 @@ def _write_json(obj, path: str):
     f.write(json.dumps(obj, sort_keys=True).encode("utf-8"))
 
 
-@contextlib.contextmanager
-def _quiet_beam_errors():
-  """Beam's runners log every worker failure several times with its traceback (364 lines for
-  one full disk); while the pipeline runs only Beam's critical lines are shown."""
-  beam_logger = std_logging.getLogger("apache_beam")
-  level = beam_logger.level
-  beam_logger.setLevel(std_logging.CRITICAL)
-  try:
-    yield
-  finally:
-    beam_logger.setLevel(level)
-
-
 _WORKER_ERROR = re.compile(r"(?:\w+\.)*(\w+(?:Error|Exception)): (.+?)(?: \[while running .*\])?$",
                            re.M)
 
@@ -234,7 +220,9 @@ def run(config, units: list, processor_class, log: Callable[[str], None] = print
          | "SumCounts" >> beam.CombineGlobally(_sum_counts)
          | "WriteCounts" >> beam.Map(_write_json, os.path.join(staging, _COUNTS_NAME)))
     try:
-      with _quiet_beam_errors():  # a failure is reported once, by its first cause, below
+      # Beam's runners log every worker failure several times with its traceback (364 lines for
+      # one full disk); a failure is reported once, by its first cause, below.
+      with progress.quiet_logger("apache_beam"):
         state = pipeline.run().wait_until_finish()
     except Exception as e:  # pylint: disable=broad-except
       raise first_cause(e) from None
