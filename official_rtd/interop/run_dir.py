@@ -34,7 +34,9 @@ def write_run_config(model_dir: str, gin_config: str, flags: dict, vocab, do_low
   os.makedirs(model_dir, exist_ok=True)
   with open(os.path.join(model_dir, OPERATIVE_CONFIG), "w", encoding="utf-8") as f:
     f.write(gin_config)
-  shutil.copyfile(vocab.path, os.path.join(model_dir, vocab_lib.file_name(vocab)))
+  copy = os.path.join(model_dir, vocab_lib.file_name(vocab))
+  if not (os.path.exists(copy) and os.path.samefile(vocab.path, copy)):  # records built from it
+    shutil.copyfile(vocab.path, copy)
   textio.write_json_atomic(os.path.join(model_dir, RUN_FLAGS), dict(
       flags, do_lower_case=do_lower_case, vocab_sha256=vocab.sha256))
 

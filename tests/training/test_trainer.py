@@ -9,6 +9,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import runs
 from official_rtd.data import pretraining_data
 from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -278,6 +279,35 @@ class ConfigRangesTest(tf.test.TestCase):
       with self.assertRaisesRegex(ValueError, message):
         build()
     trainer_lib.TrainConfig(num_train_steps=1, train_flops_budget=0.0)  # the bounds are valid
+
+
+class EarlierRunTest(tf.test.TestCase):
+  """A run directory written by the code before the trainer was split (issue 53) resumes."""
+
+  def test_a_run_written_before_the_split_resumes(self):
+    tmp = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, tmp)
+    fixture = os.path.join(testutil.REPO, "tests", "testdata", "pretraining_run_db8a9be")
+    model_dir = os.path.join(tmp, "run")
+    shutil.copytree(fixture, model_dir)
+    vocab = os.path.join(model_dir, "vocab.txt")
+    records = make_records(os.path.join(tmp, "records"), paragraphs=40, vocab_file=vocab,
+                           max_seq_length=32, dupe_factor=1, num_shards=1)
+    bindings = ["EncoderConfig.hidden_size = 16", "EncoderConfig.num_layers = 1",
+                "EncoderConfig.intermediate_size = 32", "EncoderConfig.embedding_size = 16",
+                "EncoderConfig.max_position_embeddings = 32", "TrainConfig.max_seq_length = 32",
+                "TrainConfig.train_batch_size = 4", "TrainConfig.save_checkpoints_steps = 2",
+                "TrainConfig.num_train_steps = 4"]
+    logged = []
+    try:
+      runs.run_pretraining(["gin/models/tiny.gin", "gin/tasks/electra.gin"], bindings, records,
+                           model_dir, onset_monitor=False, log=logged.append)
+    finally:
+      gin.clear_config()
+    self.assertIn(f"restored {os.path.join(model_dir, 'ckpt-2')} (step 2)", logged)
+    self.assertEqual(tf.train.latest_checkpoint(model_dir), os.path.join(model_dir, "ckpt-4"))
+    reader = tf.train.load_checkpoint(os.path.join(model_dir, "ckpt-4"))
+    self.assertEqual(int(reader.get_tensor("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE")), 4)
 
 
 if __name__ == "__main__":
