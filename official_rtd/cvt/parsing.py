@@ -93,11 +93,12 @@ class Treebank:
       keep = rng.permutation(len(self.train))[:max_train_sentences]
       self.train = [self.train[i] for i in sorted(keep)]
     self.relations = sorted({r for s in self.train for r in s.relations})
+    self._relation_ids = {r: i for i, r in enumerate(self.relations)}
 
   def targets(self, sentence: conllu.Sentence) -> List[int]:
     """Each word's gold edge as a flat index `head · R + relation` (head 0: ROOT)."""
-    ids = {r: i for i, r in enumerate(self.relations)}
-    return [h * len(self.relations) + ids[r] for h, r in zip(sentence.heads, sentence.relations)]
+    ids, r = self._relation_ids, len(self.relations)
+    return [h * r + ids[rel] for h, rel in zip(sentence.heads, sentence.relations)]
 
   def evaluate(self, log_probs: Sequence[np.ndarray], decode: str = "mst"
                ) -> Tuple[Dict[str, float], List[conllu.Sentence]]:

@@ -81,6 +81,15 @@ class ParserModulesTest(tf.test.TestCase):
     self.assertAllClose(float(loss), -(targets * log_p).sum(), atol=1e-5)
 
 
+class CvtTaskNamesTest(tf.test.TestCase):
+
+  def test_an_unknown_task_is_named_with_the_known_ones(self):
+    with self.assertRaisesRegex(ValueError, r"^--tasks: unknown \['parse'\]; one of: chunk, ner, "
+                                            r"pos, dep$"):
+      runner.CvtRunner(runner.CvtRunConfig(tasks="dep,parse", data_dir=UD, model_dir="/nowhere",
+                                           mode="supervised"), log=lambda _: None)
+
+
 @testutil.requires(UD)
 class CvtParsingRunTest(tf.test.TestCase):
 
