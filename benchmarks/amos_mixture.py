@@ -15,6 +15,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from official_rtd import runs
 from official_rtd.data import pretraining_data
 from official_rtd.methods import amos
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -45,7 +46,7 @@ def main(_):
       num_shards=2, num_workers=1), log=lambda _: None)
   for mixture in ("adversarial", "average"):
     logged = []
-    trainer = trainer_lib.Trainer(
+    trainer = runs.build_trainer(
         os.path.join(tmp, mixture), records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(train_batch_size=16, num_train_steps=FLAGS.steps,
                                              max_seq_length=64, max_predictions_per_seq=10,

@@ -13,6 +13,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from official_rtd import runs
 from official_rtd.data import pretraining_data
 from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -35,7 +36,7 @@ def main(_):
   curves = {}
   for precision in FLAGS.precisions:
     logged = []
-    trainer = trainer_lib.Trainer(
+    trainer = runs.build_trainer(
         os.path.join(tmp, precision), records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(train_batch_size=32, num_train_steps=FLAGS.steps,
                                              max_seq_length=64, max_predictions_per_seq=10,

@@ -373,7 +373,7 @@ def input_pipeline():
       vocab_file=os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"), output_dir=records,
       max_seq_length=128, max_predictions_per_seq=19, dupe_factor=2, num_shards=2),
       log=lambda _: None)
-  trainer = trainer_lib.Trainer(
+  trainer = runs.build_trainer(
       os.path.join(tmp, "model"), records, tf.distribute.get_strategy(),
       train_config=trainer_lib.TrainConfig(train_batch_size=32, max_seq_length=SEQ,
                                            max_predictions_per_seq=19),

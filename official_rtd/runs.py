@@ -4,11 +4,13 @@ run directory's model. The layers below (`methods/`, `training/`, `finetune/`) n
 """
 import contextlib
 import dataclasses
+import functools
 import os
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 import gin
 import tensorflow as tf
+import tf_keras
 
 from official_rtd import configurables  # pylint: disable=unused-import; registers the configurables
 from official_rtd import checkpoint_files
@@ -19,9 +21,12 @@ from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import probe
 from official_rtd.methods import base
 from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.interop import run_dir
 from official_rtd.training import ema
 from official_rtd.training import evaluation
-from official_rtd.interop import run_dir
+from official_rtd.training import optimization
+from official_rtd.training import precision
+from official_rtd.training import run_inputs
 from official_rtd.training import strategies
 from official_rtd.training import structure_monitor
 from official_rtd.training import trainer as trainer_lib
@@ -64,14 +69,12 @@ def run_pretraining(gin_files, gin_params, input_records, model_dir,
   parse_gin(gin_files, gin_params)
   strategy = strategies.get_strategy(distribution_strategy, tpu)
   log(f"strategy {type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)")
-  trainer = trainer_lib.Trainer(model_dir, input_records, strategy,
-                                train_config=trainer_lib.TrainConfig(), vocab_file=vocab_file,
-                                log=log)
+  trainer = build_trainer(model_dir, input_records, strategy, vocab_file=vocab_file, log=log)
   evaluator = None
   if mode != "train":
     eval_config = evaluation.EvalConfig()
     evaluator = evaluation.Evaluator(
-        trainer, eval_input, eval_config,
+        trainer.model, trainer.vocab, trainer.input_config, eval_input, eval_config,
         probe=probe.from_eval_config(eval_config, trainer.vocab, trainer.do_lower_case))
   if mode == "eval":
     with (run_lock.holding(model_dir, keep=checkpoint_files.latest, log=log) if trainer.is_chief
@@ -98,6 +101,66 @@ def run_pretraining(gin_files, gin_params, input_records, model_dir,
       f"(tensorboard --logdir {model_dir}), fine-tunable export in "
       f"{os.path.join(model_dir, 'export')}")
   return trainer, metrics
+
+
+def build_trainer(model_dir: str, input_path: str, strategy: tf.distribute.Strategy,
+                  train_config: Optional[trainer_lib.TrainConfig] = None,
+                  optimizer_config: Optional[optimization.OptimizerConfig] = None,
+                  encoder_config: Optional[EncoderConfig] = None, vocab_file: Optional[str] = None,
+                  model_fn: Optional[Callable[..., base.PretrainingModel]] = None,
+                  log: Callable[[str], None] = print) -> trainer_lib.Trainer:
+  """Builds a run's parts and hands them to a `Trainer`: the inputs (records, vocab and phases
+  checked before any model exists), the model (variables created), a FLOPs budget turned into
+  steps, and the optimizer (slots created, so a restore fills them at once and is verified).
+
+  Args:
+    model_dir: the run directory.
+    input_path: records directories (comma list / globs).
+    strategy: a `tf.distribute.Strategy`.
+    train_config: defaults to the gin-bound `TrainConfig`; likewise `optimizer_config`.
+    encoder_config: `vocab_size=None` takes the vocab's size.
+    vocab_file: defaults to the one named in the records' sidecar.
+    model_fn: `encoder_config -> PretrainingModel`; defaults to the gin-chosen method, given the
+      vocab and the records' token counts.
+  """
+  train_config = train_config or trainer_lib.TrainConfig()
+  optimizer_config = optimizer_config or optimization.OptimizerConfig()
+  inputs = run_inputs.RunInputs(train_config, input_path, model_dir, vocab_file, encoder_config)
+  tf_keras.utils.set_random_seed(train_config.seed)
+  precision.warn_if_emulated(train_config.mixed_precision, log)
+  with strategy.scope():
+    with precision.policy(train_config.mixed_precision):
+      resources = {} if model_fn else {"vocab": inputs.vocab, "token_counts": functools.partial(
+          inputs.token_counts, strategies.is_chief(strategy), log)}
+      model = (model_fn or trainer_lib.pretraining_model)(
+          encoder_config=inputs.encoder_config, **resources)
+      model(base.dummy_inputs(train_config.max_seq_length, train_config.max_predictions_per_seq),
+            training=False)  # creates the variables
+    train_config = _apply_flops_budget(train_config, inputs, model, log)
+    warning = optimization.schedule_warning(optimizer_config, train_config.num_train_steps)
+    if warning:
+      log(warning)
+    optimizer = precision.wrap_optimizer(
+        optimization.build_optimizer(optimizer_config, train_config.num_train_steps),
+        train_config.mixed_precision)
+    model.bind_step(lambda: optimizer.iterations)  # for step-dependent schedules
+    optimizer._create_all_weights(model.trainable_variables)  # pylint: disable=protected-access
+  return trainer_lib.Trainer(model_dir, strategy, inputs, model, optimizer, train_config,
+                             optimizer_config, log)
+
+
+def _apply_flops_budget(train_config, inputs, model, log):
+  """`train_config` with `num_train_steps` as many as fit in `train_flops_budget`, if set."""
+  budget = train_config.train_flops_budget
+  if budget <= 0:
+    return train_config
+  per_step = inputs.train_flops(1, model.train_flops_per_example)
+  steps = int(budget // per_step)
+  if steps < 1:
+    raise trainer_lib.TrainingSetupError(f"train_flops_budget {budget:.3g} is less than one step "
+                                         f"({per_step:.3g} FLOPs)")
+  log(f"FLOPs budget {budget:.3g}: {steps} steps of {per_step:.3g} FLOPs")
+  return dataclasses.replace(train_config, num_train_steps=steps)
 
 
 def build_monitor(trainer, eval_input=None) -> structure_monitor.StructureMonitor:

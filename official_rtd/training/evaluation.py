@@ -76,24 +76,24 @@ def detection_figures(labels: np.ndarray, logits: np.ndarray, prefix: str) -> Di
 
 
 class Evaluator:
-  """Evaluates a `Trainer`'s model on held-out records (see the module docstring).
+  """Evaluates a pre-training model on held-out records (see the module docstring).
 
   Args:
-    trainer: the run's `Trainer` (its model, vocab and input configuration).
+    model: the run's `PretrainingModel`.
+    vocab: its `Vocab`.
+    input_config: the run's training input configuration (the held-out records are read alike).
     eval_input: held-out records directories.
     config: an `EvalConfig`.
     probe: optional callable `exported encoder -> {figure: value}` run at every evaluation.
   """
 
-  def __init__(self, trainer, eval_input: str, config: Optional[EvalConfig] = None,
+  def __init__(self, model, vocab, input_config, eval_input: str, config: Optional[EvalConfig] = None,
                probe: Optional[Callable[[tf_keras.layers.Layer], Dict[str, float]]] = None):
-    self.trainer = trainer
     self.config = config or EvalConfig()
-    self.model = trainer.model
-    self.vocab = trainer.vocab
+    self.model, self.vocab = model, vocab
     self.probe = probe
     self.input_config = dataclasses.replace(
-        trainer.input_config, input_path=eval_input, is_training=False,
+        input_config, input_path=eval_input, is_training=False,
         global_batch_size=self.config.eval_batch_size, seed=self.config.seed, skip_batches=0)
     pretrain_dataloader.resolve_records(self.input_config)  # fails early on a bad --eval_input
 

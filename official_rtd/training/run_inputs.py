@@ -150,6 +150,21 @@ class RunInputs:
     """The phase that trains step `step` + 1."""
     return [p for p in self.phases if p.start_step <= step][-1]
 
+  def examples_per_step(self, phase: Phase) -> int:
+    """Examples one optimizer update of `phase` consumes (all micro-batches)."""
+    return phase.train_batch_size * self.train_config.gradient_accumulation_steps
+
+  def train_flops(self, step: int, flops_per_example: Callable[[int, int], float]) -> float:
+    """Section 5.2.2 FLOPs that `step` optimizer updates consumed, phase by phase
+    (`flops_per_example(seq_length, max_predictions)`: the model's)."""
+    flops = 0.0
+    ends = [p.start_step for p in self.phases[1:]] + [max(step, self.phases[-1].start_step)]
+    for phase, end in zip(self.phases, ends):
+      steps = max(0, min(step, end) - phase.start_step)
+      flops += steps * self.examples_per_step(phase) * flops_per_example(
+          phase.max_seq_length, phase.max_predictions_per_seq)
+    return flops
+
   def token_counts(self, is_chief: bool = True, log: Callable[[str], None] = print
                    ) -> np.ndarray:
     """`[vocab]` counts of the original tokens of the training records (one pass, cached in

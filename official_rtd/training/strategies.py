@@ -30,3 +30,15 @@ def get_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
   raise ValueError(f"--distribution_strategy must be one of {list(STRATEGIES)}, got {name!r}")
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+  """Whether this process writes the run's files: not a multi-worker run, or its chief (else
+  worker 0 of a cluster without one)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return True
+  if resolver.task_type == "chief":
+    return True
+  return (resolver.task_type == "worker" and resolver.task_id == 0
+          and "chief" not in resolver.cluster_spec().as_dict())

@@ -20,9 +20,7 @@ import time
 from typing import Callable, Dict, Optional, Tuple
 
 import gin
-import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official_rtd import ranges
 from official_rtd.methods import base
@@ -34,9 +32,9 @@ from official_rtd.training import ema
 from official_rtd.training import errors
 from official_rtd.training import nonfinite
 from official_rtd.training import optimization
-from official_rtd.training import precision
 from official_rtd.training import reporting
 from official_rtd.training import run_inputs
+from official_rtd.training import strategies
 from official_rtd.training import train_step
 from official_rtd.training import warm_start
 
@@ -155,121 +153,63 @@ MILESTONES = checkpointing.MILESTONES
 keep_milestone = checkpointing.keep_milestone
 
 
-def _is_chief(strategy) -> bool:
-  resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or not resolver.task_type:
-    return True
-  if resolver.task_type == "chief":
-    return True
-  return (resolver.task_type == "worker" and resolver.task_id == 0
-          and "chief" not in resolver.cluster_spec().as_dict())
-
-
 class Trainer:
-  """Builds the model, optimizer and input for a run and trains it.
+  """Trains a built run: handed its checked inputs, model and optimizer (`runs.build_trainer`
+  builds them), it runs the steps, saves, reports and exports.
 
   Args:
     model_dir: checkpoints, TensorBoard summaries (`train/`) and the export (`export/`).
-    input_path: records directories (comma list / globs).
-    strategy: a `tf.distribute.Strategy`.
-    vocab_file: defaults to the one named in the records' sidecar.
-    encoder_config: `vocab_size=None` takes the vocab's size.
-    model_fn: `encoder_config -> PretrainingModel`; defaults to the gin-chosen method.
+    strategy: the `tf.distribute.Strategy` the model and optimizer were built under.
+    inputs: the run's `run_inputs.RunInputs` (records, vocab, phases).
+    model: the `PretrainingModel`, its variables created.
+    optimizer: its optimizer, slots created and the model's step bound to it.
+    train_config: the run's `TrainConfig` (`num_train_steps` after any FLOPs budget).
+    optimizer_config: the `OptimizerConfig` the optimizer was built from (clipping, learning rate).
   """
 
-  def __init__(self, model_dir: str, input_path: str, strategy: tf.distribute.Strategy,
-               train_config: Optional[TrainConfig] = None,
-               optimizer_config: Optional[optimization.OptimizerConfig] = None,
-               encoder_config: Optional[EncoderConfig] = None, vocab_file: Optional[str] = None,
-               model_fn: Optional[Callable[..., base.PretrainingModel]] = None,
+  def __init__(self, model_dir: str, strategy: tf.distribute.Strategy,
+               inputs: run_inputs.RunInputs, model: base.PretrainingModel, optimizer,
+               train_config: TrainConfig, optimizer_config: optimization.OptimizerConfig,
                log: Callable[[str], None] = print):
-    self.model_dir = model_dir
-    self.strategy = strategy
-    self.train_config = train_config or TrainConfig()
-    self.optimizer_config = optimizer_config or optimization.OptimizerConfig()
-    self.log = log
-    self.is_chief = _is_chief(strategy)
+    self.model_dir, self.strategy, self.inputs = model_dir, strategy, inputs
+    self.model, self.optimizer = model, optimizer
+    self.train_config, self.optimizer_config, self.log = train_config, optimizer_config, log
+    self.is_chief = strategies.is_chief(strategy)
     resolver = getattr(strategy, "cluster_resolver", None)
     self._multi_worker = bool(resolver is not None and resolver.task_type)
-    self.inputs = run_inputs.RunInputs(self.train_config, input_path, model_dir, vocab_file,
-                                       encoder_config)
-    self.input_config, self.vocab = self.inputs.input_config, self.inputs.vocab
-    self.encoder_config, self.phases = self.inputs.encoder_config, self.inputs.phases
-    self.masked_records, self.do_lower_case = (self.inputs.masked_records,
-                                               self.inputs.do_lower_case)
-    tf_keras.utils.set_random_seed(self.train_config.seed)
-    precision.warn_if_emulated(self.train_config.mixed_precision, self.log)
-
+    self.input_config, self.vocab, self.phases = inputs.input_config, inputs.vocab, inputs.phases
+    self.encoder_config, self.do_lower_case = inputs.encoder_config, inputs.do_lower_case
+    self.masked_records = inputs.masked_records
     with strategy.scope():
-      with precision.policy(self.train_config.mixed_precision):
-        self.model = (model_fn or pretraining_model)(
-            encoder_config=self.encoder_config,
-            **({} if model_fn else {"vocab": self.vocab, "token_counts": self.token_counts}))
-        self.model(base.dummy_inputs(self.train_config.max_seq_length,
-                                        self.train_config.max_predictions_per_seq),
-                   training=False)  # creates the variables
-      self._apply_flops_budget()
-      warning = optimization.schedule_warning(self.optimizer_config,
-                                              self.train_config.num_train_steps)
-      if warning:
-        self.log(warning)
-      self.optimizer = precision.wrap_optimizer(
-          optimization.build_optimizer(self.optimizer_config, self.train_config.num_train_steps),
-          self.train_config.mixed_precision)
-      self.model.bind_step(lambda: self.optimizer.iterations)  # for step-dependent schedules
-      # Create the Adam/LAMB slots now, so a restore fills them at once and can be verified.
-      self.optimizer._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
-      self.metrics = self.model.build_metrics()
-      self.weight_average = (ema.WeightAverage(self.model.trainable_variables,
-                                               self.train_config.ema_decay)
-                             if self.train_config.ema_decay else None)
+      self.metrics = model.build_metrics()
+      self.weight_average = (ema.WeightAverage(model.trainable_variables, train_config.ema_decay)
+                             if train_config.ema_decay else None)
       self.step_fn = train_step.TrainStep(
-          self.model, self.optimizer, self.optimizer_config.clip_norm, self.metrics,
-          self.train_config.jit_compile, self.train_config.gradient_accumulation_steps,
-          self.weight_average)
-    parts = {"model": self.model, "optimizer": self.optimizer, "train_state": self.step_fn.state()}
+          model, optimizer, optimizer_config.clip_norm, self.metrics, train_config.jit_compile,
+          train_config.gradient_accumulation_steps, self.weight_average)
+    parts = {"model": model, "optimizer": optimizer, "train_state": self.step_fn.state()}
     if self.weight_average is not None:
       parts["weight_average"] = self.weight_average.checkpoint()
     self.checkpointer = checkpointing.Checkpointer(
-        model_dir, parts, self.train_config.keep_checkpoint_max,
-        self.train_config.keep_checkpoint_every_steps,
+        model_dir, parts, train_config.keep_checkpoint_max,
+        train_config.keep_checkpoint_every_steps,
         None if self.is_chief else strategy.cluster_resolver.task_id, log)
     # The public reporting hook: `trainer.reporter.add_listener(fn)` (`reporting.py`).
     self.reporter = reporting.Reporter(model_dir, self.train_flops, log)
     self._train_fn = None
-    self.nonfinite = nonfinite.NonFinitePolicy(self.train_config, self.step_fn, self.optimizer,
-                                               self.checkpointer,
-                                               self.optimizer_config.learning_rate, log)
+    self.nonfinite = nonfinite.NonFinitePolicy(train_config, self.step_fn, optimizer,
+                                               self.checkpointer, optimizer_config.learning_rate,
+                                               log)
     self._skipped_at_log = 0
     self.iterator = None  # set by restore()
-    clip = self.optimizer_config.clip_norm
+    clip = optimizer_config.clip_norm
     self.log(f"gradients clipped to global norm {clip:g} by the trainer after the cross-replica "
              "sum (the optimizer's own gradient_clip_norm is 0, unused)" if clip > 0 else
              "no gradient clipping (OptimizerConfig.clip_norm = 0)")
 
-  def phase_at(self, step: int) -> run_inputs.Phase:
-    """The phase that trains step `step` + 1."""
-    return self.inputs.phase_at(step)
-
-  def token_counts(self) -> np.ndarray:
-    """`[vocab]` counts of the training records' original tokens (`RunInputs.token_counts`)."""
-    return self.inputs.token_counts(self.is_chief, self.log)
-
   def input_iterator(self, step: int):
     """The distributed input of `step`'s phase, after the batches its earlier steps consumed."""
     return self.inputs.iterator(self.strategy, step, self.train_config.num_train_steps)
-
-  def _apply_flops_budget(self):
-    cfg = self.train_config
-    if cfg.train_flops_budget <= 0:
-      return
-    per_step = self.train_flops(1)
-    steps = int(cfg.train_flops_budget // per_step)
-    if steps < 1:
-      raise TrainingSetupError(f"train_flops_budget {cfg.train_flops_budget:.3g} is less than one "
-                               f"step ({per_step:.3g} FLOPs)")
-    self.train_config = dataclasses.replace(cfg, num_train_steps=steps)
-    self.log(f"FLOPs budget {cfg.train_flops_budget:.3g}: {steps} steps of {per_step:.3g} FLOPs")
 
   def compiled_steps(self):
     """The compiled loop `(iterator, num_steps)` that runs `num_steps` training steps (public: the
@@ -307,16 +247,7 @@ class Trainer:
 
   def train_flops(self, step: int) -> float:
     """Section 5.2.2 FLOPs that `step` training steps (optimizer updates) consumed."""
-    flops = 0.0
-    ends = [p.start_step for p in self.phases[1:]] + [max(step, self.phases[-1].start_step)]
-    for phase, end in zip(self.phases, ends):
-      steps = max(0, min(step, end) - phase.start_step)
-      flops += steps * self._examples_per_step(phase) * self.model.train_flops_per_example(
-          phase.max_seq_length, phase.max_predictions_per_seq)
-    return flops
-
-  def _examples_per_step(self, phase: Phase) -> int:
-    return phase.train_batch_size * self.train_config.gradient_accumulation_steps
+    return self.inputs.train_flops(step, self.model.train_flops_per_example)
 
   def train(self, evaluator=None, eval_every_steps: int = 0, monitor=None) -> Dict[str, float]:
     """Trains to `num_train_steps` (resuming if possible), evaluating every `eval_every_steps` and
@@ -383,7 +314,7 @@ class Trainer:
       if int(self.step_fn.skipped_steps.numpy()) != skipped:
         step = self._on_nonfinite(step)
         skipped = int(self.step_fn.skipped_steps.numpy())
-      phase = self.phase_at(step)
+      phase = self.inputs.phase_at(step)
       if phase.start_step == step and step > 0 and step < cfg.num_train_steps:
         self.iterator = self.input_iterator(step)
         self.log(f"phase {self.phases.index(phase) + 1} of {len(self.phases)} from step {step}: "
@@ -409,7 +340,7 @@ class Trainer:
     from (after a rollback, the checkpoint's, with the input repositioned if its phase differs)."""
     if not self.nonfinite.after_skip():
       return step
-    if self.phase_at(self.step) is not self.phase_at(step):
+    if self.inputs.phase_at(self.step) is not self.inputs.phase_at(step):
       self.iterator = self.input_iterator(self.step)
     return self.step
 
@@ -445,8 +376,8 @@ class Trainer:
   def _log(self, writer, step, steps, seconds, seconds_per_step) -> Dict[str, float]:
     """Reports the training row of `step` (`Reporter.train_row`) and resets the metrics."""
     values = {name: float(metric.result()) for name, metric in self.metrics.items()}
-    phase = self.phase_at(step - 1)
-    examples_per_s = steps * self._examples_per_step(phase) / max(seconds, 1e-9)
+    phase = self.inputs.phase_at(step - 1)
+    examples_per_s = steps * self.inputs.examples_per_step(phase) / max(seconds, 1e-9)
     skipped = int(self.step_fn.skipped_steps.numpy())
     if skipped - self._skipped_at_log >= steps:  # the metrics saw no step: nothing to show
       values = {}

@@ -6,6 +6,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import runs
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.methods import noise_generator
 from official_rtd.modeling.encoder_config import EncoderConfig
@@ -57,7 +58,7 @@ class NoiseGeneratorTest(tf.test.TestCase):
     tmp = tempfile.mkdtemp()
     records = make_records(os.path.join(tmp, "records"), paragraphs=40)
     gin.bind_parameter("pretraining_model.method", "electra_noise_generator")
-    trainer = trainer_lib.Trainer(
+    trainer = runs.build_trainer(
         os.path.join(tmp, "run"), records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=2,
                                              max_seq_length=64, max_predictions_per_seq=10),

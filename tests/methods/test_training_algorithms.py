@@ -114,16 +114,16 @@ class TwoStageTest(tf.test.TestCase):
     config = trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=4, max_seq_length=64,
                                      max_predictions_per_seq=10, log_every_steps=4,
                                      save_checkpoints_steps=4)
-    stage1 = trainer_lib.Trainer(os.path.join(tmp, "stage1"), records,
-                                 tf.distribute.get_strategy(), train_config=config,
-                                 encoder_config=TINY, model_fn=mlm.build_mlm_pretrainer,
-                                 log=lambda _: None)
+    stage1 = runs.build_trainer(os.path.join(tmp, "stage1"), records,
+                                tf.distribute.get_strategy(), train_config=config,
+                                encoder_config=TINY, model_fn=mlm.build_mlm_pretrainer,
+                                log=lambda _: None)
     stage1.train()
     runs.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra_two_stage.gin"],
                               [f"STAGE1_MODEL_DIR = '{os.path.join(tmp, 'stage1')}'"])
-    stage2 = trainer_lib.Trainer(os.path.join(tmp, "stage2"), records,
-                                 tf.distribute.get_strategy(), train_config=config,
-                                 encoder_config=TINY, log=lambda _: None)
+    stage2 = runs.build_trainer(os.path.join(tmp, "stage2"), records,
+                                tf.distribute.get_strategy(), train_config=config,
+                                encoder_config=TINY, log=lambda _: None)
     model = stage2.model
     source = stage1.model.encoder.variables
     for encoder in (model.generator, model.discriminator):

@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 
+from official_rtd import runs
 from official_rtd.training import strategies
 
 strategies.split_cpu(2)
@@ -41,9 +42,9 @@ def main(records, model_dir):
     strategy = built[strategy_name]
     train = trainer_lib.TrainConfig(train_batch_size=8 // k, num_train_steps=1, max_seq_length=64,
                                     max_predictions_per_seq=10, gradient_accumulation_steps=k)
-    trainer = trainer_lib.Trainer(model_dir, records, strategy, train_config=train,
-                                  encoder_config=encoder, model_fn=METHODS[method],
-                                  log=lambda _: None)
+    trainer = runs.build_trainer(model_dir, records, strategy, train_config=train,
+                                 encoder_config=encoder, model_fn=METHODS[method],
+                                 log=lambda _: None)
     vocab_size = trainer.encoder_config.vocab_size
     if method not in weights:
       weights[method] = trainer.model.get_weights()

@@ -6,6 +6,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import runs
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import probe
 from official_rtd.methods import electra
@@ -51,7 +52,7 @@ class EvaluatorTest(RecordsTestCase):
                                seed=99)
 
   def _trainer(self, model_dir, steps=20):
-    return trainer_lib.Trainer(
+    return runs.build_trainer(
         model_dir, self.records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(
             train_batch_size=8, num_train_steps=steps, max_seq_length=64,
@@ -73,7 +74,7 @@ class EvaluatorTest(RecordsTestCase):
     trainer = self._trainer(model_dir)
     config = self._eval_config()
     evaluator = evaluation.Evaluator(
-        trainer, self.heldout, config,
+        trainer.model, trainer.vocab, trainer.input_config, self.heldout, config,
         probe=probe.from_eval_config(config, trainer.vocab, trainer.do_lower_case))
     trainer.train(evaluator, eval_every_steps=10)
     rows = run_dir.read_results(model_dir)
@@ -113,7 +114,7 @@ class EvaluatorTest(RecordsTestCase):
     positions), whatever the batching: batches of 16 give the figures of one batch holding the
     whole set. (Weighting by loss names gave mws_loss per row.)"""
     vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
-    trainer = trainer_lib.Trainer(
+    trainer = runs.build_trainer(
         os.path.join(self.tmp, "teams"), self.records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=1,
                                              max_seq_length=64, max_predictions_per_seq=10),
@@ -121,9 +122,9 @@ class EvaluatorTest(RecordsTestCase):
         model_fn=functools.partial(teams.build_teams_pretrainer, vocab=vocab,
                                    candidate_mode="hardest", temperature=0.0))  # deterministic
     config = self._eval_config(probe_data_dir="", pll_sentences=0)
-    figures = evaluation.Evaluator(trainer, self.heldout, config)._method_figures()
-    whole = evaluation.Evaluator(
-        trainer, self.heldout, dataclasses.replace(config, eval_batch_size=10_000))
+    parts = (trainer.model, trainer.vocab, trainer.input_config, self.heldout)
+    figures = evaluation.Evaluator(*parts, config)._method_figures()
+    whole = evaluation.Evaluator(*parts, dataclasses.replace(config, eval_batch_size=10_000))
     batches = list(whole._batches())
     self.assertLen(batches, 1)
     model = trainer.model
@@ -135,7 +136,8 @@ class EvaluatorTest(RecordsTestCase):
 
   def test_eval_without_checkpoint_fails(self):
     trainer = self._trainer(os.path.join(self.tmp, "empty_run"))
-    evaluator = evaluation.Evaluator(trainer, self.heldout, self._eval_config(probe_data_dir=""))
+    evaluator = evaluation.Evaluator(trainer.model, trainer.vocab, trainer.input_config,
+                                     self.heldout, self._eval_config(probe_data_dir=""))
     with self.assertRaisesRegex(trainer_lib.TrainingSetupError, "no checkpoint to evaluate in"):
       trainer.evaluate_checkpoints(evaluator)
 

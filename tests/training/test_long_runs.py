@@ -8,6 +8,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import runs
 from official_rtd.methods import electra
 from official_rtd.ops.losses import Loss
 from official_rtd.interop import export
@@ -70,7 +71,7 @@ class LongRunTest(RecordsTestCase):
                   max_predictions_per_seq=10, save_checkpoints_steps=4, log_every_steps=1,
                   shuffle_buffer_size=50, seed=5)
     values.update(train)
-    return trainer_lib.Trainer(
+    return runs.build_trainer(
         os.path.join(self.tmp, name), self.records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(**values),
         optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=2),
@@ -169,7 +170,7 @@ class LongRunTest(RecordsTestCase):
     flops = straight.model.train_flops_per_example
     self.assertAllClose(straight.train_flops(8), 4 * 8 * flops(64, 10) + 4 * 4 * flops(32, 10))
     resumed, _ = self._interrupted_then_resumed("phases_killed", 6, phases=phases)
-    self.assertEqual(resumed.phase_at(6).max_seq_length, 32)
+    self.assertEqual(resumed.inputs.phase_at(6).max_seq_length, 32)
     for a, b in zip(state(straight), state(resumed)):
       self.assertAllEqual(a, b)
 

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd import runs
 from official_rtd.methods import electra
 from official_rtd.training import precision
 from official_rtd.training import trainer as trainer_lib
@@ -70,13 +71,13 @@ class PrecisionTest(RecordsTestCase):
     messages = []
     with mock.patch.object(precision, "_accelerators", return_value={}), \
          mock.patch.object(precision, "cpu_description", return_value=("Test CPU", {"avx2"})):
-      trainer_lib.Trainer(os.path.join(self.tmp, "warn"), self.records,
-                          tf.distribute.get_strategy(),
-                          train_config=trainer_lib.TrainConfig(
-                              train_batch_size=4, num_train_steps=1, max_seq_length=64,
-                              max_predictions_per_seq=10, mixed_precision="bfloat16"),
-                          encoder_config=TINY, model_fn=electra.build_electra_pretrainer,
-                          log=messages.append)
+      runs.build_trainer(os.path.join(self.tmp, "warn"), self.records,
+                         tf.distribute.get_strategy(),
+                         train_config=trainer_lib.TrainConfig(
+                             train_batch_size=4, num_train_steps=1, max_seq_length=64,
+                             max_predictions_per_seq=10, mixed_precision="bfloat16"),
+                         encoder_config=TINY, model_fn=electra.build_electra_pretrainer,
+                         log=messages.append)
     warnings = [m for m in messages if m.startswith("WARNING: ") and "bfloat16" in m]
     self.assertLen(warnings, 1)
     self.assertIn("this CPU (Test CPU) has no native bfloat16", warnings[0])

@@ -5,6 +5,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import runs
 from official_rtd.data import pretrain_dataloader
 from official_rtd.methods import electra
 from official_rtd.methods import mlm
@@ -34,7 +35,7 @@ class TrainStepTest(RecordsTestCase):
         pretrain_dataloader.PretrainInputConfig(self.records, BATCH, 64, 10, is_training=False))))
 
   def _trainer(self, model_fn, k=1, **train):
-    return trainer_lib.Trainer(
+    return runs.build_trainer(
         self.get_temp_dir(), self.records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(
             train_batch_size=BATCH // k, num_train_steps=10, max_seq_length=64,

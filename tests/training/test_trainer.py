@@ -46,7 +46,7 @@ def text_trainer(model_dir, records, model_fn, steps=100, log_every_steps=20, en
                  learning_rate=2e-3, warmup_steps=10, optimizer="adamw", **train_config):
   """A Trainer of batch 16 × 64 tokens on real-text `records` (one checkpoint, at the end) and the
   list its logged figures go to: `(trainer, logged)`."""
-  trainer = trainer_lib.Trainer(
+  trainer = runs.build_trainer(
       model_dir, records, tf.distribute.get_strategy(),
       train_config=trainer_lib.TrainConfig(
           train_batch_size=16, num_train_steps=steps, max_seq_length=64,
@@ -63,7 +63,7 @@ def tiny_export(directory, steps=4):
   """Pre-trains the TINY ELECTRA for `steps` steps of 8 × 64 tokens on real text in `directory`;
   returns its fine-tunable export."""
   records = make_records(os.path.join(directory, "records"), paragraphs=100)
-  trainer = trainer_lib.Trainer(
+  trainer = runs.build_trainer(
       os.path.join(directory, "pretrain"), records, tf.distribute.get_strategy(),
       train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=steps,
                                            max_seq_length=64, max_predictions_per_seq=10,
@@ -91,7 +91,7 @@ class TrainerTest(RecordsTestCase):
                  max_predictions_per_seq=10, save_checkpoints_steps=10, log_every_steps=10,
                  shuffle_buffer_size=100, seed=3)
     train.update(train_kwargs)
-    return trainer_lib.Trainer(
+    return runs.build_trainer(
         model_dir, records or self.records, tf.distribute.OneDeviceStrategy("/cpu:0"),
         train_config=trainer_lib.TrainConfig(**train),
         optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=10),
@@ -175,10 +175,10 @@ class TrainerTest(RecordsTestCase):
     with open(other_vocab, "a") as f:
       f.write("zzzunseentoken\n")
     with self.assertRaisesRegex(trainer_lib.TrainingSetupError, "is not the one the records"):
-      trainer_lib.Trainer(model_dir, self.records, tf.distribute.get_strategy(),
-                          vocab_file=other_vocab, train_config=trainer_lib.TrainConfig(
-                              max_seq_length=64, max_predictions_per_seq=10),
-                          model_fn=electra.build_electra_pretrainer, log=lambda _: None)
+      runs.build_trainer(model_dir, self.records, tf.distribute.get_strategy(),
+                         vocab_file=other_vocab, train_config=trainer_lib.TrainConfig(
+                             max_seq_length=64, max_predictions_per_seq=10),
+                         model_fn=electra.build_electra_pretrainer, log=lambda _: None)
     self.assertFalse(os.path.exists(model_dir))
 
   def test_dynamic_masking_of_unmasked_records(self):
