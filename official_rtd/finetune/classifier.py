@@ -2,8 +2,7 @@
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.modeling.networks import transformer_encoder
-from official_rtd.modeling.layers.dropout import Dropout
+from official_rtd.finetune import heads
 
 
 class SequenceClassifier(tf_keras.Model):
@@ -17,10 +16,8 @@ class SequenceClassifier(tf_keras.Model):
     self.encoder = encoder
     self.num_classes = num_classes
     self.regression_scale = regression_scale
-    self.dropout = Dropout(dropout_rate)
-    self.head = tf_keras.layers.Dense(
-        num_classes, kernel_initializer=transformer_encoder.initializer(encoder.config),
-        name="classifier")
+    self.dropout, self.head = heads.dropout_and_dense(encoder, num_classes, "classifier",
+                                                      dropout_rate)
 
   def call(self, inputs, training=None):
     cls = self.encoder(inputs, training=training)["sequence_output"][:, 0]

@@ -3,10 +3,10 @@
 Per trial: the exported encoder + ELECTRA's head, AdamW (ε 1e-6, weight decay 0 by default) with
 layer-wise learning-rate decay, 10% linear warmup then linear decay, gradient clipping 1.0, batch 32,
 3 epochs (10 for RTE and STS-B); evaluation on dev at the end (`runner.Runner` runs the trials).
-`GlueMember`: a GLUE task in a multi-task (BAM) run.
+The same class is a GLUE task's part of a multi-task (BAM) run (`multitask.py`).
 """
 import os
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -74,31 +74,46 @@ class GlueTask(task_lib.Task):
   """One GLUE task: ELECTRA's head on `[CLS]`, softmax cross-entropy (squared error for STS-B);
   dev metrics per dev split (MNLI has two); with `--do_predict` the best trial's test-set
   predictions as `<TASK>.tsv`, with `--write_train_predictions` its training-set logits (a BAM
-  teacher)."""
+  teacher). In a BAM run (§3.1): softmax(W c) on `[CLS]`, or for regression sigmoid(wᵀc) on labels
+  normalised to [0, 1] (scaled back for Pearson/Spearman); targets λ·y + (1 − λ)·teacher."""
 
   run_name = "GlueRunner"
   protocols = PROTOCOLS
+  multitask = True
+  family = "glue"
 
-  def __init__(self, config: GlueConfig, export, log: Callable[[str], None]):
-    super().__init__(config, export, log)
-    if not config.task or config.tasks:
+  def __init__(self, config: GlueConfig, export, log: Callable[[str], None],
+               name: Optional[str] = None):
+    super().__init__(config, export, log, name)
+    if not self.is_member and (not config.task or config.tasks):
       raise ValueError("the GLUE task is single-task: give --task (--tasks runs multitask.py)")
-    self.spec = glue_data.get_task(config.task)
+    self.spec = glue_data.get_task(self.name)
     bam = config.protocol == "bam"
     self.regression_scale = REGRESSION_SCALE if bam and self.spec.is_regression else 0.0
+    self.num_outputs = self.spec.num_classes
+    self.teacher_file = distillation.file_name(self.spec.name)
+    if not self.is_member:
+      self._check_single_task()
+    self.primary_metric = metrics_lib.PRIMARY[self.spec.name]
+    self.all_train_examples = load_split(config, self.spec, "train")[0][1]
+    self.rows = task_lib.subset_rows(len(self.all_train_examples), config)
+    self.train_examples = [self.all_train_examples[i] for i in self.rows]
+    self.num_train = len(self.rows)
+    self.dev_splits = load_split(config, self.spec, "dev")
+    self.test_splits = (load_split(config, self.spec, "test")
+                        if config.do_predict and not self.is_member else [])
+    self.teacher = None  # [all_train, classes] probabilities or [all_train, 1] values in [0, 1]
+    self._train_arrays = self._mixture_arrays = None
+
+  def _check_single_task(self):
+    """Checks the single-task options; sets the epochs and published files they imply."""
+    config = self.config
     if config.double_unordered and self.spec.name not in ("mrpc", "sts-b"):
       raise ValueError("--double_unordered applies to MRPC and STS-B only")
     self.check_max_seq_length()
-    self.default_epochs = (trials_lib.PROTOCOL_EPOCHS["bam"] if bam
+    self.default_epochs = (trials_lib.PROTOCOL_EPOCHS["bam"] if config.protocol == "bam"
                            else 10 if self.spec.name in LONG_TASKS else 3)
-    self.primary_metric = metrics_lib.PRIMARY[self.spec.name]
-    self.published = ([distillation.file_name(self.spec.name)]
-                      if config.write_train_predictions else [])
-    self.all_train_examples = load_split(config, self.spec, "train")[0][1]
-    self.train_examples = self.subset(self.all_train_examples)
-    self.dev_splits = load_split(config, self.spec, "dev")
-    self.test_splits = load_split(config, self.spec, "test") if config.do_predict else []
-    self._train_arrays = None
+    self.published = [self.teacher_file] if config.write_train_predictions else []
 
   def describe(self) -> str:
     return (f"run_glue ({self.config.protocol} protocol): {self.spec.name}, "
@@ -139,7 +154,7 @@ class GlueTask(task_lib.Task):
           split: self.predict(model, examples) for split, examples in self.test_splits})
     if self.config.write_train_predictions:
       distillation.write_predictions(
-          os.path.join(trial_dir, distillation.file_name(self.spec.name)), self.spec.name,
+          os.path.join(trial_dir, self.teacher_file), self.spec.name,
           self.spec.num_classes, self.scores(model, self.all_train_examples, logits=True),
           "sigmoid" if self.regression_scale else "linear" if self.spec.is_regression
           else "softmax")
@@ -195,28 +210,10 @@ class GlueTask(task_lib.Task):
       textio.write_lines_atomic(path, lines)
       self.log(f"wrote {len(examples)} test predictions to {path}")
 
-
-@task_lib.register_member(*glue_data.TASKS)
-class GlueMember(task_lib.Member):
-  """A GLUE task in a BAM run (§3.1): softmax(W c) on `[CLS]`, or for regression sigmoid(wᵀc) on
-  labels normalised to [0, 1] (scaled back for Pearson/Spearman); targets λ·y + (1 − λ)·teacher."""
-
-  family = "glue"
-
-  def __init__(self, name: str, config: GlueConfig, tokenizer, log: Callable[[str], None]):
-    super().__init__(name, config, tokenizer, log)
-    self.spec = glue_data.get_task(name)
-    self.num_outputs = self.spec.num_classes
-    self.teacher_file = distillation.file_name(name)
-    self.all_train = load_split(config, self.spec, "train")[0][1]
-    self.rows = task_lib.subset_rows(len(self.all_train), config)
-    self.num_train = len(self.rows)
-    self.dev = load_split(config, self.spec, "dev")
-    self.teacher = None  # [all_train, classes] probabilities or [all_train, 1] values in [0, 1]
-    self._train_arrays = None
-
+  # --- in a multi-task (BAM) run ----------------------------------------------------------------
   def read_teacher(self, path: str) -> None:
-    predictions, function = distillation.read_predictions(path, self.name, len(self.all_train),
+    predictions, function = distillation.read_predictions(path, self.name,
+                                                          len(self.all_train_examples),
                                                           self.spec.num_classes)
     if self.spec.is_regression:
       if function != "sigmoid":
@@ -229,21 +226,21 @@ class GlueMember(task_lib.Member):
       self.teacher = distillation.softmax(predictions)
     self.teacher_path = path
 
-  def train_dataset(self, seed: int) -> tf.data.Dataset:
+  def mixture_dataset(self, seed: int) -> tf.data.Dataset:
     """Targets: `gold` `[classes]` one-hot (`[1]`: the normalised value), `teacher` alike (zeros
     without one), `has_teacher` `[]`."""
-    if self._train_arrays is None:
-      examples = [self.all_train[i] for i in self.rows]
+    if self._mixture_arrays is None:
+      examples = self.train_examples
       labels = np.array(glue_data.labels_of(examples), np.float32)
       gold = ((labels / REGRESSION_SCALE)[:, None] if self.spec.is_regression
               else np.eye(self.spec.num_classes, dtype=np.float32)[labels.astype(np.int64)])
       teacher = (self.teacher[self.rows].astype(np.float32) if self.teacher is not None
                  else np.zeros_like(gold))
-      self._train_arrays = (
+      self._mixture_arrays = (
           encode(examples, self.tokenizer, self.config.max_seq_length),
           {"gold": gold, "teacher": teacher,
            "has_teacher": np.full([len(examples)], float(self.teacher is not None), np.float32)})
-    return (tf.data.Dataset.from_tensor_slices(self._train_arrays)
+    return (tf.data.Dataset.from_tensor_slices(self._mixture_arrays)
             .shuffle(self.num_train, seed=seed).repeat())
 
   def output(self, head, dropout, sequence_output, inputs, training):
@@ -262,25 +259,25 @@ class GlueMember(task_lib.Member):
       losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
     return losses, tf.ones_like(losses)
 
-  def evaluate(self, predict):
+  def evaluate_head(self, predict):
     """Metrics per dev split (`<task>` or `<task>:<split>` for MNLI's two); the primary metric
     of the first split (WNLI: not averaged, as GLUE's average)."""
     dev, primary = {}, None
-    for position, (split, examples) in enumerate(self.dev):
+    for position, (split, examples) in enumerate(self.dev_splits):
       values = predict(encode(examples, self.tokenizer, self.config.max_seq_length),
                        f"{self.name}: predicting {len(examples)} examples")
       predictions = values * REGRESSION_SCALE if self.spec.is_regression else values.argmax(-1)
-      key = self.name if len(self.dev) == 1 else f"{self.name}:{split}"
+      key = self.name if len(self.dev_splits) == 1 else f"{self.name}:{split}"
       dev[key] = metrics_lib.task_metrics(self.name, glue_data.labels_of(examples),
                                           predictions.tolist())
       if position == 0 and self.name != "wnli":
         primary = dev[key][metrics_lib.PRIMARY[self.name]]
     return dev, primary
 
-  def write_teacher(self, path: str, predict) -> None:
+  def write_head_teacher(self, path: str, predict) -> None:
     """Logits, or regression values on the label scale, for every training row."""
-    values = predict(encode(self.all_train, self.tokenizer, self.config.max_seq_length),
-                     f"{self.name}: predicting {len(self.all_train)} training examples")
+    values = predict(encode(self.all_train_examples, self.tokenizer, self.config.max_seq_length),
+                     f"{self.name}: predicting {len(self.all_train_examples)} training examples")
     if self.spec.is_regression:
       values = values * REGRESSION_SCALE
     distillation.write_predictions(path, self.name, self.spec.num_classes, values,

@@ -16,12 +16,11 @@ import tf_keras
 
 from official_rtd import textio
 from official_rtd.finetune import configs
+from official_rtd.finetune import heads
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import race_data
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
-from official_rtd.modeling.networks import transformer_encoder
-from official_rtd.modeling.layers.dropout import Dropout
 
 PREDICTIONS_NAME = "predictions.jsonl"
 TASKS = ("race",)
@@ -36,9 +35,7 @@ class MultipleChoiceModel(tf_keras.Model):
   def __init__(self, encoder, dropout_rate: float = 0.1, **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
-    self.dropout = Dropout(dropout_rate)
-    self.scorer = tf_keras.layers.Dense(
-        1, kernel_initializer=transformer_encoder.initializer(encoder.config), name="scorer")
+    self.dropout, self.scorer = heads.dropout_and_dense(encoder, 1, "scorer", dropout_rate)
 
   def call(self, inputs, training=None):
     shape = tf.shape(inputs["input_word_ids"])  # [batch, options, seq_len]

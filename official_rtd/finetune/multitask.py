@@ -1,5 +1,5 @@
 """BAM: multi-task fine-tuning with born-again distillation and teacher annealing (dissertation
-ch. 3), `run_glue --tasks=...`, over any mix of registered members (`task.Member`: the GLUE tasks
+ch. 3), `run_glue --tasks=...`, over any mix of registered tasks that take part (`task.Task.multitask`: the GLUE tasks
 in `glue.py`, the tagging tasks in `tagging.py`).
 
 One shared encoder and a head per task (softmax(W c) on `[CLS]` for classification; sigmoid(wᵀc)
@@ -21,12 +21,12 @@ import tf_keras
 
 from official_rtd import textio
 from official_rtd.finetune import configs
+from official_rtd.finetune import heads
 from official_rtd.finetune import distillation
 from official_rtd.finetune import glue
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
-from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.layers.dropout import Dropout
 
 # §3.3: batch 128, learning rate 1e-4, layer-wise decay α = 0.9 with layer 0 the closest to the
@@ -53,15 +53,15 @@ class MultiTaskModel(tf_keras.Model):
   `[batch]` regression values in [0, 1], `[batch, seq_len, tags]` word logits); `only=task`
   runs that head alone (its features suffice)."""
 
-  def __init__(self, encoder, members: Sequence[task_lib.Member], dropout_rate: float = 0.1,
+  def __init__(self, encoder, members: Sequence[task_lib.Task], dropout_rate: float = 0.1,
                **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
     self.members = list(members)
     self.dropout = Dropout(dropout_rate)
-    self.heads = {head_name(m.name): tf_keras.layers.Dense(
-        m.num_outputs, kernel_initializer=transformer_encoder.initializer(encoder.config),
-        name=f"{head_name(m.name)}_head") for m in self.members}
+    self.heads = {head_name(m.name): heads.dense(encoder, m.num_outputs,
+                                                 f"{head_name(m.name)}_head")
+                  for m in self.members}
 
   def call(self, inputs, training=None, only=None):
     sequence = self.encoder(inputs, training=training)["sequence_output"]
@@ -70,7 +70,7 @@ class MultiTaskModel(tf_keras.Model):
             for m in self.members if only in (None, m.name)}
 
 
-def multitask_loss(members: Sequence[task_lib.Member], outputs: Dict[str, tf.Tensor], features,
+def multitask_loss(members: Sequence[task_lib.Task], outputs: Dict[str, tf.Tensor], features,
                    targets, lam) -> tf.Tensor:
   """Σ_τ (n_τ / batch) · Σ_{i: task_i = τ} ℓ_τ(i) / Σ_{i: task_i = τ} units_τ(i).
 
@@ -115,7 +115,7 @@ class MultiTask(task_lib.Task):
   def __init__(self, config: configs.GlueConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)
     names = task_names(config)
-    classes = [task_lib.get_member(n) for n in names]  # unknown names refused before reading
+    classes = [task_lib.get_multitask(n) for n in names]  # unknown names refused before reading
     if config.double_unordered or config.do_predict or config.protocol != "electra":
       raise ValueError("--double_unordered, --do_predict and --protocol are single-task (--task) "
                        "options (multi-task runs follow BAM's §3.3)")
@@ -127,7 +127,7 @@ class MultiTask(task_lib.Task):
     self.check_max_seq_length()
     self.source_checkpoint = (source_checkpoint(config.single_task_finetune, names)
                               if config.single_task_finetune else "")
-    self.members = [cls(name, config, self.tokenizer, log) for cls, name in zip(classes, names)]
+    self.members = [cls(config, export, log, name=name) for cls, name in zip(classes, names)]
     self.default_epochs = (MULTI_TASK_EPOCHS if len(names) > 1
                            else 10 if names[0] in glue.LONG_TASKS else 3)
     self.primary_metric = ("glue.average" if all(m.family == "glue" for m in self.members)
@@ -163,7 +163,7 @@ class MultiTask(task_lib.Task):
     """Each example from task τ with probability p(τ), shuffled within tasks; deterministic for
     `seed` (a resumed trial replays it). Every example carries every member's features and
     targets (zeros where they are another task's) and `task_id`."""
-    per_task = [m.train_dataset(seed + 1000 * index) for index, m in enumerate(self.members)]
+    per_task = [m.mixture_dataset(seed + 1000 * index) for index, m in enumerate(self.members)]
     feature_specs, target_specs = {}, {}
     for member, dataset in zip(self.members, per_task):
       feature_specs.update(dataset.element_spec[0])
@@ -210,7 +210,7 @@ class MultiTask(task_lib.Task):
                                           self.config.teacher_lambda)(progress)
     return multitask_loss(self.members, model(features, training=True), features, targets, lam)
 
-  def predictor(self, model, member: task_lib.Member):
+  def predictor(self, model, member: task_lib.Task):
     """`predict(features, label)`: the member's head outputs over numpy features."""
 
     def predict(features, label):
@@ -226,7 +226,7 @@ class MultiTask(task_lib.Task):
     teacher file are written there."""
     dev, primaries = {}, {}
     for member in self.members:
-      metrics, primary = member.evaluate(self.predictor(model, member))
+      metrics, primary = member.evaluate_head(self.predictor(model, member))
       dev.update(metrics)
       if primary is not None:
         primaries[member.name] = (member.family, primary)
@@ -238,8 +238,8 @@ class MultiTask(task_lib.Task):
     if trial_dir is not None:
       tf.train.Checkpoint(model=model).write(os.path.join(trial_dir, MODEL_NAME))
       for member in self.members if self.config.write_train_predictions else []:
-        member.write_teacher(os.path.join(trial_dir, member.teacher_file),
-                             self.predictor(model, member))
+        member.write_head_teacher(os.path.join(trial_dir, member.teacher_file),
+                                  self.predictor(model, member))
     return dev
 
   def brief(self, dev) -> str:

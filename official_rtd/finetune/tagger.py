@@ -3,9 +3,8 @@ tagging head), optionally followed by a linear-chain CRF over the words (`ops/cr
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.modeling.networks import transformer_encoder
+from official_rtd.finetune import heads
 from official_rtd.ops import crf as crf_lib
-from official_rtd.modeling.layers.dropout import Dropout
 
 
 class TokenTagger(tf_keras.Model):
@@ -19,10 +18,7 @@ class TokenTagger(tf_keras.Model):
     self.encoder = encoder
     self.num_tags = num_tags
     self.crf = crf
-    self.dropout = Dropout(dropout_rate)
-    self.head = tf_keras.layers.Dense(
-        num_tags, kernel_initializer=transformer_encoder.initializer(encoder.config),
-        name="tagger")
+    self.dropout, self.head = heads.dropout_and_dense(encoder, num_tags, "tagger", dropout_rate)
     # A[i, j]: score of tag j right after tag i.
     self.transitions = (self.add_weight("transitions", [num_tags, num_tags], tf.float32,
                                         initializer="zeros") if crf else None)

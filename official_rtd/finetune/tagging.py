@@ -8,10 +8,11 @@ predictions are written back as IOB2, which conlleval reads next to the gold fil
 Finished trials are kept in `<model_dir>/trial_<k>/` (results.json, predictions.txt), so a killed
 run resumes with the next unfinished trial; `<model_dir>/predictions.txt` is the best trial's.
 With `--write_train_predictions`, each training word's tag logits (`train_predictions_<task>.npz`):
-a teacher for a multi-task run. `TaggingMember`: a tagging task in a multi-task (BAM) run.
+a teacher for a multi-task run. The same class is a tagging task's part of a multi-task (BAM)
+run (`multitask.py`).
 """
 import os
-from typing import Callable, List, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -39,15 +40,53 @@ def teacher_file(task: str) -> str:
 
 @task_lib.register(*tagging_data.TASKS)
 class TokenTagging(task_lib.Task):
-  """Reads and encodes the data once; a trial's model is the encoder + `tagger.TokenTagger`."""
+  """Reads and encodes the data once; a trial's model is the encoder + `tagger.TokenTagger`.
+
+  In a BAM run: a softmax over tags at each word's first piece (no CRF; span tasks train on
+  BIOES tags, scored as `run_tagging` does). Its examples are word-piece windows; its data is
+  `--task_data_dirs=<task>:DIR` or `<--data_dir>/<folder>` (pos_ptb, chunk_conll2000,
+  ner_conll2003). The tag set is the whole training set's, as a teacher's."""
 
   run_name = "TaggingRunner"
   protocols = PROTOCOLS
   published = (PREDICTIONS_NAME,)
+  multitask = True
 
-  def __init__(self, config: TaggingConfig, export, log: Callable[[str], None]):
-    super().__init__(config, export, log)
-    self.spec = tagging_data.get_task(config.task)
+  def __init__(self, config: TaggingConfig, export, log: Callable[[str], None],
+               name: Optional[str] = None):
+    super().__init__(config, export, log, name)
+    self.spec = tagging_data.get_task(self.name)
+    self.teacher_file = teacher_file(self.spec.name)
+    self.primary_metric = "f1" if self.spec.spans else "accuracy"
+    if self.is_member:
+      train, self.dev_sentences = tagging_data.load_task(self.spec, self._member_directory())
+      tag_scheme, stride = DEFAULT_TAG_SCHEME, 0
+    else:
+      self._check_single_task()
+      train, self.dev_sentences = tagging_data.load_task(
+          self.spec, config.data_dir, config.label_column, config.train_file, config.dev_file,
+          config.carve_dev_sentences)
+      tag_scheme, stride = config.tag_scheme, config.window_stride
+    if self.spec.spans:
+      train = tagging_data.with_scheme(train, tag_scheme)
+    self.all_train = train
+    self._all_train_windows = None
+    self.rows = task_lib.subset_rows(len(train), config)
+    self.train_sentences = [train[i] for i in self.rows]
+    self.check_dev_tags(train if self.is_member else self.train_sentences)
+    self.labels = sorted({tag for sentence in (train if self.is_member else self.train_sentences)
+                          for tag in sentence.tags})
+    self.label_ids = {tag: i for i, tag in enumerate(self.labels)}
+    self.train_windows = tagging_data.encode(self.train_sentences, self.tokenizer,
+                                             config.max_seq_length, self.label_ids, stride)
+    self.dev_windows = tagging_data.encode(self.dev_sentences, self.tokenizer,
+                                           config.max_seq_length, self.label_ids, stride)
+    self.num_train = len(self.train_windows)
+    self.num_outputs = len(self.labels)
+    self.teacher = None  # ([words, tags] probabilities, [windows, seq_len] row of each word)
+
+  def _check_single_task(self):
+    config = self.config
     if config.protocol == "shao":
       if self.spec.name != "pos":
         raise ValueError(f"--protocol=shao is Shao's PTB part-of-speech protocol; --task="
@@ -64,24 +103,18 @@ class TokenTagging(task_lib.Task):
       raise ValueError("--write_train_predictions writes a softmax teacher's word logits; a CRF's "
                        "word scores are not a distribution over tags: drop --crf")
     if config.write_train_predictions:
-      self.published = (PREDICTIONS_NAME, teacher_file(self.spec.name))
-    self.primary_metric = "f1" if self.spec.spans else "accuracy"
-    train, self.dev_sentences = tagging_data.load_task(
-        self.spec, config.data_dir, config.label_column, config.train_file, config.dev_file,
-        config.carve_dev_sentences)
-    if self.spec.spans:
-      train = tagging_data.with_scheme(train, config.tag_scheme)
-    self.all_train = train
-    self._all_train_windows = None
-    train = self.subset(train)
-    self.check_dev_tags(train)
-    self.labels = sorted({tag for sentence in train for tag in sentence.tags})
-    label_ids = {tag: i for i, tag in enumerate(self.labels)}
-    self.train_windows = tagging_data.encode(train, self.tokenizer, config.max_seq_length,
-                                             label_ids, config.window_stride)
-    self.dev_windows = tagging_data.encode(self.dev_sentences, self.tokenizer,
-                                           config.max_seq_length, label_ids, config.window_stride)
-    self.train_sentences = train
+      self.published = (PREDICTIONS_NAME, self.teacher_file)
+
+  def _member_directory(self) -> str:
+    """A multi-task run's folder of this task's data."""
+    config = self.config
+    directory = (configs.task_data_dirs(config).get(self.name)
+                 or os.path.join(config.data_dir, self.spec.folder))
+    if not os.path.isdir(directory):
+      raise ValueError(f"no data for {self.name}: {directory} is not a folder; give "
+                       f"--task_data_dirs={self.name}:DIR (with {self.spec.train_file}) or a "
+                       f"--data_dir holding {self.spec.folder}/")
+    return directory
 
   def describe(self) -> str:
     cfg = self.config
@@ -95,9 +128,13 @@ class TokenTagging(task_lib.Task):
 
   def check_dev_tags(self, train):
     """Dev tags (span types) absent from the training sentences are refused, or with
-    --allow_unseen_dev_tags logged: the model cannot predict them, so they count as errors."""
+    --allow_unseen_dev_tags (always in a multi-task run) logged: the model cannot predict them,
+    so they count as errors."""
     unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.spec.spans)
     if not unseen:
+      return
+    if self.is_member:
+      self.log(f"{self.name}: dev tags unseen in training, counted as errors: {dict(unseen)}")
       return
     what = "span types" if self.spec.spans else "tags"
     listed = ", ".join(f"{tag} ({n})" for tag, n in list(unseen.items())[:8])
@@ -138,14 +175,18 @@ class TokenTagging(task_lib.Task):
 
   def write_teacher(self, model, path: str):
     """Every training sentence's word logits (all of them, whatever `--max_train_examples`)."""
-    if self._all_train_windows is None:
-      self._all_train_windows = tagging_data.encode(
-          self.all_train, self.tokenizer, self.config.max_seq_length,
-          {tag: i for i, tag in enumerate(self.labels)}, self.config.window_stride)
-    windows = self._all_train_windows
+    windows = self.all_train_windows()
     logits = self.window_logits(model, windows, f"tagging {len(windows)} training windows")
     write_teacher(path, self.spec.name, self.labels,
                   sentence_word_logits(windows, logits, self.all_train))
+
+  def all_train_windows(self) -> tagging_data.Windows:
+    """Every training sentence's windows (whatever `--max_train_examples`), encoded once."""
+    if self._all_train_windows is None:
+      self._all_train_windows = tagging_data.encode(
+          self.all_train, self.tokenizer, self.config.max_seq_length, self.label_ids,
+          0 if self.is_member else self.config.window_stride)
+    return self._all_train_windows
 
   def brief(self, dev) -> str:
     return f"{self.primary_metric}={dev[self.primary_metric]:.4f}"
@@ -159,6 +200,65 @@ class TokenTagging(task_lib.Task):
 
   def summary_fields(self, median):
     return {"task": self.spec.name, "labels": self.labels}
+
+  # --- in a multi-task (BAM) run ----------------------------------------------------------------
+  def read_teacher(self, path: str) -> None:
+    probabilities = distillation.softmax(read_teacher(path, self.name, self.all_train,
+                                                      self.labels)).astype(np.float32)
+    offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in self.all_train])])
+    windows = self.train_windows
+    start = offsets[np.asarray(self.rows)[windows.sentence]] + windows.first_word
+    positions = np.arange(windows.word_labels.shape[1])
+    owned = positions[None, :] < windows.inputs["word_lengths"][:, None]
+    index = np.where(owned, start[:, None] + positions[None, :], 0).astype(np.int32)
+    self.teacher = probabilities, index  # [windows, seq_len]: each owned word's teacher row
+    self.teacher_path = path
+
+  def mixture_dataset(self, seed: int) -> tf.data.Dataset:
+    """Targets: `labels` `[seq_len]` tag ids of the owned words, `teacher` `[seq_len, tags]`
+    (the teacher's distribution per word, zeros without one or past the words), `has_teacher`."""
+    n = self.num_train
+    probabilities, index = self.teacher or (np.zeros([1, self.num_outputs], np.float32),
+                                            np.zeros_like(self.train_windows.word_labels))
+    targets = {"labels": self.train_windows.word_labels,
+               "has_teacher": np.full([n], float(self.teacher is not None), np.float32)}
+    table = tf.constant(probabilities)
+
+    def with_teacher(features, targets, rows):
+      owned = tf.sequence_mask(features["word_lengths"], tf.shape(rows)[0], tf.float32)
+      return features, {**targets, "teacher": tf.gather(table, rows) * owned[:, None]}
+
+    return (tf.data.Dataset.from_tensor_slices((self.train_windows.inputs, targets, index))
+            .shuffle(n, seed=seed).repeat().map(with_teacher))
+
+  def output(self, head, dropout, sequence_output, inputs, training):
+    """`[batch, seq_len, tags]` logits at each owned word's first piece, left-aligned."""
+    logits = tf.cast(head(dropout(sequence_output, training=training)), tf.float32)
+    return tf.gather(logits, inputs["word_positions"], batch_dims=1)
+
+  def example_losses(self, output, features, targets, lam):
+    """Each window's summed per-word cross-entropy against λ·y + (1 − λ)·teacher; its words."""
+    lengths = features["word_lengths"]
+    owned = tf.sequence_mask(lengths, tf.shape(output)[1], tf.float32)
+    gold = tf.one_hot(tf.maximum(tf.cast(targets["labels"], tf.int32), 0), self.num_outputs)
+    has_teacher = targets["has_teacher"][:, None, None]
+    mixed = (has_teacher * (lam * gold + (1.0 - lam) * targets["teacher"])
+             + (1.0 - has_teacher) * gold)
+    losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
+    return tf.reduce_sum(losses * owned, -1), tf.cast(lengths, tf.float32)
+
+  def evaluate_head(self, predict):
+    logits = predict(self.dev_windows.inputs, f"{self.name}: tagging {len(self.dev_windows)} windows")
+    metrics = evaluate(self.spec, self.dev_sentences,
+                       predicted_tags(self.spec, self.labels, self.dev_windows, logits,
+                                      self.dev_sentences))
+    return {self.name: metrics}, metrics["f1" if self.spec.spans else "accuracy"]
+
+  def write_head_teacher(self, path: str, predict) -> None:
+    windows = self.all_train_windows()
+    logits = predict(windows.inputs, f"{self.name}: tagging {len(windows)} training windows")
+    write_teacher(path, self.name, self.labels,
+                  sentence_word_logits(windows, logits, self.all_train))
 
 
 def predicted_tags(task: tagging_data.TaggingTask, labels: Sequence[str],
@@ -263,101 +363,3 @@ def write_predictions(path: str, sentences, predicted: List[List[str]]):
     lines.extend(f"{w} {g} {p}" for w, g, p in zip(sentence.words, sentence.tags, tags))
     lines.append("")
   textio.write_lines_atomic(path, lines)
-
-
-
-@task_lib.register_member(*tagging_data.TASKS)
-class TaggingMember(task_lib.Member):
-  """A tagging task in a BAM run: a softmax over tags at each word's first piece (no CRF; span
-  tasks train on BIOES tags, scored as `run_tagging` does). Its examples are word-piece windows;
-  its data is `--task_data_dirs=<task>:DIR` or `<--data_dir>/<folder>` (pos_ptb,
-  chunk_conll2000, ner_conll2003). The tag set is the whole training set's, as a teacher's."""
-
-  def __init__(self, name: str, config, tokenizer, log: Callable[[str], None]):
-    super().__init__(name, config, tokenizer, log)
-    self.spec = tagging_data.get_task(name)
-    directory = (configs.task_data_dirs(config).get(name)
-                 or os.path.join(config.data_dir, self.spec.folder))
-    if not os.path.isdir(directory):
-      raise ValueError(f"no data for {name}: {directory} is not a folder; give "
-                       f"--task_data_dirs={name}:DIR (with {self.spec.train_file}) or a "
-                       f"--data_dir holding {self.spec.folder}/")
-    train, self.dev_sentences = tagging_data.load_task(self.spec, directory)
-    if self.spec.spans:
-      train = tagging_data.with_scheme(train, DEFAULT_TAG_SCHEME)
-    self.all_train = train
-    self.rows = task_lib.subset_rows(len(train), config)
-    self.labels = sorted({tag for sentence in train for tag in sentence.tags})
-    unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.spec.spans)
-    if unseen:
-      log(f"{name}: dev tags unseen in training, counted as errors: {dict(unseen)}")
-    self.label_ids = {tag: i for i, tag in enumerate(self.labels)}
-    self.windows = tagging_data.encode([train[i] for i in self.rows], tokenizer,
-                                       config.max_seq_length, self.label_ids)
-    self.dev_windows = tagging_data.encode(self.dev_sentences, tokenizer, config.max_seq_length,
-                                           self.label_ids)
-    self.num_train = len(self.windows)
-    self.num_outputs = len(self.labels)
-    self.teacher_file = teacher_file(name)
-    self.teacher = None  # ([words, tags] probabilities, [windows, seq_len] row of each word)
-    self._all_train_windows = None
-
-  def read_teacher(self, path: str) -> None:
-    probabilities = distillation.softmax(read_teacher(path, self.name, self.all_train,
-                                                      self.labels)).astype(np.float32)
-    offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in self.all_train])])
-    start = offsets[np.asarray(self.rows)[self.windows.sentence]] + self.windows.first_word
-    positions = np.arange(self.windows.word_labels.shape[1])
-    owned = positions[None, :] < self.windows.inputs["word_lengths"][:, None]
-    index = np.where(owned, start[:, None] + positions[None, :], 0).astype(np.int32)
-    self.teacher = probabilities, index  # [windows, seq_len]: each owned word's teacher row
-    self.teacher_path = path
-
-  def train_dataset(self, seed: int) -> tf.data.Dataset:
-    """Targets: `labels` `[seq_len]` tag ids of the owned words, `teacher` `[seq_len, tags]`
-    (the teacher's distribution per word, zeros without one or past the words), `has_teacher`."""
-    n = self.num_train
-    probabilities, index = self.teacher or (np.zeros([1, self.num_outputs], np.float32),
-                                            np.zeros_like(self.windows.word_labels))
-    targets = {"labels": self.windows.word_labels,
-               "has_teacher": np.full([n], float(self.teacher is not None), np.float32)}
-    table = tf.constant(probabilities)
-
-    def with_teacher(features, targets, rows):
-      owned = tf.sequence_mask(features["word_lengths"], tf.shape(rows)[0], tf.float32)
-      return features, {**targets, "teacher": tf.gather(table, rows) * owned[:, None]}
-
-    return (tf.data.Dataset.from_tensor_slices((self.windows.inputs, targets, index))
-            .shuffle(n, seed=seed).repeat().map(with_teacher))
-
-  def output(self, head, dropout, sequence_output, inputs, training):
-    """`[batch, seq_len, tags]` logits at each owned word's first piece, left-aligned."""
-    logits = tf.cast(head(dropout(sequence_output, training=training)), tf.float32)
-    return tf.gather(logits, inputs["word_positions"], batch_dims=1)
-
-  def example_losses(self, output, features, targets, lam):
-    """Each window's summed per-word cross-entropy against λ·y + (1 − λ)·teacher; its words."""
-    lengths = features["word_lengths"]
-    owned = tf.sequence_mask(lengths, tf.shape(output)[1], tf.float32)
-    gold = tf.one_hot(tf.maximum(tf.cast(targets["labels"], tf.int32), 0), self.num_outputs)
-    has_teacher = targets["has_teacher"][:, None, None]
-    mixed = (has_teacher * (lam * gold + (1.0 - lam) * targets["teacher"])
-             + (1.0 - has_teacher) * gold)
-    losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
-    return tf.reduce_sum(losses * owned, -1), tf.cast(lengths, tf.float32)
-
-  def evaluate(self, predict):
-    logits = predict(self.dev_windows.inputs, f"{self.name}: tagging {len(self.dev_windows)} windows")
-    metrics = evaluate(self.spec, self.dev_sentences,
-                       predicted_tags(self.spec, self.labels, self.dev_windows, logits,
-                                      self.dev_sentences))
-    return {self.name: metrics}, metrics["f1" if self.spec.spans else "accuracy"]
-
-  def write_teacher(self, path: str, predict) -> None:
-    if self._all_train_windows is None:  # encoded once for every trial
-      self._all_train_windows = tagging_data.encode(self.all_train, self.tokenizer,
-                                                    self.config.max_seq_length, self.label_ids)
-    windows = self._all_train_windows
-    logits = predict(windows.inputs, f"{self.name}: tagging {len(windows)} training windows")
-    write_teacher(path, self.name, self.labels,
-                  sentence_word_logits(windows, logits, self.all_train))

@@ -14,7 +14,9 @@ task is one module:
     def loss(self, model, batch, progress): ...
     def evaluate(self, model, trial_dir): ...
 
-and the runner picks it by `config.task_name`.
+and the runner picks it by `config.task_name`. The same class takes part in multi-task (BAM)
+runs (`multitask.py`, `run_glue --tasks=...`) when it sets `multitask = True` and implements the
+methods under "taking part in a multi-task run": each task family is written once.
 """
 import json
 import math
@@ -37,6 +39,15 @@ class Task:
     published: per-trial files copied from the best trial to `<model_dir>`.
     run_name: the name a run directory's fingerprint records for this task's runs.
     protocols: the `--protocol` values the task accepts (`trials.PROTOCOL_DEFAULTS`).
+    multitask: whether the task can join a multi-task run (then it also sets `family`,
+      `num_outputs`, `teacher_file` and `num_train` and implements the methods below).
+
+  Args:
+    config: the run's config (a multi-task run's own, with `name` given).
+    export: the `export.Export` fine-tuned.
+    log: takes one line.
+    name: set when the task is one member of a multi-task run (its name among `--tasks`);
+      otherwise the task is `config.task`.
   """
 
   default_epochs: float = 3.0
@@ -44,12 +55,20 @@ class Task:
   published: Sequence[str] = ()
   run_name: str = ""
   protocols: Sequence[str] = ("electra",)
+  multitask: bool = False
+  family: str = ""  # "glue" members make up a multi-task run's `glue.average`
+  num_outputs: int = 0  # units of its head in a multi-task run (`Dense` on the encoder output)
+  teacher_file: str = ""  # its teacher file's name in a teacher run's directory
+  teacher_path: str = ""  # the teacher file read (`read_teacher`), "" without one
+  num_train: int = 0  # training examples of a multi-task member (after `--max_train_examples`)
 
-  def __init__(self, config, export, log: Callable[[str], None]):
+  def __init__(self, config, export, log: Callable[[str], None], name: Optional[str] = None):
     self.config = config
     self.export = export
     self.tokenizer = export.tokenizer
     self.log = log
+    self.name = (name or getattr(config, "task", "") or "").lower()
+    self.is_member = name is not None
 
   @classmethod
   def optimizer_defaults(cls, config) -> Dict:
@@ -128,6 +147,36 @@ class Task:
   def finish(self, trials: List[dict], best: dict, model_dir: str) -> None:
     """After every trial (e.g. GLUE's test-set submission from the best trial)."""
 
+  # --- taking part in a multi-task (BAM) run (`multitask = True`) ---------------------------------
+  def read_teacher(self, path: str) -> None:
+    """Reads the teacher file at `path` (checked against the training set); sets
+    `teacher_path`."""
+    raise NotImplementedError
+
+  def mixture_dataset(self, seed: int) -> tf.data.Dataset:
+    """Unbatched `(features, targets)` of the training examples, shuffled (for `seed`) and
+    repeated; `targets` holds the task's own gold and teacher tensors."""
+    raise NotImplementedError
+
+  def output(self, head, dropout, sequence_output, inputs, training):
+    """The task's output from the shared encoder's `[batch, seq_len, hidden]` sequence output
+    through its `head` (a `Dense` of `num_outputs` units) and the shared `dropout`."""
+    raise NotImplementedError
+
+  def example_losses(self, output, features, targets, lam):
+    """`(losses, units)`, both `[batch]`: each example's summed loss against λ·gold +
+    (1 − λ)·teacher, and the units it sums over (1 per sentence, its words for tagging)."""
+    raise NotImplementedError
+
+  def evaluate_head(self, predict) -> Tuple[Dict[str, dict], Optional[float]]:
+    """Dev metrics `{key: metrics}` and the primary metric in [0, 1] (None: not averaged);
+    `predict(features, label)` runs the task's head over numpy features."""
+    raise NotImplementedError
+
+  def write_head_teacher(self, path: str, predict) -> None:
+    """Writes the task's training-set predictions (a teacher for a later run) to `path`."""
+    raise NotImplementedError
+
 
 def subset_rows(count: int, config) -> List[int]:
   """Indices (ascending) of a `--max_train_examples` random subset of `count` rows (seeded by
@@ -138,70 +187,17 @@ def subset_rows(count: int, config) -> List[int]:
   return sorted(int(i) for i in keep[:config.max_train_examples])
 
 
-class Member:
-  """One task of a multi-task (BAM) run (`multitask.py`): its examples, a head on the shared
-  encoder, per-example losses against soft targets (gold mixed with a teacher), dev metrics and
-  its teacher file. Constructed with the run's config, its name, the tokenizer and a log.
-
-  Attributes a member sets:
-    family: "glue" members make up `glue.average`.
-    num_outputs: units of its head (`Dense` on the encoder output).
-    teacher_file: its teacher file's name in a teacher run's directory.
-    teacher_path: the teacher file read (`read_teacher`), "" without one.
-    num_train: training examples (after `--max_train_examples`).
-  """
-
-  family: str = ""
-  num_outputs: int = 1
-  teacher_file: str = ""
-  teacher_path: str = ""
-  num_train: int = 0
-
-  def __init__(self, name: str, config, tokenizer, log: Callable[[str], None]):
-    self.name = name
-    self.config = config
-    self.tokenizer = tokenizer
-    self.log = log
-
-  def read_teacher(self, path: str) -> None:
-    """Reads the teacher file at `path` (checked against the training set); sets
-    `teacher_path`."""
-    raise NotImplementedError
-
-  def train_dataset(self, seed: int) -> tf.data.Dataset:
-    """Unbatched `(features, targets)` of the training examples, shuffled (for `seed`) and
-    repeated; `targets` holds the member's own gold and teacher tensors."""
-    raise NotImplementedError
-
-  def output(self, head, dropout, sequence_output, inputs, training):
-    """The member's output from the encoder's `[batch, seq_len, hidden]` sequence output."""
-    raise NotImplementedError
-
-  def example_losses(self, output, features, targets, lam):
-    """`(losses, units)`, both `[batch]`: each example's summed loss against λ·gold +
-    (1 − λ)·teacher, and the units it sums over (1 per sentence, its words for tagging)."""
-    raise NotImplementedError
-
-  def evaluate(self, predict) -> Tuple[Dict[str, dict], float]:
-    """Dev metrics `{key: metrics}` and the primary metric in [0, 1] (None: not averaged);
-    `predict(features, label)` runs the member's head over numpy features."""
-    raise NotImplementedError
-
-  def write_teacher(self, path: str, predict) -> None:
-    """Writes the member's training-set predictions (a teacher for a later run) to `path`."""
-    raise NotImplementedError
-
-
 _TASKS: Dict[str, Type[Task]] = {}
-_MEMBERS: Dict[str, Type[Member]] = {}
 
 
-def get_member(name: str) -> Type[Member]:
+def get_multitask(name: str) -> Type[Task]:
+  """The task registered as `name` (case-insensitive), checked to take part in multi-task runs."""
   name = name.lower()
-  if name not in _MEMBERS:
+  if not getattr(_TASKS.get(name), "multitask", False):
+    known = sorted(n for n, cls in _TASKS.items() if cls.multitask)
     raise ValueError(f"--tasks names {name!r}, which cannot join a multi-task run; known: "
-                     f"{', '.join(sorted(_MEMBERS))}")
-  return _MEMBERS[name]
+                     f"{', '.join(known)}")
+  return _TASKS[name]
 
 
 def _registry(table: dict, what: str):
@@ -220,7 +216,6 @@ def _registry(table: dict, what: str):
 
 
 register = _registry(_TASKS, "fine-tuning task")  # @register("rte", ...) on a `Task`
-register_member = _registry(_MEMBERS, "multi-task member")  # @register_member(...) on a `Member`
 
 
 def get(name: str) -> Type[Task]:

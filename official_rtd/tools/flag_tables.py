@@ -1,9 +1,9 @@
-"""The README's flag tables, generated from each tool's `COMMAND_LINE` (`cli.Flags`, whose
-dataclass holds every flag's name, type and default): a table sits between
+"""The flag reference's tables (`docs/flags.md`), generated from each tool's `COMMAND_LINE`
+(`cli.Flags`, whose dataclass holds every flag's name, type and default): a table sits between
 `<!-- flags: TOOL -->` and `<!-- /flags -->`.
 
-  python -m official_rtd.tools.flag_tables README.md          # rewrite the tables
-  python -m official_rtd.tools.flag_tables --check README.md  # exit 1 if one is stale
+  python -m official_rtd.tools.flag_tables docs/flags.md          # rewrite the tables
+  python -m official_rtd.tools.flag_tables --check docs/flags.md  # exit 1 if one is stale
 """
 import argparse
 import importlib

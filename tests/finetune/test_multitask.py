@@ -52,13 +52,13 @@ class LossesTest(tf.test.TestCase):
     cls.export = export.Export(write_export(os.path.join(tmp, "e")))
     config = configs.GlueConfig(init_checkpoint=cls.export.path, model_dir=tmp, tasks="rte,sts-b,pos",
                                 data_dir=tiny_data(os.path.join(tmp, "data")), max_seq_length=12)
-    cls.members = [task_lib.get_member(n)(n, config, cls.export.tokenizer, lambda _: None)
+    cls.members = [task_lib.get_multitask(n)(config, cls.export, lambda _: None, name=n)
                    for n in ("rte", "sts-b", "pos")]
 
   def setUp(self):
     super().setUp()
     self.model = multitask.MultiTaskModel(self.export.encoder(), self.members, dropout_rate=0.0)
-    pos = self.members[2].windows
+    pos = self.members[2].train_windows
     self.features = {k: v[:6] for k, v in pos.inputs.items()}
     self.outputs = {k: v.numpy() for k, v in self.model(self.features).items()}
     self.labels = np.array([0, 1, 1, 0, 1, 0])

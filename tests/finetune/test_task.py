@@ -1,6 +1,6 @@
 """The task contract: a new task written in this file alone (registered here, nothing else
-touched) runs through `runner.Runner`'s whole lifecycle, and the export is read once for all
-trials."""
+touched) runs through `runner.Runner`'s whole lifecycle, takes part in a multi-task (BAM) run
+with a GLUE task without a second class, and the export is read once for all trials."""
 import dataclasses
 import json
 import os
@@ -16,6 +16,8 @@ from official_rtd.finetune import configs
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import task as task_lib
 from official_rtd.interop import export as export_lib
+from tests import testutil
+from tests.finetune.test_glue import GLUE, head_of
 from tests.training.test_trainer import tiny_export
 
 SEVEN = 7  # the toy task: does the sequence hold token 7?
@@ -30,15 +32,19 @@ class ToyConfig(configs.FinetuneConfig):
 @task_lib.register("toy_has_seven")
 class HasSeven(task_lib.Task):
   """Binary classification of random id sequences by whether token 7 occurs; the dev file holds
-  each example's predicted class."""
+  each example's predicted class. In a multi-task run: the shared head on `[CLS]`, no teacher."""
 
   default_epochs = 2
   published = ("dev_predictions.json",)
+  multitask = True
+  num_outputs = 2
 
-  def __init__(self, config, export, log):
-    super().__init__(config, export, log)
+  def __init__(self, config, export, log, name=None):
+    super().__init__(config, export, log, name)
+    self.rows = getattr(config, "rows", ToyConfig.rows)  # a multi-task run's config has none
+    self.num_train = self.rows
     rng = np.random.default_rng(0)
-    ids = rng.integers(8, 40, [config.rows + 32, config.max_seq_length]).astype(np.int32)
+    ids = rng.integers(8, 40, [self.rows + 32, config.max_seq_length]).astype(np.int32)
     ids[::2, 3] = SEVEN
     ids[:, 0] = export.vocab.cls_id
     self.inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
@@ -46,7 +52,7 @@ class HasSeven(task_lib.Task):
     self.labels = (ids == SEVEN).any(1).astype(np.int32)
 
   def _rows(self, part):
-    rows = slice(0, self.config.rows) if part == "train" else slice(self.config.rows, None)
+    rows = slice(0, self.rows) if part == "train" else slice(self.rows, None)
     return {k: v[rows] for k, v in self.inputs.items()}, self.labels[rows]
 
   def train_arrays(self):
@@ -72,6 +78,25 @@ class HasSeven(task_lib.Task):
 
   def summary_fields(self, median):
     return {"task": "toy_has_seven"}
+
+  # --- in a multi-task run -----------------------------------------------------------------------
+  def mixture_dataset(self, seed):
+    features, labels = self._rows("train")
+    return (tf.data.Dataset.from_tensor_slices((features, {"label": labels}))
+            .shuffle(self.rows, seed=seed).repeat())
+
+  def output(self, head, dropout, sequence_output, inputs, training):
+    return head(dropout(sequence_output[:, 0], training=training))
+
+  def example_losses(self, output, features, targets, lam):
+    del features, lam  # no teacher
+    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(targets["label"], output)
+    return losses, tf.ones_like(losses)
+
+  def evaluate_head(self, predict):
+    features, labels = self._rows("dev")
+    accuracy = float((predict(features, "toy").argmax(-1) == labels).mean())
+    return {self.name: {"accuracy": accuracy}}, accuracy
 
 
 class TaskContractTest(tf.test.TestCase):
@@ -99,6 +124,29 @@ class TaskContractTest(tf.test.TestCase):
     with open(os.path.join(model_dir, f"trial_{summary['best_trial']}", "dev_predictions.json"),
               encoding="utf-8") as f:
       self.assertEqual(published, f.read())
+
+  def test_the_task_joins_a_multi_task_run_with_a_glue_task(self):
+    reason = testutil.missing_data_reason(GLUE)
+    if reason:
+      self.skipTest(reason)
+    data = os.path.join(self.get_temp_dir(), "glue")
+    os.makedirs(os.path.join(data, "RTE"))
+    for split, rows in (("train", 64), ("dev", 24)):
+      head_of(os.path.join(GLUE, "RTE", f"{split}.tsv"), os.path.join(data, "RTE", f"{split}.tsv"),
+              rows)
+    config = configs.GlueConfig(init_checkpoint=self.export_dir, model_dir=os.path.join(
+        self.get_temp_dir(), "bam"), tasks="toy_has_seven,rte", data_dir=data, max_seq_length=8,
+                                train_batch_size=16, num_trials=1, num_train_epochs=1)
+    runner = runner_lib.Runner(config, log=lambda _: None)
+    self.assertIsInstance(runner.task.members[0], HasSeven)
+    summary = runner.run()
+    self.assertEqual(summary["tasks"], ["toy_has_seven", "rte"])
+    self.assertEqual(summary["sampling_probabilities"], {"toy_has_seven": 0.5, "rte": 0.5})
+    self.assertEqual(summary["resolved"]["num_train_steps"], (64 + 64) // 16)  # one epoch
+    dev = summary["trials"][0]["dev"]
+    toy = dev["toy_has_seven"]["accuracy"]
+    self.assertIn(toy, [k / 32 for k in range(33)])  # a fraction of the 32 dev rows
+    self.assertAlmostEqual(dev["tasks"]["average"], 100 * (toy + dev["rte"]["accuracy"]) / 2)
 
   def test_the_export_is_read_once_for_all_trials(self):
     reads, loads = [], []

@@ -1,5 +1,5 @@
-"""One command-line convention (`cli.Flags`): flags from a dataclass's fields, and the README's
-flag tables generated from them."""
+"""One command-line convention (`cli.Flags`): flags from a dataclass's fields, and the flag
+reference's tables (`docs/flags.md`) generated from them."""
 import dataclasses
 import os
 from typing import List, Optional
@@ -85,13 +85,13 @@ class ReadmeTablesTest(tf.test.TestCase):
 
   def test_every_tool_has_one_table_and_they_are_current(self):
     specs = flag_tables.tool_specs(os.path.join(testutil.REPO, "setup.py"))
-    with open(os.path.join(testutil.REPO, "README.md"), encoding="utf-8") as f:
-      readme = f.read()
-    marked = [m.group(2) for m in flag_tables.BLOCK.finditer(readme)]
+    with open(os.path.join(testutil.REPO, "docs", "flags.md"), encoding="utf-8") as f:
+      reference = f.read()
+    marked = [m.group(2) for m in flag_tables.BLOCK.finditer(reference)]
     self.assertCountEqual(marked, specs)  # each console script once
-    self.assertEqual(flag_tables.render(readme, specs), readme,
-                     "README flag tables are stale: python -m official_rtd.tools.flag_tables "
-                     "README.md")
+    self.assertEqual(flag_tables.render(reference, specs), reference,
+                     "docs/flags.md's tables are stale: python -m official_rtd.tools.flag_tables "
+                     "docs/flags.md")
     for tool, spec in specs.items():  # a tool's flags are its dataclass's fields
       fields = {f.name for f in dataclasses.fields(spec.config)}
       self.assertEqual(fields, set(spec.help), tool)
