@@ -1,6 +1,8 @@
 """Flags of the fine-tuning tools (`run_glue`, `run_squad`, `run_tagging`,
 `run_multiple_choice`, `run_cvt`): their help texts; names, types and defaults are the fields of
-the tool's config dataclass (`finetune/configs.py`), as every tool's (`cli.Flags`)."""
+the tool's config dataclass (`finetune/configs.py`), as every tool's (`cli.Flags`); and the
+`run()` they share (`tool`)."""
+import functools
 
 
 # Help of every field of `configs.FinetuneConfig` (the flags every fine-tuning tool shares).
@@ -58,3 +60,23 @@ def spec(config_class, help_texts, enums=None, **kwargs):
 def common_spec(config_class, help_texts, enums=None, **kwargs):
   """`spec` of the shared `FinetuneConfig` flags followed by the tool's own."""
   return spec(config_class, {**COMMON_HELP, **help_texts}, enums, **kwargs)
+
+
+def tool(module_name: str, tool_name: str, command_line, check=None):
+  """The `run()` of a fine-tuning tool: its config's task (every task registered:
+  `finetune.all_tasks`) through `runner.Runner`, then the median dev figures logged.
+  `check(config)` runs first (a tool's own refusals); `--help` prints `module_name`'s docstring."""
+  from official_rtd.tools import cli  # pylint: disable=g-import-not-at-top
+
+  def main(config):
+    from absl import logging  # pylint: disable=g-import-not-at-top
+    from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
+    from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
+    if check is not None:
+      check(config)
+    summary = runner.Runner(config, log=logging.info).run()
+    logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
+                 config.model_dir)
+
+  main.__module__ = module_name
+  return functools.partial(cli.run_main, main, tool_name, command_line)

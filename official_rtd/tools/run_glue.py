@@ -11,9 +11,8 @@ Writes `<model_dir>/eval_results.json` (per-trial and median dev metrics, spread
 `--write_train_predictions`, `train_predictions_<task>.json` (a teacher for --teacher_dirs).
 Re-running resumes with the first unfinished trial (or its last checkpoint).
 """
-from official_rtd.tools import cli
-
-from absl import logging  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
+from official_rtd.tools import cli  # pylint: disable=unused-import
 
 from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
@@ -54,23 +53,16 @@ COMMAND_LINE = finetune_flags.common_spec(configs.GlueConfig, {
 }, enums={"protocol": ["electra", "bam"]}, aliases={"lambda": "teacher_lambda"})
 
 
-def main(config):
-  from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top,unused-import
+def check(config):
+  """Exactly one of --task and --tasks; an unknown GLUE name is refused naming the GLUE tasks."""
   from official_rtd.finetune import glue_data  # pylint: disable=g-import-not-at-top
-  from official_rtd.finetune import multitask  # pylint: disable=g-import-not-at-top,unused-import
-  from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
-  from official_rtd.finetune import tagging  # pylint: disable=g-import-not-at-top,unused-import
   if bool(config.task) == bool(config.tasks):
     raise ValueError("give exactly one of --task (single-task) and --tasks (multi-task)")
   if config.task:
-    glue_data.get_task(config.task)  # an unknown name is refused naming the GLUE tasks
-  summary = runner.Runner(config, log=logging.info).run()
-  logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
-               config.model_dir)
+    glue_data.get_task(config.task)
 
 
-def run():
-  cli.run_main(main, "run_glue", COMMAND_LINE)
+run = finetune_flags.tool(__name__, "run_glue", COMMAND_LINE, check)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,8 @@ answers) or RACE's original `<split>/{middle,high}/*.txt` layout. Writes
 `predictions.jsonl` (per question: id, level, predicted and gold letter, option probabilities)
 from the best trial. Re-running resumes with the first unfinished trial.
 """
-from official_rtd.tools import cli
-
-from absl import logging  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
+from official_rtd.tools import cli  # pylint: disable=unused-import
 
 from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
@@ -30,16 +29,7 @@ COMMAND_LINE = finetune_flags.common_spec(configs.MultipleChoiceConfig, {
 }, enums={"protocol": ["electra", "shao"]})
 
 
-def main(config):
-  from official_rtd.finetune import multiple_choice  # pylint: disable=g-import-not-at-top,unused-import
-  from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
-  summary = runner.Runner(config, log=logging.info).run()
-  logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
-               config.model_dir)
-
-
-def run():
-  cli.run_main(main, "run_multiple_choice", COMMAND_LINE)
+run = finetune_flags.tool(__name__, "run_multiple_choice", COMMAND_LINE)
 
 
 if __name__ == "__main__":

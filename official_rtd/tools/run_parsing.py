@@ -8,10 +8,10 @@ r"""Fine-tunes an exported encoder on dependency parsing (a Universal Dependenci
 punctuation, per trial and median) and the best trial's `predictions.conllu`. Re-running resumes
 with the first unfinished trial.
 """
-from absl import logging
+# First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
+from official_rtd.tools import cli  # pylint: disable=unused-import
 
-from official_rtd.finetune import configs
-from official_rtd.tools import cli
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
 COMMAND_LINE = finetune_flags.common_spec(configs.ParsingConfig, {
@@ -23,16 +23,7 @@ COMMAND_LINE = finetune_flags.common_spec(configs.ParsingConfig, {
 }, enums={"decode": ["mst", "argmax"]})
 
 
-def main(config):
-  from official_rtd.finetune import parsing  # pylint: disable=g-import-not-at-top,unused-import
-  from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
-  summary = runner.Runner(config, log=logging.info).run()
-  logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
-               config.model_dir)
-
-
-def run():
-  cli.run_main(main, "run_parsing", COMMAND_LINE)
+run = finetune_flags.tool(__name__, "run_parsing", COMMAND_LINE)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,8 @@ Writes `<model_dir>/predictions.json` (`{qid: text}`, `""` = no answer), for 2.0
 official scripts define them, HasAns/NoAns and best-threshold figures for 2.0; median over trials
 and per-trial). Re-running resumes with the first unfinished trial.
 """
-from official_rtd.tools import cli
-
-from absl import logging  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
+from official_rtd.tools import cli  # pylint: disable=unused-import
 
 from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
@@ -34,16 +33,7 @@ COMMAND_LINE = finetune_flags.common_spec(configs.SquadConfig, {
 })
 
 
-def main(config):
-  from official_rtd.finetune import squad  # pylint: disable=g-import-not-at-top,unused-import
-  from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
-  summary = runner.Runner(config, log=logging.info).run()
-  logging.info("median results: %s (written to %s/eval_results.json)", summary["median"],
-               config.model_dir)
-
-
-def run():
-  cli.run_main(main, "run_squad", COMMAND_LINE)
+run = finetune_flags.tool(__name__, "run_squad", COMMAND_LINE)
 
 
 if __name__ == "__main__":

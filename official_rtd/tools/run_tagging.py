@@ -10,9 +10,8 @@ overall and `f1_<type>`, per trial and median) and `predictions.txt` (`word gold
 input of the CoNLL `conlleval` script) from the best trial. Re-running resumes with the first
 unfinished trial.
 """
-from official_rtd.tools import cli
-
-from absl import logging  # pylint: disable=g-bad-import-order
+# First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
+from official_rtd.tools import cli  # pylint: disable=unused-import
 
 from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
@@ -39,17 +38,7 @@ COMMAND_LINE = finetune_flags.common_spec(configs.TaggingConfig, {
 }, enums={"protocol": ["electra", "shao"]})
 
 
-def main(config):
-  from official_rtd.finetune import tagging  # pylint: disable=g-import-not-at-top,unused-import
-  from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
-  summary = runner.Runner(config, log=logging.info).run()
-  logging.info("median dev %s: %.4f (written to %s/eval_results.json)",
-               summary["primary_metric"], summary["median"][summary["primary_metric"]],
-               config.model_dir)
-
-
-def run():
-  cli.run_main(main, "run_tagging", COMMAND_LINE)
+run = finetune_flags.tool(__name__, "run_tagging", COMMAND_LINE)
 
 
 if __name__ == "__main__":

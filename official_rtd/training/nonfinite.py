@@ -1,5 +1,5 @@
 """What a pre-training run does about a non-finite loss, gradient norm or weight
-(`TrainConfig.on_nonfinite`, README "Long runs").
+(`TrainConfig.on_nonfinite`, docs/long_runs.md).
 
 A step whose loss or gradient norm is not finite never changes a weight (`train_step.TrainStep`
 skips it). Then "skip" goes on with the next batch (and stops after `nonfinite_patience` such

@@ -7,7 +7,7 @@ and a resumed run skips the batches the checkpointed steps consumed (distributed
 be checkpointed), so a killed run restarts with the same step, optimizer state and data position.
 The skip re-reads (but does not decode) those records: seconds per million examples.
 
-For long runs (README "Long runs"): Ctrl-C/SIGTERM save the last step; a non-finite loss or
+For long runs (docs/long_runs.md): Ctrl-C/SIGTERM save the last step; a non-finite loss or
 gradient norm skips that update (`TrainConfig.on_nonfinite` says what follows); k micro-batches can
 make one update (`gradient_accumulation_steps`); the input, sequence length and batch size can
 change at given steps (`phases`); milestones and an average of the weights (`ema_decay`) can be
@@ -289,10 +289,11 @@ class Trainer:
     interval_start, interval_steps = time.time(), 0
     seconds_per_step = None
     skipped = self._skipped_at_log = int(self.step_fn.skipped_steps.numpy())
+    keep = cfg.keep_checkpoint_every_steps  # a milestone is saved even between regular saves
     while step < cfg.num_train_steps:
       n = min(cfg.log_every_steps - step % cfg.log_every_steps,
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
-              cfg.num_train_steps - step,
+              cfg.num_train_steps - step, *([keep - step % keep] if keep else []),
               *([eval_every - step % eval_every] if eval_every else []),
               *([monitor.every_steps - step % monitor.every_steps]
                 if monitor is not None and monitor.every_steps else []),
@@ -320,13 +321,15 @@ class Trainer:
         self.log(f"phase {self.phases.index(phase) + 1} of {len(self.phases)} from step {step}: "
                  f"{phase.input_config.input_path}, batch {phase.train_batch_size} × "
                  f"{phase.max_seq_length} tokens")
-      if step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps:
+      saving = (step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps
+                or (keep and step % keep == 0))
+      if saving:
         self.nonfinite.check_weights(step)  # one pass over all weights, only before a save
       if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
         last = self._log(writer, step, interval_steps, time.time() - interval_start,
                          (time.time() - start_time) / max(step - start_step, 1))
         interval_start, interval_steps = time.time(), 0
-      if step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps:
+      if saving:
         self.checkpointer.save(step)
       if monitor is not None and self.is_chief and monitor.due(step, cfg.num_train_steps):
         self.report_onset(monitor, step, writer)

@@ -131,6 +131,20 @@ class TrainerTest(RecordsTestCase):
     self.assertIn("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE", reader.get_variable_to_shape_map())
     self.assertEqual(int(reader.get_tensor("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE")), 3)
 
+  def test_a_milestone_between_regular_saves_is_kept(self):
+    # Milestones every 3 steps, saves every 4: the milestone steps are saved too (they were
+    # silently skipped when only regular saves could become milestones).
+    model_dir = os.path.join(self.tmp, "milestone_between_saves")
+    trainer = self._trainer(model_dir, steps=8, save_checkpoints_steps=4, log_every_steps=4,
+                            keep_checkpoint_max=5, keep_checkpoint_every_steps=3)
+    trainer.train()
+    milestones = os.path.join(model_dir, trainer_lib.MILESTONES)
+    kept = sorted(int(n.split("-")[1].split(".")[0])
+                  for n in os.listdir(milestones) if n.endswith(".index"))
+    self.assertEqual(kept, [3, 6])
+    reader = tf.train.load_checkpoint(os.path.join(milestones, "ckpt-6"))
+    self.assertEqual(int(reader.get_tensor("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE")), 6)
+
   def test_resume_restores_step_optimizer_state_and_data_position(self):
     model_dir = os.path.join(self.tmp, "resume")
     first = self._trainer(model_dir, steps=20)
