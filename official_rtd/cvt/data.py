@@ -25,7 +25,8 @@ def normalize(word: str) -> str:
 
 
 @dataclasses.dataclass
-class Vocab:
+class WordCharVocab:
+  """The CVT tagger's word and character ids (not an encoder's WordPiece `data.vocab.Vocab`)."""
   words: Dict[str, int]
   chars: Dict[str, int]
 
@@ -82,8 +83,8 @@ def load_glove(path: str, vocab_words: Optional[Dict[str, int]] = None):
   return words, np.stack(vectors) if vectors else np.zeros([0, dim], np.float32)
 
 
-def embedding_matrix(vocab: Vocab, dim: int, pretrained: Dict[str, np.ndarray], seed: int
-                     ) -> np.ndarray:
+def embedding_matrix(vocab: WordCharVocab, dim: int, pretrained: Dict[str, np.ndarray],
+                     seed: int) -> np.ndarray:
   """`[words, dim]`: pretrained vectors where known, small random values elsewhere."""
   rng = np.random.default_rng(seed)
   matrix = rng.normal(0.0, 0.1, [len(vocab.words), dim]).astype(np.float32)
@@ -107,7 +108,7 @@ class Batch:
     return {"words": self.words, "chars": self.chars, "lengths": self.lengths}
 
 
-def make_batch(sentences: Sequence[Sequence[str]], vocab: Vocab,
+def make_batch(sentences: Sequence[Sequence[str]], vocab: WordCharVocab,
                tags: Optional[Sequence[Sequence[int]]] = None) -> Batch:
   """Encodes and pads `sentences` (lists of words) to the longest one."""
   return pad_batch([vocab.encode(s) for s in sentences], tags)
@@ -115,7 +116,7 @@ def make_batch(sentences: Sequence[Sequence[str]], vocab: Vocab,
 
 def pad_batch(encoded: Sequence[Tuple[np.ndarray, np.ndarray]],
               tags: Optional[Sequence[Sequence[int]]] = None) -> Batch:
-  """Pads `Vocab.encode` outputs (and their tag ids) to the longest sentence."""
+  """Pads `WordCharVocab.encode` outputs (and their tag ids) to the longest sentence."""
   lengths = np.array([len(w) for w, _ in encoded], np.int32)
   time = int(lengths.max())
   words = np.zeros([len(encoded), time], np.int32)

@@ -65,7 +65,7 @@ class CvtRunner:
 
   def __init__(self, config: CvtRunConfig, log: Callable[[str], None] = print):
     self.config, self.log = config, log
-    training.TrainConfig(mode=config.mode).check()
+    training.CvtTrainConfig(mode=config.mode).check()
     names = [t.strip() for t in config.tasks.split(",") if t.strip()]
     if not names or len(set(names)) != len(names):
       raise ValueError(f"--tasks={config.tasks!r} must name each task once")
@@ -101,8 +101,8 @@ class CvtRunner:
       self.dev[parsing.TASK_NAME] = self.treebank.dev
       self.labels[parsing.TASK_NAME] = self.treebank.relations
     pretrained = self._pretrained_vectors()
-    self.vocab = data_lib.Vocab.build([s.words for t in self.train for s in self.train[t]],
-                                      extra_words=sorted(pretrained))
+    self.vocab = data_lib.WordCharVocab.build(
+        [s.words for t in self.train for s in self.train[t]], extra_words=sorted(pretrained))
     self.embeddings = data_lib.embedding_matrix(self.vocab, config.word_dim, pretrained,
                                                 config.seed)
     # Labeled and dev sentences are encoded once; batches only pad them.
@@ -165,7 +165,7 @@ class CvtRunner:
                                 num_relations=({parsing.TASK_NAME: len(self.treebank.relations)}
                                                if self.treebank is not None else None))
     model(data_lib.make_batch([["a", "b"]], self.vocab).inputs())
-    steps = training.CvtSteps(model, training.TrainConfig(
+    steps = training.CvtSteps(model, training.CvtTrainConfig(
         mode=cfg.mode, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
         ema_decay=cfg.ema_decay), self.vocab.words[data_lib.REMOVED])
     steps.start()

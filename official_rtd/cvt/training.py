@@ -22,7 +22,7 @@ MODES = ("cvt", "supervised", "word_dropout")
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
+class CvtTrainConfig:
   mode: str = "cvt"
   learning_rate: float = 0.5
   lr_decay: float = 0.005
@@ -44,7 +44,7 @@ class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):
   """lr_t = base / (1 + decay·√t) (t: updates so far), times a linear warm-up over
   `warmup_steps` if any."""
 
-  def __init__(self, config: TrainConfig):
+  def __init__(self, config: CvtTrainConfig):
     super().__init__()
     self.config = config
 
@@ -121,7 +121,7 @@ def remove_words(inputs, keep, removed_id: int):
 class CvtSteps:
   """The compiled labeled and unlabeled steps of a `CvtTagger`."""
 
-  def __init__(self, model, config: TrainConfig, removed_id: int):
+  def __init__(self, model, config: CvtTrainConfig, removed_id: int):
     config.check()
     self.model, self.config, self.removed_id = model, config, removed_id
     self.optimizer = tf_keras.optimizers.SGD(learning_rate=LearningRate(config),

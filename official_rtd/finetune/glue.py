@@ -52,7 +52,7 @@ def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.Tokenizer
           "input_type_ids": types}
 
 
-def load_split(config: GlueConfig, task: glue_data.TaskSpec, split: str):
+def read_task_split(config: GlueConfig, task: glue_data.TaskSpec, split: str):
   """A task's split from `--tfds_data_dir`, or from `--data_dir`: the task's folder, or a GLUE
   root holding `<TASK>/` folders (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI)."""
   own = configs.task_data_dirs(config).get(task.name)
@@ -95,12 +95,12 @@ class GlueTask(task_lib.Task):
     if not self.is_member:
       self._check_single_task()
     self.primary_metric = metrics_lib.PRIMARY[self.spec.name]
-    self.all_train_examples = load_split(config, self.spec, "train")[0][1]
+    self.all_train_examples = read_task_split(config, self.spec, "train")[0][1]
     self.rows = task_lib.subset_rows(len(self.all_train_examples), config)
     self.train_examples = [self.all_train_examples[i] for i in self.rows]
     self.num_train = len(self.rows)
-    self.dev_splits = load_split(config, self.spec, "dev")
-    self.test_splits = (load_split(config, self.spec, "test")
+    self.dev_splits = read_task_split(config, self.spec, "dev")
+    self.test_splits = (read_task_split(config, self.spec, "test")
                         if config.do_predict and not self.is_member else [])
     self.teacher = None  # [all_train, classes] probabilities or [all_train, 1] values in [0, 1]
     self._train_arrays = self._mixture_arrays = None

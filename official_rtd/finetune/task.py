@@ -37,7 +37,9 @@ class Task:
     primary_metric: the dev metric that picks the best trial (dotted for nested dicts, e.g.
       `glue.average`).
     published: per-trial files copied from the best trial to `<model_dir>`.
-    run_name: the name a run directory's fingerprint records for this task's runs.
+    run_name: the name a run directory's fingerprint records for this task's runs. The existing
+      tasks keep the names of the runner classes they replaced ("GlueRunner", ...): run
+      directories written before record those, and a changed name would refuse to resume them.
     protocols: the `--protocol` values the task accepts (`trials.PROTOCOL_DEFAULTS`).
     multitask: whether the task can join a multi-task run (then it also sets `family`,
       `num_outputs`, `teacher_file` and `num_train` and implements the methods below).

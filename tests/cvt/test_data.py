@@ -27,7 +27,7 @@ class GloveTest(tf.test.TestCase):
     nan = testutil.write_text(path + ".nan", "the 0.1 x 0.3\n")
     with self.assertRaisesRegex(ValueError, r"\.nan:1: a value of 'the' is not a number"):
       data.load_glove(nan)
-    vocab = data.Vocab.build([["The", "Bank", "1999"]], extra_words=["the"])
+    vocab = data.WordCharVocab.build([["The", "Bank", "1999"]], extra_words=["the"])
     matrix = data.embedding_matrix(vocab, 3, dict(zip(words, vectors)), seed=0)
     self.assertAllClose(matrix[vocab.words["bank"]], [0.01, 2, 3])  # lowercased lookup
     self.assertIn("0000", vocab.words)  # digits normalised
@@ -37,7 +37,7 @@ class GloveTest(tf.test.TestCase):
 class BatchesTest(tf.test.TestCase):
 
   def test_make_batch(self):
-    vocab = data.Vocab.build([["The", "cat"], ["A", "dog", "ran"]])
+    vocab = data.WordCharVocab.build([["The", "cat"], ["A", "dog", "ran"]])
     batch = data.make_batch([["The", "cat"], ["A", "wolf", "ran"]], vocab, [[1, 2], [0, 1, 2]])
     self.assertAllEqual(batch.lengths, [2, 3])
     self.assertEqual(batch.words[1, 1], vocab.words[data.UNK])  # unknown word

@@ -12,7 +12,7 @@ SENTENCE = "The market rallied strongly after the central bank cut rates today".
 
 def build(seed=0):
   tf.random.set_seed(seed)
-  vocab = data.Vocab.build([SENTENCE + ["zebra", "quietly"]])
+  vocab = data.WordCharVocab.build([SENTENCE + ["zebra", "quietly"]])
   model = model_lib.CvtTagger(SMALL, len(vocab.words), len(vocab.chars), {"chunk": 7})
   return model, vocab
 

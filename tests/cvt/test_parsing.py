@@ -50,7 +50,7 @@ class ParserModulesTest(tf.test.TestCase):
   def test_every_module_matches_the_equation_on_its_views(self):
     tf.random.set_seed(1)
     sentences = [["Dogs", "bark", "loudly", "."], ["Cats", "sleep"]]
-    vocab = data.Vocab.build(sentences)
+    vocab = data.WordCharVocab.build(sentences)
     model = model_lib.CvtTagger(SMALL, len(vocab.words), len(vocab.chars), {},
                                 num_relations={"dep": 3})
     inputs = data.make_batch(sentences, vocab).inputs()

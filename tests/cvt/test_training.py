@@ -52,7 +52,7 @@ class LossesTest(tf.test.TestCase):
     inputs = data.make_batch([SENTENCE], vocab).inputs()
     outputs = {task: {name: tf.nn.softmax(logits).numpy()[0] for name, logits in views.items()}
                for task, views in model(inputs, 0.0).items()}
-    steps = training.CvtSteps(model, training.TrainConfig(unlabeled_dropout=0.0),
+    steps = training.CvtSteps(model, training.CvtTrainConfig(unlabeled_dropout=0.0),
                               vocab.words[data.REMOVED])
     steps.start()
     expected = 0.0
@@ -92,10 +92,10 @@ class LossesTest(tf.test.TestCase):
     self.assertAllClose(variable, [5.0, 5.0])
 
   def test_learning_rate_schedule(self):
-    schedule = training.LearningRate(training.TrainConfig())
+    schedule = training.LearningRate(training.CvtTrainConfig())
     self.assertAllClose([schedule(0), schedule(100), schedule(10000)],
                         [0.5, 0.5 / 1.05, 0.5 / 1.5])
-    warm = training.LearningRate(training.TrainConfig(warmup_steps=10))
+    warm = training.LearningRate(training.CvtTrainConfig(warmup_steps=10))
     self.assertAllClose(warm(4), 0.5 * 0.5 / (1 + 0.005 * 2))
 
 
