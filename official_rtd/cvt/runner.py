@@ -1,9 +1,13 @@
-"""`run_cvt`: reads the tagging tasks (and the `dep` treebank) and the unlabeled corpus, trains CVT (or a baseline) for N
-trials, evaluates each task's dev set with the EMA weights, and writes `eval_results.json`.
+"""`run_cvt`: reads the tagging tasks (and the `dep` treebank) and the unlabeled corpus, trains
+CVT (or a baseline) for N trials, evaluates each task's dev set with the EMA weights, and writes
+`eval_results.json`.
 
 Each trial checkpoints model, optimizer and EMA every `save_checkpoints_steps` in
 `trial_<k>/checkpoint` and resumes from there (the labeled batches replay exactly; the unlabeled
 stream restarts, re-seeded by the step), and keeps its final EMA weights in `trial_<k>/model`.
+It shares the fine-tuning trial loop (`finetune.trials`: trials, steps, median and spread) but not
+`finetune.runner.Runner`, because CVT trains its own CNN-BiLSTM from word and character ids
+rather than fine-tuning an exported encoder: no export to load, no per-size defaults, no `Task`.
 """
 import dataclasses
 import json
@@ -65,7 +69,7 @@ class CvtRunner:
 
   def __init__(self, config: CvtRunConfig, log: Callable[[str], None] = print):
     self.config, self.log = config, log
-    training.CvtTrainConfig(mode=config.mode).check()
+    training.CvtTrainConfig(mode=config.mode)  # refuses an unknown --mode
     names = [t.strip() for t in config.tasks.split(",") if t.strip()]
     if not names or len(set(names)) != len(names):
       raise ValueError(f"--tasks={config.tasks!r} must name each task once")

@@ -35,7 +35,7 @@ class CvtTrainConfig:
   word_dropout: float = 0.1
   ema_decay: float = 0.998
 
-  def check(self):
+  def __post_init__(self):
     if self.mode not in MODES:
       raise ValueError(f"--mode must be one of {MODES}, got {self.mode!r}")
 
@@ -122,7 +122,6 @@ class CvtSteps:
   """The compiled labeled and unlabeled steps of a `CvtTagger`."""
 
   def __init__(self, model, config: CvtTrainConfig, removed_id: int):
-    config.check()
     self.model, self.config, self.removed_id = model, config, removed_id
     self.optimizer = tf_keras.optimizers.SGD(learning_rate=LearningRate(config),
                                              momentum=config.momentum)

@@ -73,9 +73,10 @@ class TokenTagging(task_lib.Task):
     self._all_train_windows = None
     self.rows = task_lib.subset_rows(len(train), config)
     self.train_sentences = [train[i] for i in self.rows]
-    self.check_dev_tags(train if self.is_member else self.train_sentences)
-    self.labels = sorted({tag for sentence in (train if self.is_member else self.train_sentences)
-                          for tag in sentence.tags})
+    # The tag set: a multi-task member's is the whole training set's (as its teacher's).
+    tagged = train if self.is_member else self.train_sentences
+    self.check_dev_tags(tagged)
+    self.labels = sorted({tag for sentence in tagged for tag in sentence.tags})
     self.label_ids = {tag: i for i, tag in enumerate(self.labels)}
     self.train_windows = tagging_data.encode(self.train_sentences, self.tokenizer,
                                              config.max_seq_length, self.label_ids, stride)
