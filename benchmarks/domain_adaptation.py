@@ -9,7 +9,7 @@ from it); it is built first if `--source_model_dir` has no checkpoint. The new d
 `../shared/data/corpus` book in another register (default: Hobbes' *Leviathan*): its first 90% of
 paragraphs are the training text (records in the source's vocab, dupe 5), the last 10% the held-out
 set (fixed masks, dupe 1). Each seed trains `tiny.gin` + `tasks/electra.gin` for `--steps` steps
-twice, once warm-started with `--init_checkpoint=<source>` and once from scratch (same schedule,
+twice, once warm-started with `--warm_start_from=<source>` and once from scratch (same schedule,
 data order and seed), then `--mode=eval` on the held-out set; the source itself is evaluated too
 (step 0 of the continued run). Finished runs are reused. Results: benchmarks/RESULTS.md.
 """

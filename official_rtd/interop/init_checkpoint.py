@@ -1,5 +1,5 @@
 """What `import_checkpoint` writes next to the fine-tuning export: the whole pre-training model
-(generator included when the source has one) as a checkpoint `run_pretraining --init_checkpoint`
+(generator included when the source has one) as a checkpoint `run_pretraining --warm_start_from`
 accepts, the gin sizes that rebuild it (`operative_config.gin`) and the vocab, laid out like a
 run directory (so `export_model` and `score_pll` read it too)."""
 import dataclasses
@@ -24,7 +24,7 @@ def sizes_gin(model, source: str) -> str:
   discriminator = model.discriminator.config
   lines = [f"# import_checkpoint of {source}: the model's sizes. Compose before a task file:",
            "#   run_pretraining --gin_file=<this file> --gin_file=tasks/electra.gin "
-           "--init_checkpoint=<this directory> ...",
+           "--warm_start_from=<this directory> ...",
            "pretraining_model.method = 'electra'", *_config_lines(discriminator),
            "MASK_PROB = 0.15"]
   if model.generator is None:

@@ -1,6 +1,6 @@
 r"""Imports an ELECTRA checkpoint from another implementation: an encoder export that `run_glue`
 and `run_squad` fine-tune (`--init_checkpoint=<output_dir>/export`), and the whole pre-training
-model (generator included when the source has one) that `run_pretraining --init_checkpoint=
+model (generator included when the source has one) that `run_pretraining --warm_start_from=
 <output_dir>` continues, with its sizes in `<output_dir>/operative_config.gin`.
 
   import_checkpoint --source=electra_tf1 --checkpoint=electra_small/electra_small \
@@ -124,7 +124,7 @@ def main(config):
                path)
   logging.info("wrote %s (%s) and %s/operative_config.gin; continue pre-training with "
                "--gin_file=%s/operative_config.gin --gin_file=tasks/electra.gin "
-               "--init_checkpoint=%s", checkpoint,
+               "--warm_start_from=%s", checkpoint,
                "generator and discriminator" if model.generator is not None
                else "discriminator only", config.output_dir, config.output_dir, config.output_dir)
 

@@ -6,7 +6,8 @@ r"""Pre-trains a discriminator (ELECTRA and family), configured by composable gi
 
 Re-running with the same --model_dir resumes from the latest checkpoint. A new run can start from
 another run's weights, or from an import_checkpoint output (released ELECTRA weights), with
---init_checkpoint=DIR: the generator, discriminator and heads are restored, the optimizer, step and
+--warm_start_from=DIR (formerly --init_checkpoint, the name fine-tuning tools use for an export):
+the generator, discriminator and heads are restored, the optimizer, step and
 learning-rate schedule start fresh.
 """
 import dataclasses
@@ -33,8 +34,8 @@ class RunPretrainingConfig:
   all_checkpoints: bool = False
   mixed_precision: Optional[str] = None
   jit_compile: Optional[bool] = None
-  init_checkpoint: Optional[str] = None
-  init_checkpoint_allow_missing: Optional[List[str]] = None
+  warm_start_from: Optional[str] = None
+  warm_start_allow_missing: Optional[List[str]] = None
   onset_monitor: bool = True
 
 
@@ -62,14 +63,14 @@ COMMAND_LINE = cli.Flags(RunPretrainingConfig, {
                        "unset: the gin value (float32).",
     "jit_compile": "XLA-compile each replica's forward and backward pass "
                    "(TrainConfig.jit_compile).",
-    "init_checkpoint": "Warm start: a run_pretraining model_dir, an import_checkpoint "
+    "warm_start_from": "Warm start: a run_pretraining model_dir, an import_checkpoint "
                        "output_dir or a checkpoint prefix whose weights start this run (ignored "
                        "once the run has checkpoints of its own). Its vocab.txt must be the "
                        "records' vocab. Same as TrainConfig.init_checkpoint.",
-    "init_checkpoint_allow_missing": "Components (checkpoint path parts, e.g. mws_head,mws_layer) "
-                                     "that may be absent from --init_checkpoint and then start "
-                                     "freshly initialised; any other missing or mis-shaped "
-                                     "variable is an error.",
+    "warm_start_allow_missing": "Components (checkpoint path parts, e.g. mws_head,mws_layer) "
+                                "that may be absent from --warm_start_from and then start "
+                                "freshly initialised; any other missing or mis-shaped variable "
+                                "is an error. Same as TrainConfig.init_checkpoint_allow_missing.",
     "onset_monitor": "Measure the structure-onset figures (largest head's attention on the "
                      "previous/next token, attention entropy ratio, order sensitivity) of the "
                      "encoder every OnsetConfig.every_steps steps and at the end, on rows of "
@@ -78,7 +79,10 @@ COMMAND_LINE = cli.Flags(RunPretrainingConfig, {
 }, enums={"distribution_strategy": ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
           "mode": ["train", "eval", "train_and_eval"],
           "mixed_precision": ["float32", "bfloat16", "float16"]},
-    ranges={"num_cpu_devices": (1, None, True)}, whole=("gin_param",))
+    ranges={"num_cpu_devices": (1, None, True)}, whole=("gin_param",),
+    # Fine-tuning tools' --init_checkpoint is an export; here the name meant a warm start.
+    renamed={"init_checkpoint": "warm_start_from",
+             "init_checkpoint_allow_missing": "warm_start_allow_missing"})
 
 
 def main(config):
@@ -87,11 +91,11 @@ def main(config):
     gin_params.append(f"TrainConfig.mixed_precision = '{config.mixed_precision}'")
   if config.jit_compile is not None:
     gin_params.append(f"TrainConfig.jit_compile = {config.jit_compile}")
-  if config.init_checkpoint is not None:
-    gin_params.append(f"TrainConfig.init_checkpoint = {config.init_checkpoint!r}")
-  if config.init_checkpoint_allow_missing is not None:
+  if config.warm_start_from is not None:
+    gin_params.append(f"TrainConfig.init_checkpoint = {config.warm_start_from!r}")
+  if config.warm_start_allow_missing is not None:
     gin_params.append("TrainConfig.init_checkpoint_allow_missing = "
-                      f"{tuple(config.init_checkpoint_allow_missing)!r}")
+                      f"{tuple(config.warm_start_allow_missing)!r}")
   runs.run_pretraining(list(config.gin_file), gin_params, config.input_records,
                        config.model_dir, config.distribution_strategy, config.tpu,
                        config.vocab_file or None, config.num_cpu_devices, config.mode,

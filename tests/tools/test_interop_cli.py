@@ -113,7 +113,8 @@ class ImportCheckpointCliTest(tf.test.TestCase):
                         tensors["electra/embeddings/word_embeddings"])
     self.assertIs(model.generator.embeddings, model.discriminator.embeddings)  # tied source
     self.assertEqual(model.generator.config.hidden_size, test_electra_tf1.HG)
-    # ... that run_pretraining continues with --init_checkpoint (records in the same vocab).
+    # ... that run_pretraining continues from (--warm_start_from; here by its deprecated name
+    # --init_checkpoint, still accepted) with records in the same vocab.
     corpus = testutil.write_text(os.path.join(tmp, "corpus.txt"), "\n".join(
         " ".join(f"w{(7 * i + j) % 50}" for j in range(12)) for i in range(80)) + "\n")
     pretraining_data.create_pretraining_data(pretraining_data.DataConfig(
@@ -128,6 +129,8 @@ class ImportCheckpointCliTest(tf.test.TestCase):
                  "--gin_param=TrainConfig.max_predictions_per_seq = 5")
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertRegex(result.stderr, r"warm start from .*ckpt-0: \d+ variables restored")
+    self.assertIn("run_pretraining: --init_checkpoint is deprecated: use --warm_start_from",
+                  result.stderr)
     self.assertNotIn("fresh (allowed)", result.stderr)
     # The tool's main in process (its flags are the config's fields): bad input is refused.
     tf1 = dict(source="electra_tf1", checkpoint=path, num_attention_heads=2,
