@@ -75,6 +75,13 @@ class Reporter:
     return self._publish("train", dict(values, learning_rate=learning_rate, step=step,
                                        train_flops=flops, skipped_steps=skipped))
 
+  def recorded_steps(self, onset: bool = False) -> set:
+    """The steps that have an evaluation row (`onset`: a structure-onset row) already."""
+    name = run_dir.ONSET_NAME if onset else run_dir.RESULTS_NAME
+    if not os.path.isfile(os.path.join(self.model_dir, name)):
+      return set()
+    return {row["step"] for row in run_dir.read_results(self.model_dir, name)}
+
   def eval_row(self, step: int, figures: Dict[str, float], seconds: float,
                weight_average: bool = False) -> dict:
     """A held-out evaluation's figures at `step`."""

@@ -290,6 +290,10 @@ class Trainer:
     seconds_per_step = None
     skipped = self._skipped_at_log = int(self.step_fn.skipped_steps.numpy())
     keep = cfg.keep_checkpoint_every_steps  # a milestone is saved even between regular saves
+    # A run killed between an evaluation and its next checkpoint re-trains those steps when it
+    # resumes (bit for bit): their rows are not written twice.
+    evaluated = self.reporter.recorded_steps() if evaluator is not None else set()
+    onset_done = self.reporter.recorded_steps(onset=True) if monitor is not None else set()
     while step < cfg.num_train_steps:
       n = min(cfg.log_every_steps - step % cfg.log_every_steps,
               cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
@@ -331,9 +335,10 @@ class Trainer:
         interval_start, interval_steps = time.time(), 0
       if saving:
         self.checkpointer.save(step)
-      if monitor is not None and self.is_chief and monitor.due(step, cfg.num_train_steps):
+      if (monitor is not None and self.is_chief and monitor.due(step, cfg.num_train_steps)
+          and step not in onset_done):
         self.report_onset(monitor, step, writer)
-      if evaluator is not None and self.is_chief and (
+      if evaluator is not None and self.is_chief and step not in evaluated and (
           (eval_every and step % eval_every == 0) or step == cfg.num_train_steps):
         self.evaluate(evaluator, step)
     return last

@@ -1,6 +1,7 @@
 """Held-out evaluation: figures vs direct computations, determinism, modes, run comparison."""
 import dataclasses
 import functools
+import json
 import os
 
 import numpy as np
@@ -133,6 +134,29 @@ class EvaluatorTest(RecordsTestCase):
       self.assertAllClose(figures[name], losses[name].value, rtol=1e-5, msg=name)
     weights = batches[0]["masked_lm_weights"].numpy()
     self.assertEqual(float(losses["mws_loss"].weight), weights.sum())
+
+  def test_a_run_resumed_after_a_hard_kill_writes_each_evaluation_once(self):
+    # Evaluated at step 15, killed before the step-20 save: the resumed run re-trains steps
+    # 10-15 from ckpt-10 (bit for bit) and must not write step 15's row again.
+    model_dir = os.path.join(self.tmp, "hard_kill")
+    trainer = self._trainer(model_dir)
+    config = self._eval_config(probe_data_dir="", pll_sentences=0)
+    evaluator = evaluation.Evaluator(trainer.model, trainer.vocab, trainer.input_config,
+                                     self.heldout, config)
+    trainer.train(evaluator, eval_every_steps=15)
+    rows = run_dir.read_results(model_dir)
+    self.assertEqual([r["step"] for r in rows], [15, 20])
+    for name in tf.io.gfile.glob(os.path.join(model_dir, "ckpt-20.*")):
+      os.remove(name)
+    tf.compat.v1.train.update_checkpoint_state(model_dir, os.path.join(model_dir, "ckpt-10"))
+    testutil.write_text(os.path.join(model_dir, run_dir.RESULTS_NAME),
+                        json.dumps(rows[0], sort_keys=True) + "\n")
+    resumed = self._trainer(model_dir)
+    resumed.train(evaluation.Evaluator(resumed.model, resumed.vocab, resumed.input_config,
+                                       self.heldout, config), eval_every_steps=15)
+    again = run_dir.read_results(model_dir)
+    self.assertEqual([r["step"] for r in again], [15, 20])
+    self.assertAllClose(again[1]["mlm_loss"], rows[1]["mlm_loss"])  # the same weights at 20
 
   def test_eval_without_checkpoint_fails(self):
     trainer = self._trainer(os.path.join(self.tmp, "empty_run"))
