@@ -182,6 +182,13 @@ class TaskContractTest(tf.test.TestCase):
     random = export.encoder(restore=False)
     self.assertNotAllClose(random.weights[0], reference.weights[0])
 
+  def test_a_task_that_cannot_join_a_multi_task_run_is_refused_by_name(self):
+    from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
+    self.assertIs(task_lib.get_multitask("TOY_HAS_SEVEN"), HasSeven)
+    with self.assertRaisesRegex(ValueError, r"--tasks names 'squad', which cannot join a "
+                                r"multi-task run; known: .*rte.*toy_has_seven"):
+      task_lib.get_multitask("squad")
+
   def test_unknown_and_duplicate_names(self):
     with self.assertRaisesRegex(ValueError, r"unknown fine-tuning task 'nope' \(--task\); "
                                 r"one of: .*toy_has_seven"):
