@@ -8,7 +8,7 @@ Recipes (`--recipe`):
   sentences  (the README's) an 8k vocabulary; training examples of whole sentences up to 64
              pieces (`--packing=sentences --sentences_per_example=0`); `gin/models/one_machine.gin`
              + the task + `gin/recipes/one_machine_sentences.gin` (batch 16, T5 relative positions,
-             pre-LayerNorm, no dropout, [MASK]-only masking 30% -> 15%, lr 2e-3);
+             post-LayerNorm, no dropout, the task's own masking, lr 1e-3);
   paragraphs the recipe before it (issue 37): a 16k vocabulary, paragraph text packed into 128
              pieces, `one_machine.gin` + the task alone (batch 64, BERT's blocks and masking).
 

@@ -43,6 +43,7 @@ class DataConfig:
   seed: int = 12345
   num_workers: int = 0  # 0: one per CPU core
   chunk_bytes: int = 1 << 20
+  shuffle_chunks: bool = True
   on_decode_error: str = "fail"
 
   def validate(self):

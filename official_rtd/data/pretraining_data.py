@@ -184,13 +184,24 @@ def plan_input(config: DataConfig) -> InputPlan:
                                    config.tfds_split, config.tfds_text_key, config.chunk_bytes)
     info = tfds_corpus.load_builder(config.input_tfds, config.tfds_data_dir or None).info
     size = info.splits[config.tfds_split].num_bytes
-    return InputPlan(units, f"TFDS {config.input_tfds} {config.tfds_split} "
+    return InputPlan(_ordered(units, config), f"TFDS {config.input_tfds} {config.tfds_split} "
                      f"({info.splits[config.tfds_split].num_examples} documents, "
                      f"{size / 1e6:.1f} MB)", [config.input_tfds], size)
   files = corpus_lib.expand_input_files(config.input_files)
   size = sum(paths.getsize(f) for f in files)
-  return InputPlan(corpus_lib.plan_text_units(files, config.chunk_bytes),
+  return InputPlan(_ordered(corpus_lib.plan_text_units(files, config.chunk_bytes), config),
                    f"{len(files)} file(s), {size / 1e6:.1f} MB", files, size)
+
+
+def _ordered(units: list, config: DataConfig) -> list:
+  """The order in which the units' records are written: shuffled by the seed (`shuffle_chunks`),
+  or corpus order. Records are written round-robin over the shards in this order and the input
+  pipeline reads each shard front to back through a shuffle buffer of a few chunks' records, so
+  corpus order would feed a run the first files first (a mixed corpus source by source)."""
+  if config.shuffle_chunks:
+    units = list(units)
+    random.Random(f"{config.seed}/chunk order").shuffle(units)
+  return units
 
 
 def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = print) -> dict:

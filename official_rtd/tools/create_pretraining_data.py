@@ -61,6 +61,10 @@ COMMAND_LINE = cli.Flags(data_config.DataConfig, {
     "num_workers": "Worker processes (0: one per CPU core); local runner and DirectRunner.",
     "chunk_bytes": "Text per work unit (a document is never split; an example never spans two "
                    "chunks).",
+    "shuffle_chunks": "Write the chunks in an order shuffled by --seed (a chunk's own records "
+                      "stay in text order). Off: corpus order, so that a run reading a fraction "
+                      "of an epoch sees the first files only and a mixed corpus arrives source by "
+                      "source (the input pipeline's shuffle buffer spans a few chunks).",
     "on_decode_error": "What to do with a line that is not valid UTF-8 (the error names "
                        "file:line).",
 }, enums={"tokenizer": ["fast", "bert"], "packing": ["fill", "electra", "sentences"],

@@ -152,6 +152,36 @@ class CreatePretrainingDataTest(tf.test.TestCase):
     self.assertEqual(outputs["a"], outputs["workers"])
     self.assertNotEqual(outputs["a"], outputs["other_seed"])
 
+  def test_shuffled_chunks_mix_the_sources_from_the_first_records(self):
+    """Two files of different text: with `shuffle_chunks` (the default) the first half of the
+    records, the part a run reading half an epoch sees, holds text of both; in corpus order it
+    holds the first file's only. Either way the same records are written."""
+    paragraphs = testutil.sample_paragraphs(60)
+    sources = {"a": paragraphs[:30], "b": paragraphs[30:]}
+    files = tuple(testutil.write_text(os.path.join(self.tmp, f"{name}.txt"), "\n\n".join(lines))
+                  for name, lines in sources.items())  # one paragraph per document
+    tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab)
+    streams = {name: " " + " ".join(str(t) for ids in tokenizer.tokenize_to_lists(lines)
+                                    for t in ids) + " " for name, lines in sources.items()}
+    special = self.vocab.is_special()
+
+    def source_of(row):
+      text = " " + " ".join(str(t) for t in row["input_word_ids"] if not special[t]) + " "
+      found = [name for name, stream in streams.items() if text in stream]
+      self.assertLen(found, 1)
+      return found[0]
+
+    order = {}
+    for shuffle in (True, False):
+      _, rows = self._run(input_files=files, chunk_bytes=1500, shuffle_chunks=shuffle,
+                          output_dir=os.path.join(self.tmp, f"shuffle_{shuffle}"))
+      order[shuffle] = [source_of(row) for row in rows]
+      self.assertGreater(order[shuffle].count("b"), 10)
+    first_half = len(order[False]) // 2
+    self.assertEqual(set(order[False][:first_half]), {"a"})
+    self.assertEqual(set(order[True][:first_half]), {"a", "b"})
+    self.assertEqual(sorted(order[True]), sorted(order[False]))
+
   def test_gzip_and_electra_packing(self):
     sidecar, rows = self._run(gzip=True, packing="electra")
     self.assertEqual(sidecar["compression"], "GZIP")
