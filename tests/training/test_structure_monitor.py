@@ -120,6 +120,32 @@ class MonitoredRunTest(RecordsTestCase):
       gin.clear_config()
     self.assertFalse(os.path.exists(os.path.join(other, "onset.jsonl")))
 
+  def test_a_run_resumed_after_a_hard_kill_writes_each_onset_row_once(self):
+    # Onset read at step 4, killed before the step-6 save: the resumed run re-trains steps 2-4
+    # from ckpt-2 and must not write step 4's row again.
+    model_dir = os.path.join(self.tmp, "hard_kill")
+    params = ["TrainConfig.train_batch_size = 8", "TrainConfig.num_train_steps = 6",
+              "TrainConfig.save_checkpoints_steps = 2", "OnsetConfig.every_steps = 4",
+              "OnsetConfig.num_rows = 4", "OnsetConfig.width = 16"]
+    onset_file = os.path.join(model_dir, "onset.jsonl")
+    for attempt in ("first", "resumed"):
+      try:
+        runs.run_pretraining(["gin/models/tiny.gin", "gin/tasks/mlm.gin"], params, self.records,
+                             model_dir, log=lambda _: None)
+      finally:
+        gin.clear_config()
+      with open(onset_file, encoding="utf-8") as f:
+        steps = [json.loads(line)["step"] for line in f]
+      self.assertEqual(steps, [4, 6], attempt)
+      if attempt == "first":  # the kill: ckpt-4 and ckpt-6 lost, step 6's row never written
+        for name in tf.io.gfile.glob(os.path.join(model_dir, "ckpt-[46].*")):
+          os.remove(name)
+        tf.compat.v1.train.update_checkpoint_state(model_dir, os.path.join(model_dir, "ckpt-2"))
+        with open(onset_file, encoding="utf-8") as f:
+          first_row = f.readline()
+        with open(onset_file, "w", encoding="utf-8") as f:
+          f.write(first_row)
+
 
 if __name__ == "__main__":
   tf.test.main()
