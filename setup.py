@@ -26,16 +26,20 @@ setuptools.setup(
         "sentencepiece",  # build_vocab --model_type=sentencepiece_*; .model vocabularies
         "matplotlib",  # compare_runs --plot
         "blingfire",  # create_pretraining_data --packing=sentences (sentence splitter)
+        "sacremoses",  # run_cvt --tasks=translate: Moses tokenization of raw text
+        "sacrebleu",  # run_cvt --tasks=translate: BLEU
     ],
     # apache-beam: create_pretraining_data --runner=DirectRunner|DataflowRunner|...; 2.77 is the
     # newest that installs next to TensorFlow 2.20 here (it pins protobuf < 7).
     # transformers' TF ELECTRA classes check the Hugging Face export (no PyTorch needed).
     extras_require={
         "beam": ["apache-beam==2.77.*"],
+        # train_word_vectors: word2vec vectors for run_cvt --word_embeddings.
+        "vectors": ["gensim"],
         # importlib_resources: TFDS needs it (via etils.epath) to build the test's own dataset.
         # pytest-xdist: pytest.ini runs test classes on all cores (up to 4 processes).
         "test": ["pytest", "pytest-xdist", "scipy", "scikit-learn", "transformers>=4.45,<4.50",
-                 "apache-beam==2.77.*", "importlib_resources"],
+                 "apache-beam==2.77.*", "importlib_resources", "gensim"],
     },
     entry_points={
         "console_scripts": [
@@ -48,6 +52,8 @@ setuptools.setup(
             "run_tagging=official_rtd.tools.run_tagging:run",
             "run_multiple_choice=official_rtd.tools.run_multiple_choice:run",
             "run_cvt=official_rtd.tools.run_cvt:run",
+            "cvt_translate=official_rtd.tools.cvt_translate:run",
+            "train_word_vectors=official_rtd.tools.train_word_vectors:run",
             "export_model=official_rtd.tools.export_model:run",
             "import_checkpoint=official_rtd.tools.import_checkpoint:run",
             "compare_runs=official_rtd.tools.compare_runs:run",

@@ -1,9 +1,11 @@
-"""CVT's inputs: word and character vocabularies, GloVe-format embeddings, padded batches of
-labeled sentences, and a stream of unlabeled sentences split on the fly from a corpus in our format
-(one paragraph per line, blank lines between documents)."""
+"""CVT's inputs: word and character vocabularies (from the labeled and the unlabeled text),
+GloVe-format embeddings, padded batches of sentences of similar lengths, and a stream of unlabeled
+sentences split on the fly from a corpus in our format (one paragraph per line, blank lines between
+documents) or from a file of one sentence per line."""
+import collections
 import dataclasses
 import re
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -31,13 +33,21 @@ class WordCharVocab:
   chars: Dict[str, int]
 
   @classmethod
-  def build(cls, sentences: Sequence[Sequence[str]], extra_words: Sequence[str] = ()):
-    """Every normalised training word (plus `extra_words`, e.g. GloVe's) and every character."""
+  def build(cls, sentences: Sequence[Sequence[str]], extra_words: Sequence[str] = (),
+            unlabeled: Iterable[Sequence[str]] = (), min_count: int = 1):
+    """Every normalised labeled word and character, those of the `unlabeled` sentences seen at
+    least `min_count` times, and `extra_words` (e.g. pre-trained vectors' words)."""
+    word_counts, char_counts = collections.Counter(), collections.Counter()
+    for sentence in unlabeled:
+      word_counts.update(normalize(w) for w in sentence)
+      char_counts.update(c for w in sentence for c in w)
+    frequent = lambda counts: {k for k, n in counts.items() if n >= min_count}
     words = {PAD: 0, UNK: 1, REMOVED: 2}
-    for word in sorted({normalize(w) for s in sentences for w in s} | set(extra_words)):
+    for word in sorted({normalize(w) for s in sentences for w in s} | set(extra_words)
+                       | frequent(word_counts)):
       words.setdefault(word, len(words))
     chars = {PAD: 0, UNK: 1}
-    for char in sorted({c for s in sentences for w in s for c in w}):
+    for char in sorted({c for s in sentences for w in s for c in w} | frequent(char_counts)):
       chars.setdefault(char, len(chars))
     return cls(words, chars)
 
@@ -130,6 +140,20 @@ def pad_batch(encoded: Sequence[Tuple[np.ndarray, np.ndarray]],
   return Batch(words, chars, lengths, tag_array)
 
 
+def length_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Generator,
+                   pool_batches: int = 50) -> List[List[int]]:
+  """One epoch of minibatches (index lists) of similar lengths, as cvt_text batches: a random
+  order cut into pools of `pool_batches` batches, each pool sorted by length and cut into
+  batches, the batches shuffled. Less padding, hence less work per sentence; every index once."""
+  order = rng.permutation(len(lengths))
+  pool = batch_size * pool_batches
+  batches = []
+  for begin in range(0, len(order), pool):
+    chunk = sorted(order[begin:begin + pool].tolist(), key=lambda i: lengths[i])
+    batches += [chunk[k:k + batch_size] for k in range(0, len(chunk), batch_size)]
+  return [batches[i] for i in rng.permutation(len(batches))]
+
+
 def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:
   """Sentences (split after . ! ? before a capital or digit, not after a title or an initial
   such as "Mr." or "J.") as word lists of 2..max_words; words and punctuation are tokens."""
@@ -150,10 +174,14 @@ def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:
 
 def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
                         buffer_size: int = 20000, on_decode_error: str = "fail",
-                        warn: Callable[[str], None] = print) -> Iterator[List[str]]:
+                        warn: Callable[[str], None] = print,
+                        split: Callable[[str, int], List[List[str]]] = None
+                        ) -> Iterator[List[str]]:
   """An endless, shuffled (through a `buffer_size` reservoir) stream of corpus sentences,
   read lazily, file after file, again and again; a line that is not UTF-8 fails naming its
-  `file:line`, or with `on_decode_error="skip"` is skipped with a warning."""
+  `file:line`, or with `on_decode_error="skip"` is skipped with a warning. `split(line,
+  max_words)` gives a line's sentences (default: `split_sentences`, for paragraphs)."""
+  split = split or split_sentences
   files = corpus.expand_input_files(patterns)
   rng = np.random.default_rng(seed)
   buffer: List[List[str]] = []
@@ -161,7 +189,7 @@ def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
     produced = False
     for chunk in corpus.read_chunks(files, 1 << 20, on_decode_error, warn):
       for line in chunk.lines:
-        for sentence in split_sentences(line, max_words):
+        for sentence in split(line, max_words):
           produced = True
           if len(buffer) < buffer_size:
             buffer.append(sentence)

@@ -1,37 +1,42 @@
-"""`run_cvt`: reads the tagging tasks (and the `dep` treebank) and the unlabeled corpus, trains
-CVT (or a baseline) for N trials, evaluates each task's dev set with the EMA weights, and writes
-`eval_results.json`.
+"""`run_cvt`: reads each task (`--tasks`, registered in `all_tasks.py`) and the unlabeled corpus,
+trains CVT (or a baseline) for N trials, evaluates each task's dev set with the EMA weights, and
+writes `eval_results.json`.
 
 Each trial checkpoints model, optimizer and EMA every `save_checkpoints_steps` in
 `trial_<k>/checkpoint` and resumes from there (the labeled batches replay exactly; the unlabeled
-stream restarts, re-seeded by the step), and keeps its final EMA weights in `trial_<k>/model`.
+stream restarts, re-seeded by the step). Every `eval_every_steps` it evaluates the dev sets; the
+best evaluation so far (the mean of the tasks' primary figures) keeps its EMA weights in
+`trial_<k>/model` and its predictions files, and with `patience` set the trial stops after that
+many evaluations without a new best (the dev-selected checkpoint the dissertation reports).
 It shares the fine-tuning trial loop (`finetune.trials`: trials, steps, median and spread) but not
 `finetune.runner.Runner`, because CVT trains its own CNN-BiLSTM from word and character ids
-rather than fine-tuning an exported encoder: no export to load, no per-size defaults, no `Task`.
+rather than fine-tuning an exported encoder.
 """
 import dataclasses
+import itertools
 import json
 import os
 import shutil
+import time
 from typing import Callable, Dict, List
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd import progress
 from official_rtd import textio
+from official_rtd.cvt import all_tasks  # pylint: disable=unused-import
 from official_rtd.cvt import data as data_lib
+from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import model as model_lib
-from official_rtd.cvt import parsing
+from official_rtd.cvt import task as task_lib
 from official_rtd.cvt import training
-from official_rtd.finetune import conllu
 from official_rtd.finetune import fingerprint
-from official_rtd.finetune import tagging
-from official_rtd.finetune import tagging_data
 from official_rtd.finetune import trials as trials_lib
 
-
 VOCAB_NAME = "vocab.json"
+SELECTION_NAME = "selection.json"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,10 +59,18 @@ class CvtRunConfig:
   max_sentence_length: int = 100
   on_decode_error: str = "fail"
   max_train_sentences: int = 0
+  train_fraction: float = 1.0
+  vocab_unlabeled_sentences: int = 200000
+  vocab_min_count: int = 3
+  target_min_count: int = 6
+  beam_size: int = 10
+  max_decode_length: int = 50
+  attention_dropout: float = 0.5
   learning_rate: float = 0.5
   warmup_steps: int = 0
   ema_decay: float = 0.998
   eval_every_steps: int = 1000
+  patience: int = 0
   save_checkpoints_steps: int = 1000
   log_every_steps: int = 100
   num_trials: int = 1
@@ -73,60 +86,51 @@ class CvtRunner:
     names = [t.strip() for t in config.tasks.split(",") if t.strip()]
     if not names or len(set(names)) != len(names):
       raise ValueError(f"--tasks={config.tasks!r} must name each task once")
-    # `dep`: dependency parsing (§4.2.3, `parsing.py`) on a UD treebank; the rest tagging tasks.
-    self.treebank = None
-    unknown = [n for n in names if n != parsing.TASK_NAME and n not in tagging_data.TASKS]
+    unknown = [n for n in names if n not in task_lib.names()]
     if unknown:
-      raise ValueError(f"--tasks: unknown {unknown}; one of: "
-                       f"{', '.join(sorted(tagging_data.TASKS) + [parsing.TASK_NAME])}")
-    self.tasks = [tagging_data.get_task(n) for n in names if n != parsing.TASK_NAME]
+      raise ValueError(f"--tasks: unknown {unknown}; one of: {', '.join(task_lib.names())}")
     if config.mode != "supervised" and not config.unlabeled_data:
       raise ValueError(f"--mode={config.mode} needs --unlabeled_data (a corpus)")
     if config.train_steps < 1 or config.train_batch_size < 1:
       raise ValueError("--train_steps and --train_batch_size must be >= 1")
-    self.train, self.dev, self.labels = {}, {}, {}
     rng = np.random.default_rng(config.seed)
-    for task in self.tasks:
-      folder = os.path.join(config.data_dir, task.folder)
-      train, dev = tagging_data.load_task(
-          task, folder if os.path.isdir(folder) else config.data_dir)
-      if config.max_train_sentences:
-        keep = rng.permutation(len(train))[:config.max_train_sentences]
-        train = [train[i] for i in sorted(keep)]
-      if task.spans:  # §4.3.1: BIOES for chunking and NER
-        train = tagging_data.with_scheme(train, "bioes")
-      self.train[task.name], self.dev[task.name] = train, dev
-      self.labels[task.name] = sorted({t for s in train for t in s.tags})
-    if parsing.TASK_NAME in names:
-      folder = os.path.join(config.data_dir, "parsing", "ud_ewt")
-      self.treebank = parsing.Treebank(folder if os.path.isdir(folder) else config.data_dir, rng,
-                                       config.max_train_sentences)
-      self.train[parsing.TASK_NAME] = self.treebank.train
-      self.dev[parsing.TASK_NAME] = self.treebank.dev
-      self.labels[parsing.TASK_NAME] = self.treebank.relations
+    self.tasks: Dict[str, task_lib.CvtTask] = {n: task_lib.get(n)(n, config, rng) for n in names}
+    splitters = {t.split_unlabeled for t in self.tasks.values()}
+    if len(splitters) > 1:
+      raise ValueError(f"--tasks={config.tasks}: these tasks read unlabeled text differently "
+                       "(translation: one sentence per line); run them separately")
+    self.split_unlabeled = splitters.pop()
     pretrained = self._pretrained_vectors()
-    self.vocab = data_lib.WordCharVocab.build(
-        [s.words for t in self.train for s in self.train[t]], extra_words=sorted(pretrained))
+    labeled = [t.source_words(e) for t in self.tasks.values() for e in t.train]
+    unlabeled = []
+    if config.unlabeled_data and config.vocab_unlabeled_sentences:
+      stream = self._unlabeled_stream(config.seed)
+      unlabeled = list(itertools.islice(stream, config.vocab_unlabeled_sentences))
+    self.vocab = data_lib.WordCharVocab.build(labeled, extra_words=sorted(pretrained),
+                                              unlabeled=unlabeled,
+                                              min_count=config.vocab_min_count)
     self.embeddings = data_lib.embedding_matrix(self.vocab, config.word_dim, pretrained,
                                                 config.seed)
-    # Labeled and dev sentences are encoded once; batches only pad them.
-    self.encoded = {t: [self.vocab.encode(s.words) for s in self.train[t]] for t in self.train}
-    self.tag_ids = {t.name: [[self.labels[t.name].index(tag) for tag in s.tags]
-                             for s in self.train[t.name]] for t in self.tasks}
-    if self.treebank is not None:  # a word's target: its gold edge, head · R + relation
-      self.tag_ids[parsing.TASK_NAME] = [self.treebank.targets(s) for s in self.treebank.train]
-    self.encoded_dev = {t: [self.vocab.encode(s.words) for s in self.dev[t]] for t in self.dev}
-    self.task_names = list(self.train)
-    self.model_config = model_lib.CvtConfig(
+    # Labeled and dev examples are encoded once; batches only pad them.
+    self.encoded = {n: [self.vocab.encode(t.source_words(e)) for e in t.train]
+                    for n, t in self.tasks.items()}
+    self.target_ids = {n: [t.targets(e) for e in t.train] for n, t in self.tasks.items()}
+    self.encoded_dev = {n: [self.vocab.encode(t.source_words(e)) for e in t.dev]
+                        for n, t in self.tasks.items()}
+    self.model_config = encoder_lib.CvtConfig(
         word_dim=config.word_dim, char_dim=config.char_dim, lstm1_size=config.lstm1_size,
         lstm2_size=config.lstm2_size, projection_size=config.projection_size,
         hidden_size=config.hidden_size)
-    log(f"run_cvt ({config.mode}): " + ", ".join(
-        f"{t} {len(self.train[t])} train / {len(self.dev[t])} dev sentences, "
-        f"{len(self.labels[t])} {'relations' if t == parsing.TASK_NAME else 'tags'}"
-        for t in self.task_names)
-        + f"; {len(self.vocab.words)} words ({len(pretrained)} pre-trained vectors), "
-        f"{config.train_steps} steps")
+    covered = np.mean([w in self.vocab.words for s in unlabeled for w in map(data_lib.normalize, s)]
+                      ) if unlabeled else float("nan")
+    log(f"run_cvt ({config.mode}): " + ", ".join(t.describe() for t in self.tasks.values())
+        + f"; {len(self.vocab.words)} words ({len(pretrained)} pre-trained vectors; "
+        f"{len(unlabeled)} unlabeled sentences read for the vocabulary, {covered:.1%} of their "
+        f"words in it), {config.train_steps} steps")
+
+  @property
+  def task_names(self) -> List[str]:
+    return list(self.tasks)
 
   def _pretrained_vectors(self) -> Dict[str, np.ndarray]:
     """`--word_embeddings` (GloVe format) or `--init_from_encoder`'s token embeddings."""
@@ -154,49 +158,69 @@ class CvtRunner:
       raise ValueError(f"{export_dir}: token embeddings are {table.shape[1]}-d but "
                        f"--word_dim={self.config.word_dim}")
     tokenizer = export.tokenizer
-    words = sorted({data_lib.normalize(w) for t in self.train for s in self.train[t]
-                    for w in s.words})
+    words = sorted({data_lib.normalize(w) for t in self.tasks.values() for e in t.train
+                    for w in t.source_words(e)})
     pieces = tokenizer.tokenize_to_lists(words)
     return {w: table[p].mean(0) for w, p in zip(words, pieces) if p}
 
   # --- one trial ---------------------------------------------------------------------------------
+  def _batch(self, name: str, indices):
+    task = self.tasks[name]
+    batch = data_lib.pad_batch([self.encoded[name][i] for i in indices])
+    return batch.inputs(), task.pad_targets([self.target_ids[name][i] for i in indices])
+
   def _build(self, trial: int):
     cfg = self.config
     tf_keras.utils.set_random_seed(cfg.seed + trial)
-    model = model_lib.CvtTagger(self.model_config, len(self.vocab.words), len(self.vocab.chars),
-                                {t.name: len(self.labels[t.name]) for t in self.tasks},
-                                word_embeddings=self.embeddings, name="cvt",
-                                num_relations=({parsing.TASK_NAME: len(self.treebank.relations)}
-                                               if self.treebank is not None else None))
-    model(data_lib.make_batch([["a", "b"]], self.vocab).inputs())
-    steps = training.CvtSteps(model, training.CvtTrainConfig(
+    model = model_lib.CvtModel(self.model_config, len(self.vocab.words), len(self.vocab.chars),
+                               self.tasks, word_embeddings=self.embeddings, name="cvt")
+    steps = training.CvtSteps(model, self.tasks, training.CvtTrainConfig(
         mode=cfg.mode, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
         ema_decay=cfg.ema_decay), self.vocab.words[data_lib.REMOVED])
-    steps.start()
+    first = next(iter(self.tasks))
+    inputs, _ = self._batch(first, [0, min(1, len(self.encoded[first]) - 1)])
+    steps.build(inputs, {n: self._targets_for(n, inputs) for n in self.tasks})
     return model, steps
 
+  def _targets_for(self, name: str, inputs):
+    """Targets of task `name` shaped for `inputs` (only to create variables): its first
+    examples' targets, padded or cut to the batch's length."""
+    rows = len(inputs["lengths"])
+    targets = [self.target_ids[name][i % len(self.target_ids[name])] for i in range(rows)]
+    padded = self.tasks[name].pad_targets(targets)
+    if isinstance(padded, dict):
+      return padded
+    time_steps = inputs["words"].shape[1]
+    out = np.zeros([rows, time_steps], np.int32)
+    out[:, :min(time_steps, padded.shape[1])] = padded[:, :time_steps]
+    return out
+
   def _labeled_batches(self, trial: int):
-    """Endless (task, Batch): a task uniformly at random, then a batch of its sentences drawn
-    in a seeded random order."""
+    """Endless (task, inputs, targets): a task uniformly at random, then the next batch of its
+    sentences in length-bucketed random batches (`data.length_batches`), epoch after epoch."""
     rng = np.random.default_rng(self.config.seed + trial)
-    orders = {t: [] for t in self.task_names}
+    queues = {t: [] for t in self.task_names}
+    lengths = {t: [len(w) for w, _ in self.encoded[t]] for t in self.task_names}
     while True:
-      task = self.task_names[int(rng.integers(len(self.task_names)))]
-      if len(orders[task]) < self.config.train_batch_size:
-        orders[task].extend(rng.permutation(len(self.train[task])).tolist())
-      chosen = orders[task][:self.config.train_batch_size]
-      del orders[task][:self.config.train_batch_size]
-      yield task, data_lib.pad_batch([self.encoded[task][i] for i in chosen],
-                                     [self.tag_ids[task][i] for i in chosen])
+      name = self.task_names[int(rng.integers(len(self.task_names)))]
+      if not queues[name]:
+        queues[name] = data_lib.length_batches(lengths[name], self.config.train_batch_size, rng)
+      yield (name,) + self._batch(name, queues[name].pop())
+
+  def _unlabeled_stream(self, seed: int):
+    return data_lib.unlabeled_sentences(self.config.unlabeled_data.split(","),
+                                        self.config.max_sentence_length, seed,
+                                        on_decode_error=self.config.on_decode_error,
+                                        warn=self.log, split=self.split_unlabeled)
 
   def _unlabeled_batches(self, seed: int):
-    stream = data_lib.unlabeled_sentences(self.config.unlabeled_data.split(","),
-                                          self.config.max_sentence_length, seed,
-                                          on_decode_error=self.config.on_decode_error,
-                                          warn=self.log)
+    """Endless unlabeled minibatches, length-bucketed over pools of 50 batches."""
+    stream, rng = self._unlabeled_stream(seed), np.random.default_rng(seed)
+    size = self.config.train_batch_size
     while True:
-      yield data_lib.make_batch([next(stream) for _ in range(self.config.train_batch_size)],
-                                self.vocab)
+      pool = [self.vocab.encode(s) for s in itertools.islice(stream, size * 50)]
+      for indices in data_lib.length_batches([len(w) for w, _ in pool], size, rng):
+        yield data_lib.pad_batch([pool[i] for i in indices]).inputs()
 
   def run_trial(self, trial: int) -> dict:
     cfg = self.config
@@ -204,6 +228,9 @@ class CvtRunner:
     checkpoint = tf.train.Checkpoint(model=model, optimizer=steps.optimizer,
                                      ema=steps.ema.shadows, ema_updates=steps.ema.updates)
     checkpoint_dir = trials_lib.trial_dir(cfg.model_dir, trial, "checkpoint")
+    selection_path = trials_lib.trial_dir(cfg.model_dir, trial, SELECTION_NAME)
+    selection = (textio.load_json(selection_path) if os.path.isfile(selection_path)
+                 else {"curve": [], "best": None})
 
     def begin(done):
       labeled = self._labeled_batches(trial)
@@ -211,78 +238,101 @@ class CvtRunner:
         next(labeled)
       unlabeled = (self._unlabeled_batches(cfg.seed + trial + 7919 * done)
                    if cfg.mode != "supervised" else None)
+      selection["curve"] = [p for p in selection["curve"] if p["step"] <= done]
 
       def step(_):
-        task, batch = next(labeled)
-        values = {"labeled loss": float(steps.labeled(batch.inputs(), batch.tags, task))}
+        name, inputs, targets = next(labeled)
+        values = {"labeled loss": float(steps.labeled(inputs, targets, name))}
         if unlabeled is not None:
-          values["unlabeled loss"] = float(steps.unlabeled(next(unlabeled).inputs()))
+          values["unlabeled loss"] = float(steps.unlabeled(next(unlabeled)))
         return values, 0
       return step
 
-    curve = []
+    stopped = []
 
     def evaluate_now(step):
-      curve.append({"step": step, **self.evaluate(steps)})
-      self.log(f"trial {trial + 1} step {step}: dev {json.dumps(curve[-1])}")
+      """Dev figures at `step`; a new best keeps its weights and predictions. True: stop (no
+      new best in `patience` evaluations)."""
+      best = selection["best"]
+      dev = self.evaluate(steps, trial, write=False)
+      score = self.selection_score(dev)
+      selection["curve"].append({"step": step, **dev})
+      self.log(f"trial {trial + 1} step {step}: dev {json.dumps(dev)}")
+      if best is None or score > best["score"]:
+        self.evaluate(steps, trial, write=True)
+        self._save_weights(model, steps, trials_lib.trial_dir(cfg.model_dir, trial, "model"))
+        selection["best"] = {"step": step, "score": score, "dev": dev}
+      textio.write_json_atomic(selection_path, selection)
+      since = [p["step"] for p in selection["curve"] if p["step"] > selection["best"]["step"]]
+      if cfg.patience and len(since) >= cfg.patience:
+        stopped.append(step)
+        self.log(f"trial {trial + 1}: no better dev figure in {cfg.patience} evaluations; "
+                 f"stopping at step {step} (best: step {selection['best']['step']})")
+      return bool(stopped)
 
     losses = trials_lib.run_steps(begin, cfg.train_steps, self.log, cfg.log_every_steps,
                                   f"trial {trial + 1}/{cfg.num_trials}", checkpoint,
                                   checkpoint_dir, cfg.save_checkpoints_steps, evaluate_now,
                                   cfg.eval_every_steps)
-    dev = self.evaluate(steps, trial)
-    steps.ema.swap()  # the exported weights are the averages
-    tf.train.Checkpoint(model=model).write(trials_lib.trial_dir(cfg.model_dir, trial, "model"))
-    steps.ema.swap()
+    if not stopped:
+      evaluate_now(cfg.train_steps)
+    best = selection["best"]
     shutil.rmtree(checkpoint_dir, ignore_errors=True)  # the trial's results replace it
     return {"trial": trial, "seed": cfg.seed + trial, "train_steps": cfg.train_steps,
+            "steps_run": selection["curve"][-1]["step"], "best_step": best["step"],
             "final_labeled_loss": float(np.mean(losses.get("labeled loss", [])[-10:] or [np.nan])),
-            "dev": dev, "dev_curve": curve}
+            "dev": best["dev"], "final_dev": selection["curve"][-1],
+            "dev_curve": selection["curve"]}
 
-  def evaluate(self, steps: training.CvtSteps, trial: int = -1) -> Dict[str, Dict[str, float]]:
-    """Each task's dev metrics with the EMA weights (token accuracy or span F1); with `trial`
-    set, writes `trial_<k>/predictions_<task>.txt` (`word gold predicted`)."""
-    steps.ema.swap()
+  def selection_score(self, dev: Dict[str, Dict[str, float]]) -> float:
+    """What picks the best evaluation: the mean over tasks of each one's primary figure."""
+    return float(np.mean([dev[n][t.primary_metric] for n, t in self.tasks.items()]))
+
+  @staticmethod
+  def _save_weights(model, steps, path: str):
+    steps.ema.swap()  # the kept weights are the averages
     try:
-      out = {}
-      for task in self.tasks:
-        sentences = self.dev[task.name]
-        predicted: List[List[str]] = []
-        for begin in range(0, len(sentences), 128):
-          chunk = sentences[begin:begin + 128]
-          ids = steps.predict(data_lib.pad_batch(
-              self.encoded_dev[task.name][begin:begin + 128]).inputs())[task.name].numpy()
-          predicted += [[self.labels[task.name][i] for i in row[:len(s.words)]]
-                        for row, s in zip(ids, chunk)]
-        predicted = tagging.output_tags(task, predicted)
-        out[task.name] = tagging.evaluate(task, sentences, predicted)
-        if trial >= 0:
-          tagging.write_predictions(
-              trials_lib.trial_dir(self.config.model_dir, trial, f"predictions_{task.name}.txt"),
-              sentences, predicted)
-      if self.treebank is not None:
-        out[parsing.TASK_NAME] = self._evaluate_parser(steps, trial)
-      return out
+      tf.train.Checkpoint(model=model).write(path)
     finally:
       steps.ema.swap()
 
-  def _evaluate_parser(self, steps: training.CvtSteps, trial: int) -> Dict[str, float]:
-    """UAS/LAS of the dev treebank (MST decoding: well-formed trees); with `trial` set, writes
-    `trial_<k>/predictions_dep.conllu`."""
-    name, log_probs = parsing.TASK_NAME, []
-    for begin in range(0, len(self.treebank.dev), 64):
-      batch = data_lib.pad_batch(self.encoded_dev[name][begin:begin + 64]).inputs()
-      log_probs += list(steps.primary_logits(batch)[name].numpy())
-    metrics, predicted = self.treebank.evaluate(log_probs)
-    if trial >= 0:
-      conllu.write_conllu(trials_lib.trial_dir(self.config.model_dir, trial,
-                                               "predictions_dep.conllu"),
-                          self.treebank.dev, predicted)
-    return metrics
+  def evaluate(self, steps: training.CvtSteps, trial: int = -1, write: bool = False
+               ) -> Dict[str, Dict[str, float]]:
+    """Each task's dev metrics with the EMA weights; with `write`, each task's predictions file
+    in `trial_<k>/`."""
+    steps.ema.swap()
+    try:
+      return {name: task.evaluate(
+          self.predict_rows(steps, name, self.encoded_dev[name]),
+          trials_lib.trial_dir(self.config.model_dir, trial, task.predictions_name())
+          if write else None, self.log) for name, task in self.tasks.items()}
+    finally:
+      steps.ema.swap()
+
+  def predict_rows(self, steps: training.CvtSteps, name: str, encoded, batch_size: int = 64
+                   ) -> List[Dict[str, np.ndarray]]:
+    """Task `name`'s `predict` outputs for every encoded sentence, one row each, in order
+    (batched by length; progress and ETA logged every 30 s)."""
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+    rows: List[Dict[str, np.ndarray]] = [None] * len(encoded)
+    start = last = time.time()
+    for begin in range(0, len(order), batch_size):
+      chunk = order[begin:begin + batch_size]
+      out = steps.predict(data_lib.pad_batch([encoded[i] for i in chunk]).inputs(), name)
+      out = {k: v.numpy() for k, v in out.items()}
+      for j, i in enumerate(chunk):
+        rows[i] = {k: v[j] for k, v in out.items()}
+      done, now = begin + len(chunk), time.time()
+      if now - last >= 30 and done < len(order):
+        rate = done / (now - start)
+        self.log(f"{name}: predicted {done}/{len(order)} ({rate:.1f}/s), ETA "
+                 f"{progress.format_duration((len(order) - done) / rate)}")
+        last = now
+    return rows
 
   def run(self) -> dict:
     """Writes `vocab.json` (what reading `trial_<k>/model` back needs: words, characters, each
-    task's tags, the model's sizes), then runs the trials and writes `eval_results.json`."""
+    task's labels, the model's sizes), then runs the trials and writes `eval_results.json`."""
     cfg = self.config
     # A re-run resumes only this same run; another run's directory is refused, nothing written.
     with fingerprint.holding(cfg.model_dir, self.log):
@@ -293,14 +343,13 @@ class CvtRunner:
   def _trials_and_summary(self) -> dict:
     cfg = self.config
     textio.write_json_atomic(os.path.join(cfg.model_dir, VOCAB_NAME), {
-        **self.vocab.to_json(), "tags": self.labels,
+        **self.vocab.to_json(), "tasks": {n: t.vocabulary_json() for n, t in self.tasks.items()},
         "model": dataclasses.asdict(self.model_config)})
-    primary = {t.name: "f1" if t.spans else "accuracy" for t in self.tasks}
-    if self.treebank is not None:
-      primary[parsing.TASK_NAME] = "las"
+    primary = {n: t.primary_metric for n, t in self.tasks.items()}
     trials = trials_lib.run_trials(
         cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
-        lambda r: ", ".join(f"{t} {primary[t]}={r['dev'][t][primary[t]]:.4f}" for t in primary))
+        lambda r: ", ".join(f"{t} {primary[t]}={r['dev'][t][primary[t]]:.4f}" for t in primary)
+        + f" (best of {len(r['dev_curve'])} evaluations, step {r['best_step']})")
     median, spread = {}, {}
     for task in primary:
       median[task], spread[task] = trials_lib.median_and_spread([t["dev"][task] for t in trials])
@@ -309,4 +358,3 @@ class CvtRunner:
                "flags": dataclasses.asdict(cfg), "vocab_words": len(self.vocab.words)}
     textio.write_json_atomic(os.path.join(cfg.model_dir, "eval_results.json"), summary)
     return summary
-

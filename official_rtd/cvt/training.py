@@ -1,15 +1,14 @@
-"""Cross-View Training (dissertation §4.1) and its baselines (§4.3.2), for one or several tagging
-tasks sharing the encoder.
+"""Cross-View Training (dissertation §4.1) and its baselines (§4.3.2), for one or several tasks
+sharing the encoder (each task's losses: `task.py`).
 
-Steps alternate: a labeled minibatch of a task picked uniformly at random (cross-entropy against
-labels smoothed by 0.1, on the primary module, dropout 0.5), then an unlabeled minibatch:
-  L_CVT = Σ_tasks Σ_j KL(p_θ(y|x) ‖ p^j_θ(y|x)), averaged over tokens,
-the primary prediction p_θ computed without dropout and held fixed (stop-gradient), the auxiliary
-modules j with dropout 0.2 (cvt_text's `unlabeled_keep_prob` 0.8: Table 4.1's "0.5 / 0.8" are keep
-probabilities). `word_dropout` instead trains the primary module on the input with words replaced
-by REMOVED (p 0.1); `supervised` skips unlabeled steps. SGD with momentum 0.9, lr
-0.5 / (1 + 0.005·√t), gradient clipping 1.0; an exponential moving average (0.998) of the weights
-is what is evaluated and exported.
+Steps alternate: a labeled minibatch of a task picked uniformly at random (its primary module's
+loss, labels smoothed by 0.1, dropout 0.5), then an unlabeled minibatch: every task's teacher (the
+primary module, no dropout, held fixed) and the student loss of its auxiliary modules with
+dropout 0.2 (cvt_text's `unlabeled_keep_prob` 0.8: Table 4.1's "0.5 / 0.8" are keep
+probabilities), summed over tasks. `word_dropout` instead trains the primary module on the input
+with words replaced by REMOVED (p 0.1); `supervised` skips unlabeled steps. SGD with momentum 0.9,
+lr 0.5 / (1 + 0.005·√t), gradient clipping 1.0; an exponential moving average (0.998) of the
+weights is what is evaluated and exported.
 """
 import dataclasses
 import functools
@@ -59,24 +58,6 @@ class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):
     return dataclasses.asdict(self.config)
 
 
-def smoothed_cross_entropy(logits, tags, mask, smoothing: float) -> tf.Tensor:
-  """Mean over real tokens of CE((1 − ε)·onehot(y) + ε/K, softmax(logits)), K the number of
-  allowed outputs: a parser's disallowed edges (logits −1e9, `parsing.py`) get no smoothing mass."""
-  allowed = tf.cast(logits > -1e8, tf.float32)
-  uniform = allowed / tf.reduce_sum(allowed, -1, keepdims=True)
-  targets = tf.one_hot(tags, tf.shape(logits)[-1]) * (1.0 - smoothing) + smoothing * uniform
-  losses = -tf.reduce_sum(targets * tf.maximum(tf.nn.log_softmax(logits), -1e9), -1)
-  return tf.reduce_sum(losses * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-
-
-def kl_divergence(teacher_logits, student_logits, mask) -> tf.Tensor:
-  """Mean over real tokens of KL(p_teacher ‖ p_student); the teacher is held fixed."""
-  teacher = tf.stop_gradient(tf.nn.softmax(teacher_logits))
-  log_teacher = tf.stop_gradient(tf.nn.log_softmax(teacher_logits))
-  losses = tf.reduce_sum(teacher * (log_teacher - tf.nn.log_softmax(student_logits)), -1)
-  return tf.reduce_sum(losses * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-
-
 class ExponentialMovingAverage:
   """shadow ← d·shadow + (1 − d)·variable after each update, started at the initial weights,
   with d = min(decay, (1 + n) / (10 + n)) after n updates (TensorFlow's `num_updates` rule, so a
@@ -107,7 +88,6 @@ class ExponentialMovingAverage:
 INPUTS = {"words": tf.TensorSpec([None, None], tf.int32),
           "chars": tf.TensorSpec([None, None, None], tf.int32),
           "lengths": tf.TensorSpec([None], tf.int32)}
-TAGS = tf.TensorSpec([None, None], tf.int32)
 
 
 def remove_words(inputs, keep, removed_id: int):
@@ -119,24 +99,28 @@ def remove_words(inputs, keep, removed_id: int):
 
 
 class CvtSteps:
-  """The compiled labeled and unlabeled steps of a `CvtTagger`."""
+  """The compiled labeled, unlabeled and prediction steps of a `CvtModel` and its tasks."""
 
-  def __init__(self, model, config: CvtTrainConfig, removed_id: int):
-    self.model, self.config, self.removed_id = model, config, removed_id
+  def __init__(self, model, tasks: Dict[str, object], config: CvtTrainConfig, removed_id: int):
+    self.model, self.tasks, self.config, self.removed_id = model, tasks, config, removed_id
     self.optimizer = tf_keras.optimizers.SGD(learning_rate=LearningRate(config),
                                              momentum=config.momentum)
     self.ema = None  # created after the model's variables (`start`)
-    self._labeled = {task: tf.function(functools.partial(self._labeled_step, task=task),
-                                       input_signature=[INPUTS, TAGS])
-                     for task in model.task_names}
+    self._labeled = {name: tf.function(functools.partial(self._labeled_step, name=name),
+                                       input_signature=[INPUTS, task.target_spec])
+                     for name, task in tasks.items()}
     self.unlabeled = tf.function(self._unlabeled_step, input_signature=[INPUTS])
-    self.predict = tf.function(self._predict, input_signature=[INPUTS])
-    self.primary_logits = tf.function(self._primary_logits, input_signature=[INPUTS])
+    self._predict = {name: tf.function(functools.partial(self._predict_step, name=name),
+                                       input_signature=[INPUTS]) for name in tasks}
 
-  def start(self):
-    """Creates the optimizer's slots and the EMA once the model's variables exist."""
-    if not self.model.trainable_variables:
-      raise ValueError("call the model once (to create its variables) before start()")
+  def build(self, inputs, targets: Dict[str, tf.Tensor]):
+    """Creates every variable (each task's modules, auxiliary ones included) from one small
+    batch, then the optimizer's slots and the EMA."""
+    states = self.model(inputs, 0.0)
+    for name, task in self.tasks.items():
+      head = self.model.heads[name]
+      task.labeled_loss(head, states, inputs, targets[name], 0.0, 0.0)
+      task.student_loss(head, states, inputs, task.teacher(head, states, inputs), 0.0, True)
     self.optimizer.build(self.model.trainable_variables)
     self.ema = ExponentialMovingAverage(self.model.trainable_variables, self.config.ema_decay)
 
@@ -148,43 +132,38 @@ class CvtSteps:
         [(g, v) for g, v in zip(gradients, variables) if g is not None])
     self.ema.update()
 
-  def labeled(self, inputs, tags, task: str):
-    """One supervised step on a batch of `task`; returns the loss."""
-    return self._labeled[task](inputs, tags)
+  def labeled(self, inputs, targets, name: str):
+    """One supervised step on a batch of task `name`; returns the loss."""
+    return self._labeled[name](inputs, targets)
 
-  def _labeled_step(self, inputs, tags, task: str):
-    mask = tf.sequence_mask(inputs["lengths"], tf.shape(tags)[1], tf.float32)
+  def _labeled_step(self, inputs, targets, name: str):
     with tf.GradientTape() as tape:
-      logits = self.model(inputs, self.config.labeled_dropout, tasks=[task],
-                          auxiliary=False)[task]["primary"]
-      loss = smoothed_cross_entropy(logits, tags, mask, self.config.label_smoothing)
+      states = self.model(inputs, self.config.labeled_dropout)
+      loss = self.tasks[name].labeled_loss(self.model.heads[name], states, inputs, targets,
+                                           self.config.labeled_dropout,
+                                           self.config.label_smoothing)
     self._apply(tape, loss)
     return loss
 
   def _unlabeled_step(self, inputs):
-    mask = tf.sequence_mask(inputs["lengths"], tf.shape(inputs["words"])[1], tf.float32)
-    teacher = self.model(inputs, 0.0, auxiliary=False)  # no dropout, held fixed
+    states = self.model(inputs, 0.0)  # the teacher: no dropout, held fixed
+    teachers = {name: tf.nest.map_structure(tf.stop_gradient, task.teacher(
+        self.model.heads[name], states, inputs)) for name, task in self.tasks.items()}
+    cvt = self.config.mode == "cvt"
+    student_inputs = inputs
+    if not cvt:  # word dropout: the primary module on the input with words REMOVED
+      keep = tf.random.uniform(tf.shape(inputs["words"])) >= self.config.word_dropout
+      student_inputs = remove_words(inputs, keep, self.removed_id)
     with tf.GradientTape() as tape:
-      if self.config.mode == "word_dropout":
-        keep = tf.random.uniform(tf.shape(inputs["words"])) >= self.config.word_dropout
-        student_inputs = remove_words(inputs, keep, self.removed_id)
-        student = self.model(student_inputs, self.config.unlabeled_dropout, auxiliary=False)
-        loss = tf.add_n([kl_divergence(teacher[t]["primary"], student[t]["primary"], mask)
-                         for t in teacher])
-      else:
-        student = self.model(inputs, self.config.unlabeled_dropout)
-        loss = tf.add_n([kl_divergence(teacher[t]["primary"], student[t][name], mask)
-                         for t in teacher for name in student[t] if name != "primary"])
+      states = self.model(student_inputs, self.config.unlabeled_dropout)
+      loss = tf.add_n([task.student_loss(self.model.heads[name], states, inputs, teachers[name],
+                                         self.config.unlabeled_dropout, auxiliary=cvt)
+                       for name, task in self.tasks.items()])
     self._apply(tape, loss)
     return loss
 
-  def _primary_logits(self, inputs) -> Dict[str, tf.Tensor]:
-    """Each task's primary module output (no dropout): tag logits, or a parser's edge
-    log-probabilities `[batch, time, (time + 1)·relations]`."""
-    return {t: v["primary"] for t, v in self.model(inputs, 0.0, auxiliary=False).items()}
+  def predict(self, inputs, name: str) -> Dict[str, tf.Tensor]:
+    return self._predict[name](inputs)
 
-  def _predict(self, inputs) -> Dict[str, tf.Tensor]:
-    """Each task's primary tag ids `[batch, time]` (no dropout)."""
-    return {t: tf.argmax(v["primary"], -1, output_type=tf.int32)
-            for t, v in self.model(inputs, 0.0, auxiliary=False).items()}
-
+  def _predict_step(self, inputs, name: str):
+    return self.tasks[name].predict(self.model.heads[name], self.model(inputs, 0.0), inputs)

@@ -83,18 +83,6 @@ def edge_summaries(log_p: tf.Tensor):
           "relation": tf.argmax(log_p, -1, output_type=tf.int32)}
 
 
-def decode(arc: np.ndarray, best: np.ndarray, relation: np.ndarray, nodes: int, how: str):
-  """(heads, relation ids) of words 1..nodes−1 of one sentence from its `edge_summaries`
-  (`[h, d]` each): "argmax" takes each word's best (head, relation) edge; "mst" the tree of
-  highest arc log-probability, then each word's best relation for its head."""
-  if how == "argmax":
-    heads = best[:nodes, 1:nodes].argmax(0)  # max over relations, then over heads
-  else:
-    heads = np.array(mst.mst_heads(arc[:nodes, :nodes]))
-  words = np.arange(1, nodes)
-  return [int(h) for h in heads], [int(r) for r in relation[heads, words]]
-
-
 @task_lib.register("ud", "ud_ewt")
 class DependencyParsing(task_lib.Task):
   """Reads and encodes the treebank once; a trial's model is `ParsingModel`."""
@@ -149,7 +137,7 @@ class DependencyParsing(task_lib.Task):
     predicted = [conllu.Sentence(s.words, [-1] * len(s), ["_"] * len(s), s.upos, s.xpos,
                                  s.sent_id) for s in self.dev_sentences]
     for row, index in enumerate(self.dev.kept):
-      heads, relations = decode(out["arc"][row], out["best"][row], out["relation"][row],
+      heads, relations = mst.decode(out["arc"][row], out["best"][row], out["relation"][row],
                                 int(self.dev.nodes[row]), self.config.decode)
       predicted[index].heads = heads
       predicted[index].relations = [self.relations[r] for r in relations]

@@ -20,7 +20,7 @@ import tensorflow as tf
 from official_rtd import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
-from official_rtd.finetune import metrics as metrics_lib
+from official_rtd.finetune import tag_predictions
 from official_rtd.finetune import tag_schemes
 from official_rtd.finetune import tagger
 from official_rtd.finetune import task as task_lib
@@ -165,10 +165,11 @@ class TokenTagging(task_lib.Task):
   def evaluate(self, model, trial_dir):
     predicted = self.predict(model)
     if trial_dir is not None:
-      write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME), self.dev_sentences, predicted)
+      tag_predictions.write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME),
+                                        self.dev_sentences, predicted)
       if self.config.write_train_predictions:
         self.write_teacher(model, os.path.join(trial_dir, teacher_file(self.spec.name)))
-    return evaluate(self.spec, self.dev_sentences, predicted)
+    return tag_predictions.evaluate(self.spec, self.dev_sentences, predicted)
 
   def window_logits(self, model, windows: tagging_data.Windows, label: str) -> np.ndarray:
     return trials_lib.predict(lambda batch: model(batch, training=False), windows.inputs,
@@ -250,7 +251,7 @@ class TokenTagging(task_lib.Task):
 
   def evaluate_head(self, predict):
     logits = predict(self.dev_windows.inputs, f"{self.name}: tagging {len(self.dev_windows)} windows")
-    metrics = evaluate(self.spec, self.dev_sentences,
+    metrics = tag_predictions.evaluate(self.spec, self.dev_sentences,
                        predicted_tags(self.spec, self.labels, self.dev_windows, logits,
                                       self.dev_sentences))
     return {self.name: metrics}, metrics["f1" if self.spec.spans else "accuracy"]
@@ -273,7 +274,7 @@ def predicted_tags(task: tagging_data.TaggingTask, labels: Sequence[str],
   else:
     ids = [row[:n].argmax(-1) for row, n in zip(logits, lengths)]
   by_sentence = tagging_data.words_by_sentence(windows, ids, sentences)
-  return output_tags(task, [[labels[i] for i in row] for row in by_sentence])
+  return tag_predictions.output_tags(task, [[labels[i] for i in row] for row in by_sentence])
 
 
 def sentence_word_logits(windows: tagging_data.Windows, logits: np.ndarray, sentences
@@ -337,30 +338,3 @@ def read_teacher(path: str, task: str, sentences, labels: Sequence[str]) -> np.n
   logits = np.full([len(data["logits"]), len(labels)], -1e9, np.float32)
   logits[:, [list(labels).index(tag) for tag in teacher_tags]] = data["logits"]
   return logits
-
-
-def output_tags(task: tagging_data.TaggingTask, tags: List[List[str]]) -> List[List[str]]:
-  """Predicted tags as written and scored: IOB2 for span tasks (conlleval reads it next to the
-  gold file's IOB1 or IOB2), unchanged for POS."""
-  return [tag_schemes.convert(row, "iob2") for row in tags] if task.spans else tags
-
-
-def evaluate(task: tagging_data.TaggingTask, sentences, predicted: List[List[str]]) -> dict:
-  """Token accuracy (POS), or overall span precision/recall/F1 and `f1_<type>` per type."""
-  gold = [s.tags for s in sentences]
-  if not task.spans:
-    return {"accuracy": metrics_lib.accuracy([t for s in gold for t in s],
-                                             [t for s in predicted for t in s])}
-  spans = metrics_lib.span_metrics(gold, predicted)
-  out = {k: spans["overall"][k] for k in ("precision", "recall", "f1")}
-  out.update({f"f1_{kind}": values["f1"] for kind, values in spans["per_type"].items()})
-  return out
-
-
-def write_predictions(path: str, sentences, predicted: List[List[str]]):
-  """`word gold predicted` lines, a blank line after each sentence: the input of `conlleval`."""
-  lines = []
-  for sentence, tags in zip(sentences, predicted):
-    lines.extend(f"{w} {g} {p}" for w, g, p in zip(sentence.words, sentence.tags, tags))
-    lines.append("")
-  textio.write_lines_atomic(path, lines)

@@ -181,8 +181,8 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
   `checkpoint_dir`, restored into `checkpoint` first) and returns `step(k) -> ({name: value},
   examples)` for steps k = done + 1 .. num_steps (the caller replays its data from `done`).
   Logs each value's running mean, examples/s (when counted) and an ETA every `log_every_steps`;
-  `callback(k)` runs every `callback_every_steps` steps before the last (e.g. a dev evaluation);
-  `checkpoint` is saved every `save_every_steps` steps before the last. Returns every value of
+  `callback(k)` runs every `callback_every_steps` steps before the last (e.g. a dev evaluation)
+  and ends the loop by returning True; `checkpoint` is saved every `save_every_steps` steps before the last. Returns every value of
   each name, in order (this process's steps).
   """
   done, manager = 0, None
@@ -211,7 +211,8 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
       eta = progress.format_duration((num_steps - step) * elapsed / max(step - done - 1, 1))
       log(f"{label} step {step}/{num_steps} {shown}{rate} ETA {eta}")
     if callback and callback_every_steps and step % callback_every_steps == 0 and step < num_steps:
-      callback(step)
+      if callback(step):  # the caller stops the loop (e.g. early stopping on dev)
+        break
     if manager and step % save_every_steps == 0 and step < num_steps:
       checkpoint_files.save(manager, step)
   return history

@@ -102,3 +102,15 @@ def mst_heads(scores: np.ndarray) -> List[int]:
     if total > best_score:
       best, best_score = heads, total
   return [int(h) for h in best[1:]]
+
+
+def decode(arc: np.ndarray, best: np.ndarray, relation: np.ndarray, nodes: int, how: str):
+  """(heads, relation ids) of words 1..nodes−1 of one sentence from its arc summaries
+  (`[h, d]` each): "argmax" takes each word's best (head, relation) edge; "mst" the tree of
+  highest arc log-probability, then each word's best relation for its head."""
+  if how == "argmax":
+    heads = best[:nodes, 1:nodes].argmax(0)  # max over relations, then over heads
+  else:
+    heads = np.array(mst_heads(arc[:nodes, :nodes]))
+  words = np.arange(1, nodes)
+  return [int(h) for h in heads], [int(r) for r in relation[heads, words]]

@@ -1,19 +1,23 @@
 r"""Cross-View Training (dissertation ch. 4) with a CNN-BiLSTM, for semi-supervised sequence
-tagging and dependency parsing, and its baselines (supervised only, word dropout).
+tagging, dependency parsing and translation, and its baselines (supervised only, word dropout).
 
-  run_cvt --tasks=chunk,ner,pos --data_dir=../shared/data/tagging \
-      --unlabeled_data='../shared/data/corpus/*.txt' --model_dir=/runs/cvt
-  run_cvt --tasks=dep --data_dir=../shared/data/parsing/ud_ewt \
-      --unlabeled_data='../shared/data/wiki/wiki_*.txt' --model_dir=/runs/cvt_dep
+  run_cvt --tasks=chunk,ner,pos,dep --data_dir=../shared/data \
+      --unlabeled_data='../shared/data/wiki/wiki_*.txt' --model_dir=/runs/cvt
+  run_cvt --tasks=translate --data_dir=../shared/data/translation/multi30k \
+      --unlabeled_data='../shared/data/translation/multi30k/train.[1-5].en' --model_dir=/runs/mt
+  cvt_translate --model_dir=/runs/mt --input_file=news.en --output_file=news.de
 
---data_dir holds the tasks' folders (pos_ptb/, chunk_conll2000/, ner_conll2003/, read as
-run_tagging reads them; parsing/ud_ewt/ for dep) or, for one task, its files (dep: one
-*-ud-train.conllu and one *-ud-dev.conllu). --unlabeled_data is a corpus in our format (a paragraph
-per line, blank lines between documents; sentences are split on the fly). Writes
-`<model_dir>/eval_results.json` (each task's dev token accuracy or span F1, dep's UAS/LAS with MST
-decoding; EMA weights; median over trials), `trial_<k>/predictions_<task>.txt` (conlleval input)
-or `predictions_dep.conllu`, and `trial_<k>/model` (EMA weights). Re-running resumes a trial from
-its last checkpoint. Sequence-to-sequence CVT (§4.2.4) is not implemented.
+--data_dir holds the tasks' folders (pos_ptb/, chunk_conll2000/, ner_conll2003/ or tagging/<them>,
+read as run_tagging reads them; parsing/ud_ewt/ for dep; translation/multi30k/ for translate) or,
+for one task, its files (dep: one *-ud-train.conllu and one *-ud-dev.conllu; translate: train.en,
+train.de, val.en, val.de). Several tasks: multi-task CVT, one shared encoder. --unlabeled_data is a
+corpus in our format (a paragraph per line, blank lines between documents; sentences are split on
+the fly) or, for translate, raw source sentences one per line. Writes
+`<model_dir>/eval_results.json` (each task's dev token accuracy, span F1, UAS/LAS with MST
+decoding or BLEU; EMA weights of the best evaluation; median over trials),
+`trial_<k>/predictions_<task>.txt` (conlleval input), `predictions_dep.conllu` or
+`predictions_translate.de` (detokenized), and `trial_<k>/model` (those weights). Re-running resumes
+a trial from its last checkpoint.
 """
 from official_rtd.tools import cli
 
@@ -23,9 +27,10 @@ from official_rtd.cvt import runner  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
 COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
-    "tasks": "Comma list of pos, chunk, ner, dep (dependency parsing; several: multi-task CVT, "
-             "one shared encoder).",
-    "data_dir": "Root with the tasks' folders (tagging ones, parsing/ud_ewt) or one task's folder.",
+    "tasks": "Comma list of pos, chunk, ner, dep (dependency parsing), translate (English to "
+             "German; alone); several: multi-task CVT, one shared encoder.",
+    "data_dir": "Root with the tasks' folders (tagging ones, parsing/ud_ewt, translation/multi30k) "
+                "or one task's folder.",
     "model_dir": "Where checkpoints, results and predictions go.",
     "unlabeled_data": "Comma list of corpus files/globs (needed unless --mode=supervised).",
     "mode": "cvt: auxiliary modules learn the primary's predictions on unlabeled data; "
@@ -46,11 +51,28 @@ COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
     "max_sentence_length": "Longest unlabeled sentence kept, in words.",
     "on_decode_error": "A line of --unlabeled_data that is not UTF-8: fail (naming file:line) "
                        "or skip (with a warning).",
-    "max_train_sentences": "Use a random subset of each task's training sentences (0: all).",
+    "max_train_sentences": "Use at most this many of each task's training sentences, a seeded "
+                           "random subset (0: all).",
+    "train_fraction": "Use this fraction of each task's training sentences, a seeded random "
+                      "subset (1.0: all).",
+    "vocab_unlabeled_sentences": "Unlabeled sentences read to extend the word and character "
+                                 "vocabulary beyond the labeled text (0: labeled text only).",
+    "vocab_min_count": "A word or character of those unlabeled sentences joins the vocabulary "
+                       "when seen this often.",
+    "target_min_count": "translate: target words seen fewer times in training are UNK when "
+                        "training (the paper: 6, i.e. 5 or fewer become UNK).",
+    "beam_size": "translate: beam size of decoding and of the teacher on unlabeled sentences "
+                 "(the paper: 10).",
+    "max_decode_length": "translate: longest translation, in words.",
+    "attention_dropout": "translate: fraction of the attention weights zeroed in the attention-"
+                         "dropout auxiliary decoder.",
     "learning_rate": "Base SGD learning rate: lr/(1 + 0.005*sqrt(t)).",
     "warmup_steps": "Linear warm-up of the learning rate (cvt_text used 5000; the paper none).",
     "ema_decay": "Exponential moving average of the weights used for evaluation and export.",
-    "eval_every_steps": "Dev evaluation interval (0: at the end only).",
+    "eval_every_steps": "Dev evaluation interval (0: at the end only); the best evaluation's "
+                        "weights and predictions are kept.",
+    "patience": "Stop a trial after this many evaluations without a better dev figure (0: "
+                "never).",
     "save_checkpoints_steps": "Checkpoint interval (a killed run resumes there).",
     "log_every_steps": "Progress line interval.",
     "num_trials": "Runs with seeds seed..seed+N-1; medians in eval_results.json.",

@@ -9,15 +9,15 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.cvt import data
-from official_rtd.cvt import model as model_lib
-from official_rtd.cvt import parsing
+from official_rtd.cvt import encoder as encoder_lib
+from official_rtd.cvt import losses
+from official_rtd.cvt import parser as parser_lib
 from official_rtd.cvt import runner
-from official_rtd.cvt import training
 from official_rtd.finetune import conllu
 from tests import testutil
 
-SMALL = model_lib.CvtConfig(word_dim=12, char_dim=4, lstm1_size=10, lstm2_size=8,
-                            projection_size=6, hidden_size=5)
+SMALL = encoder_lib.CvtConfig(word_dim=12, char_dim=4, lstm1_size=10, lstm2_size=8,
+                              projection_size=6, hidden_size=5)
 UD = os.path.join(testutil.SHARED_DATA, "parsing", "ud_ewt")
 
 
@@ -51,16 +51,15 @@ class ParserModulesTest(tf.test.TestCase):
     tf.random.set_seed(1)
     sentences = [["Dogs", "bark", "loudly", "."], ["Cats", "sleep"]]
     vocab = data.WordCharVocab.build(sentences)
-    model = model_lib.CvtTagger(SMALL, len(vocab.words), len(vocab.chars), {},
-                                num_relations={"dep": 3})
+    encoder = encoder_lib.CnnBiLstmEncoder(SMALL, len(vocab.words), len(vocab.chars))
+    parser = parser_lib.ParserModules(3, SMALL.hidden_size)
     inputs = data.make_batch(sentences, vocab).inputs()
-    out = {k: v.numpy() for k, v in model(inputs)["dep"].items()}
-    self.assertEqual(sorted(out), sorted(parsing.MODULES))
-    states = model.encode(inputs)
+    states = encoder(inputs)
+    out = {k: v.numpy() for k, v in parser(states, inputs["lengths"]).items()}
+    self.assertEqual(sorted(out), sorted(parser_lib.MODULES))
     views = {"top": tf.concat([states["h1"], states["h2"]], -1).numpy(),
              "fwd1": states["fwd1"].numpy(), "bwd1": states["bwd1"].numpy()}
-    parser = model.parsers["dep"]
-    for name, (head_view, dependent_view) in parsing.MODULES.items():
+    for name, (head_view, dependent_view) in parser_lib.MODULES.items():
       for row, sentence in enumerate(sentences):
         length = len(sentence)
         expected = hand_module(parser.scorers[name], parser.roots[head_view].numpy(),
@@ -74,7 +73,7 @@ class ParserModulesTest(tf.test.TestCase):
 
   def test_label_smoothing_spreads_only_over_allowed_edges(self):
     logits = tf.constant([[[0.0, -1e9, 1.0, 2.0]]])
-    loss = training.smoothed_cross_entropy(logits, tf.constant([[2]]), tf.ones([1, 1]), 0.3)
+    loss = losses.smoothed_cross_entropy(logits, tf.constant([[2]]), tf.ones([1, 1]), 0.3)
     allowed = np.array([0.0, 1.0, 2.0])
     log_p = allowed - np.log(np.exp(allowed).sum())
     targets = np.array([0.1, 0.7 + 0.1, 0.1])  # ε/3 each, 1 − ε on the gold edge
@@ -84,8 +83,8 @@ class ParserModulesTest(tf.test.TestCase):
 class CvtTaskNamesTest(tf.test.TestCase):
 
   def test_an_unknown_task_is_named_with_the_known_ones(self):
-    with self.assertRaisesRegex(ValueError, r"^--tasks: unknown \['parse'\]; one of: chunk, ner, "
-                                            r"pos, dep$"):
+    with self.assertRaisesRegex(ValueError, r"^--tasks: unknown \['parse'\]; one of: chunk, dep, "
+                                            r"ner, pos, translate$"):
       runner.CvtRunner(runner.CvtRunConfig(tasks="dep,parse", data_dir=UD, model_dir="/nowhere",
                                            mode="supervised"), log=lambda _: None)
 

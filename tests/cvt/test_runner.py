@@ -2,12 +2,15 @@
 results, predictions, resume of a killed run, multi-task, baselines, encoder initialisation."""
 import json
 import os
+import shutil
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from official_rtd.cvt import runner
+from official_rtd.finetune import conllu
+from official_rtd.finetune import tagging_data
 from official_rtd.interop import export
 from tests import testutil
 from tests.cvt.test_data import SAMPLE
@@ -45,7 +48,7 @@ class RunCvtTest(tf.test.TestCase):
     dev = summary["trials"][0]["dev"]
     self.assertBetween(dev["chunk"]["f1"], 0.0, 1.0)
     self.assertBetween(dev["pos"]["accuracy"], 0.0, 1.0)
-    self.assertEqual([p["step"] for p in summary["trials"][0]["dev_curve"]], [4])
+    self.assertEqual([p["step"] for p in summary["trials"][0]["dev_curve"]], [4, 6])
     self.assertTrue(any("unlabeled loss=" in line for line in logs))
     # conlleval-style predictions for every dev sentence, IOB2 for chunking.
     with open(os.path.join(model_dir, "trial_0", "predictions_chunk.txt")) as f:
@@ -56,7 +59,8 @@ class RunCvtTest(tf.test.TestCase):
     self.assertTrue(os.path.exists(os.path.join(model_dir, "trial_0", "model.index")))
     with open(os.path.join(model_dir, "vocab.json")) as f:  # what reading the model back needs
       saved = json.load(f)
-    self.assertEqual(sorted(saved["tags"]), ["chunk", "pos"])
+    self.assertEqual(sorted(saved["tasks"]), ["chunk", "pos"])
+    self.assertIn("B-NP", saved["tasks"]["chunk"]["tags"])
     self.assertEqual(saved["model"]["word_dim"], 24)
     self.assertEqual(saved["words"]["<removed>"], 2)
     # Another run into this directory is refused before anything is written.
@@ -119,6 +123,64 @@ class RunCvtTest(tf.test.TestCase):
     accuracy = summary["trials"][0]["dev"]["pos"]["accuracy"]
     self.assertAllClose(accuracy, np.mean([row[1] == row[2] for row in rows]))
     self.assertGreater(accuracy, majority + 0.1, msg=f"majority-tag baseline {majority:.3f}")
+
+
+@testutil.requires(os.path.join(testutil.SHARED_DATA, "parsing", "ud_ewt"))
+class MultiTaskCvtTest(tf.test.TestCase):
+
+  def test_one_encoder_trains_chunking_ner_pos_and_parsing(self):
+    """§4.1.2's CVT + multi-task: a --data_dir holding every task (slices of the shared sets),
+    each task's dev figure reported, every task's modules and the shared encoder trained."""
+    tmp = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, tmp)
+    os.makedirs(os.path.join(tmp, "tagging"))
+    os.symlink(os.path.join(TAGGING, "chunk_conll2000"),  # its dev set is carved from train
+               os.path.join(tmp, "tagging", "chunk_conll2000"))
+    for name, files in (("ner", ("eng.train", "eng.testa")), ("pos", ("train.tsv", "dev.tsv"))):
+      task = tagging_data.get_task(name)
+      os.makedirs(os.path.join(tmp, "tagging", task.folder))
+      for file in files:
+        sentences = tagging_data.read_conll(os.path.join(TAGGING, task.folder, file))[:60]
+        testutil.write_text(os.path.join(tmp, "tagging", task.folder, file), "".join(
+            "".join(f"{w} {t}\n" for w, t in zip(s.words, s.tags)) + "\n" for s in sentences))
+    ud = os.path.join(tmp, "parsing", "ud_ewt")
+    os.makedirs(ud)
+    for split in ("train", "dev"):
+      sentences = conllu.read_conllu(os.path.join(testutil.SHARED_DATA, "parsing", "ud_ewt",
+                                                  f"en_ewt-ud-{split}.conllu"))[:40]
+      conllu.write_conllu(os.path.join(ud, f"slice-ud-{split}.conllu"), sentences, sentences)
+    config = runner.CvtRunConfig(
+        tasks="chunk,ner,pos,dep", data_dir=tmp, model_dir=os.path.join(tmp, "run"),
+        unlabeled_data=SAMPLE, word_dim=24, char_dim=8, lstm1_size=24, lstm2_size=16,
+        projection_size=16, hidden_size=16, train_steps=12, train_batch_size=8,
+        max_train_sentences=40, eval_every_steps=0, save_checkpoints_steps=0, log_every_steps=4,
+        vocab_unlabeled_sentences=200)
+    built = runner.CvtRunner(config, lambda _: None)
+    model, steps = built._build(0)  # pylint: disable=protected-access
+    before = {v.name: v.numpy() for v in model.trainable_variables}
+    picked = set()
+    labeled = built._labeled_batches(0)  # pylint: disable=protected-access
+    unlabeled = built._unlabeled_batches(0)  # pylint: disable=protected-access
+    while len(picked) < 4:  # tasks are picked uniformly at random
+      name, inputs, targets = next(labeled)
+      picked.add(name)
+      steps.labeled(inputs, targets, name)
+    steps.unlabeled(next(unlabeled))
+    self.assertEqual(picked, {"chunk", "ner", "pos", "dep"})
+    changed = [v.name for v in model.trainable_variables
+               if np.abs(v.numpy() - before[v.name]).max() > 0]
+    for task in ("chunk", "ner", "pos", "dep"):
+      self.assertTrue(any(task in name for name in changed), (task, changed))
+    self.assertTrue(any("bilstm1" in name for name in changed))
+    summary = runner.CvtRunner(config, lambda _: None).run()
+    self.assertEqual(summary["primary_metrics"],
+                     {"chunk": "f1", "ner": "f1", "pos": "accuracy", "dep": "las"})
+    for task, metric in summary["primary_metrics"].items():
+      self.assertBetween(summary["median"][task][metric], 0.0, 1.0)
+    for name in ("predictions_chunk.txt", "predictions_ner.txt", "predictions_pos.txt",
+                 "predictions_dep.conllu"):
+      self.assertTrue(os.path.isfile(os.path.join(config.model_dir, "trial_0", name)), name)
+
 
 if __name__ == "__main__":
   tf.test.main()

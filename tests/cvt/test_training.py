@@ -4,8 +4,42 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.cvt import data
+from official_rtd.cvt import losses
+from official_rtd.cvt import model as model_lib
+from official_rtd.cvt import tagger
+from official_rtd.cvt import task as task_lib
 from official_rtd.cvt import training
-from tests.cvt.test_model import SENTENCE, build
+from tests.cvt.test_encoder import SENTENCE, SMALL, Tagger
+
+
+class ToyTagging(task_lib.PerWordTask):
+  """A 7-tag task with no data: the contract's model and losses only."""
+  primary_metric = "accuracy"
+  auxiliary_modules = tagger.AUXILIARY
+
+  def source_words(self, example):
+    return example
+
+  def targets(self, example):
+    return [0] * len(example)
+
+  num_labels = 7
+
+  def build_head(self, config):
+    return tagger.TaggerModules(config.hidden_size, 7, name="toy_modules")
+
+  def predict(self, head, states, inputs):
+    return {"tags": tf.argmax(head(states, inputs["lengths"])["primary"], -1)}
+
+  def evaluate(self, rows, path, log):
+    return {}
+
+
+def toy_model():
+  tf.random.set_seed(0)
+  vocab = data.WordCharVocab.build([SENTENCE + ["zebra"]])
+  tasks = {"toy": ToyTagging("toy", None, None)}
+  return model_lib.CvtModel(SMALL, len(vocab.words), len(vocab.chars), tasks), tasks, vocab
 
 
 class LossesTest(tf.test.TestCase):
@@ -15,19 +49,20 @@ class LossesTest(tf.test.TestCase):
     student = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]], np.float32))
     mask = np.array([[1.0, 0.0]], np.float32)  # the second token is padding
     hand = 0.7 * np.log(0.7 / 0.5) + 0.2 * np.log(0.2 / 0.25) + 0.1 * np.log(0.1 / 0.25)
-    self.assertAllClose(training.kl_divergence(teacher, student, mask), hand)
+    self.assertAllClose(losses.kl_divergence(teacher, student, mask), hand)
     self.assertAllClose(hand, 0.23553 - 0.04463 - 0.09163, atol=1e-5)  # 0.0993
 
   def test_label_smoothing_by_hand(self):
     logits = np.array([[[2.0, 0.0, 0.0, 0.0]]], np.float32)
     log_p = logits[0, 0] - np.log(np.exp(logits[0, 0]).sum())
     targets = np.array([0.925, 0.025, 0.025, 0.025])  # (1 − 0.1)·onehot + 0.1 / 4
-    self.assertAllClose(training.smoothed_cross_entropy(logits, np.array([[0]]),
+    self.assertAllClose(losses.smoothed_cross_entropy(logits, np.array([[0]]),
                                                         np.ones([1, 1], np.float32), 0.1),
                         -(targets * log_p).sum())
 
   def test_word_dropout_removes_the_word_and_its_characters(self):
-    model, vocab = build()
+    model = Tagger()
+    vocab = model.vocab
     inputs = data.make_batch([SENTENCE], vocab).inputs()
     removed = vocab.words[data.REMOVED]
     keep = tf.constant([[t != 1 for t in range(len(SENTENCE))]])
@@ -39,30 +74,28 @@ class LossesTest(tf.test.TestCase):
     # gives the same predictions everywhere.
     other = dict(inputs, words=tf.tensor_scatter_nd_update(inputs["words"], [[0, 1]], [1]),
                  chars=tf.tensor_scatter_nd_update(inputs["chars"], [[0, 1, 0]], [3]))
-    a = model(training.remove_words(inputs, keep, removed), 0.0, auxiliary=False)
-    b = model(training.remove_words(other, keep, removed), 0.0, auxiliary=False)
-    for task in a:
-      self.assertAllClose(a[task]["primary"], b[task]["primary"], atol=1e-6)
+    a = model(training.remove_words(inputs, keep, removed), names=("primary",))
+    b = model(training.remove_words(other, keep, removed), names=("primary",))
+    self.assertAllClose(a["primary"], b["primary"], atol=1e-6)
 
   def test_unlabeled_step_holds_the_primary_prediction_fixed(self):
     """The step's loss is eq. 4.1's Σ_j KL(p_θ ‖ p^j_θ) (mean over tokens), computed here in
     numpy from the model's outputs before the step; the primary module never moves, the
     auxiliary modules do."""
-    model, vocab = build()
+    model, tasks, vocab = toy_model()
     inputs = data.make_batch([SENTENCE], vocab).inputs()
-    outputs = {task: {name: tf.nn.softmax(logits).numpy()[0] for name, logits in views.items()}
-               for task, views in model(inputs, 0.0).items()}
-    steps = training.CvtSteps(model, training.CvtTrainConfig(unlabeled_dropout=0.0),
+    steps = training.CvtSteps(model, tasks, training.CvtTrainConfig(unlabeled_dropout=0.0),
                               vocab.words[data.REMOVED])
-    steps.start()
+    steps.build(inputs, {"toy": np.zeros([1, len(SENTENCE)], np.int32)})
+    views = {name: tf.nn.softmax(logits).numpy()[0]
+             for name, logits in model.heads["toy"](model(inputs), inputs["lengths"]).items()}
     expected = 0.0
-    for views in outputs.values():
-      p = views["primary"]
-      for name, q in views.items():
-        if name != "primary":
-          expected += np.mean(np.sum(p * (np.log(p) - np.log(q)), -1))
-    primary = model.modules_by_task["chunk"]["primary"].trainable_variables
-    auxiliary = model.modules_by_task["chunk"]["fwd"].trainable_variables
+    p = views["primary"]
+    for name, q in views.items():
+      if name != "primary":
+        expected += np.mean(np.sum(p * (np.log(p) - np.log(q)), -1))
+    primary = model.heads["toy"].modules["primary"].trainable_variables
+    auxiliary = model.heads["toy"].modules["fwd"].trainable_variables
     before = [v.numpy() for v in primary + auxiliary]
     self.assertAllClose(steps.unlabeled(inputs), expected, rtol=1e-5)
     for old, variable in zip(before[:len(primary)], primary):

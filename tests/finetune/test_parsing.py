@@ -13,6 +13,7 @@ from official_rtd.finetune import configs
 from official_rtd.finetune import parsing
 from official_rtd.finetune import runner
 from official_rtd.modeling.layers.edge_scorer import EdgeScorer
+from official_rtd.ops import mst
 from official_rtd.modeling.layers.edge_scorer import edge_log_probabilities
 from tests.finetune.test_probe import tiny_export
 
@@ -55,9 +56,9 @@ class EdgeScorerTest(tf.test.TestCase):
     # Arc log-probabilities whose per-word best heads form a cycle 1 <-> 2.
     arc = np.log(np.array([[1e-9, 0.3, 0.2], [1e-9, 1e-9, 0.8], [1e-9, 0.7, 1e-9]]))
     relation = np.array([[0, 1, 2], [0, 0, 3], [0, 4, 0]])
-    heads, relations = parsing.decode(arc, arc, relation, 3, "argmax")
+    heads, relations = mst.decode(arc, arc, relation, 3, "argmax")
     self.assertEqual((heads, relations), ([2, 1], [4, 3]))
-    heads, relations = parsing.decode(arc, arc, relation, 3, "mst")
+    heads, relations = mst.decode(arc, arc, relation, 3, "mst")
     # Trees: 0->1->2 (0.3 · 0.8 = 0.24) beats 0->2->1 (0.2 · 0.7 = 0.14).
     self.assertEqual((heads, relations), ([0, 1], [1, 3]))
 

@@ -15,30 +15,32 @@ Ours, not the paper's: the scorers' projection size (`projection_size`, 512 ther
 label smoothing is applied over the allowed edges only.
 
 Outputs are per dependent, flattened over (head, relation): `[batch, T, (T + 1)·R]` log-
-probabilities (disallowed edges −1e9), so CVT's losses (`training.py`) treat an edge like a tag:
-the target of word t is `head · R + relation`.
+probabilities (disallowed edges −1e9), so CVT's per-word losses (`task.PerWordTask`) treat an edge
+like a tag: the target of word t is `head · R + relation`.
 """
-from typing import Dict, List, Sequence, Tuple
+import os
+from typing import Dict, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.cvt import encoder as encoder_lib
+from official_rtd.cvt import task as task_lib
 from official_rtd.finetune import conllu
-from official_rtd.finetune import parsing as parsing_task
 from official_rtd.finetune import parsing_data
 from official_rtd.finetune import parsing_metrics
 from official_rtd.modeling.layers.edge_scorer import EdgeScorer
 from official_rtd.modeling.layers.edge_scorer import edge_log_probabilities
+from official_rtd.ops import mst
 
 # module: (the head's view, the dependent's view)
 MODULES = {"primary": ("top", "top"), "fwd-fwd": ("fwd1", "fwd1"), "fwd-bwd": ("fwd1", "bwd1"),
            "bwd-fwd": ("bwd1", "fwd1"), "bwd-bwd": ("bwd1", "bwd1")}
 AUXILIARY = tuple(m for m in MODULES if m != "primary")
-TASK_NAME = "dep"
 
 
-def allowed_edges(lengths: tf.Tensor, nodes: tf.Tensor) -> tf.Tensor:
+def allowed_word_edges(lengths: tf.Tensor, nodes: tf.Tensor) -> tf.Tensor:
   """`[batch, head, dependent]` over `nodes` = T + 1: u may head t when u is ROOT or a word, t is
   a word (1..length) and u != t."""
   node = tf.range(nodes)[tf.newaxis]
@@ -50,7 +52,7 @@ def allowed_edges(lengths: tf.Tensor, nodes: tf.Tensor) -> tf.Tensor:
 class ParserModules(tf_keras.layers.Layer):
   """The primary and auxiliary edge scorers and ROOT vectors of one parsing task.
 
-  `call(views, lengths, names)`: `views` {"top", "fwd1", "bwd1"} `[batch, T, width]`; returns
+  `call(states, lengths, dropout_rate, names)`: the encoder's states; returns
   {module: `[batch, T, (T + 1)·R]` log p((head, relation) | dependent)}.
   """
 
@@ -62,17 +64,22 @@ class ParserModules(tf_keras.layers.Layer):
                     for name in MODULES}
 
   def build(self, input_shape):
-    widths = {view: shape[-1] for view, shape in input_shape.items()}
+    projection = input_shape["fwd1"][-1]
+    widths = {"top": 4 * projection, "fwd1": projection, "bwd1": projection}
     self.roots = {view: self.add_weight(f"root_{view}", [width], initializer="random_normal")
                   for view, width in widths.items()}
     super().build(input_shape)
 
-  def call(self, views: Dict[str, tf.Tensor], lengths=None, names: Sequence[str] = tuple(MODULES)):
+  def call(self, states: Dict[str, tf.Tensor], lengths=None, dropout_rate: float = 0.0,
+           names: Sequence[str] = tuple(MODULES)):
+    drop = lambda x: encoder_lib.dropout(x, dropout_rate)
+    views = {"top": tf.concat([drop(states["h1"]), drop(states["h2"])], -1),
+             "fwd1": drop(states["fwd1"]), "bwd1": drop(states["bwd1"])}
     batch, time = tf.shape(views["top"])[0], tf.shape(views["top"])[1]
     nodes = {view: tf.concat([tf.tile(tf.cast(self.roots[view], x.dtype)[None, None],
                                       [batch, 1, 1]), x], 1)
              for view, x in views.items()}  # [batch, T + 1, width]: ROOT first
-    allowed = allowed_edges(lengths, time + 1)
+    allowed = allowed_word_edges(lengths, time + 1)
     out = {}
     for name in names:
       head_view, dependent_view = MODULES[name]
@@ -82,43 +89,68 @@ class ParserModules(tf_keras.layers.Layer):
     return out
 
 
-class Treebank:
-  """A UD treebank read for CVT: `train` / `dev` sentences (`conllu.Sentence`, whose `words` the
-  runner encodes), the relations of the training set and each training word's edge target."""
+@task_lib.register("dep")
+class ParsingTask(task_lib.PerWordTask):
+  """A UD treebank (`--data_dir` holding parsing/ud_ewt/, or one *-ud-train.conllu and one
+  *-ud-dev.conllu): each word's target is its gold edge, `head · R + relation` (head 0: ROOT)."""
+  primary_metric = "las"
+  label_kind = "relations"
+  auxiliary_modules = AUXILIARY
 
-  def __init__(self, data_dir: str, rng: np.random.Generator, max_train_sentences: int = 0):
-    self.train = conllu.read_conllu(parsing_data.treebank_file(data_dir, "train"))
+  def __init__(self, name, config, rng):
+    super().__init__(name, config, rng)
+    folder = os.path.join(config.data_dir, "parsing", "ud_ewt")
+    data_dir = folder if os.path.isdir(folder) else config.data_dir
+    self.train = task_lib.subset(conllu.read_conllu(parsing_data.treebank_file(data_dir, "train")),
+                                 rng, config.train_fraction, config.max_train_sentences)
     self.dev = conllu.read_conllu(parsing_data.treebank_file(data_dir, "dev"))
-    if max_train_sentences:
-      keep = rng.permutation(len(self.train))[:max_train_sentences]
-      self.train = [self.train[i] for i in sorted(keep)]
     self.relations = sorted({r for s in self.train for r in s.relations})
     self._relation_ids = {r: i for i, r in enumerate(self.relations)}
 
-  def targets(self, sentence: conllu.Sentence) -> List[int]:
-    """Each word's gold edge as a flat index `head · R + relation` (head 0: ROOT)."""
-    ids, r = self._relation_ids, len(self.relations)
-    return [h * r + ids[rel] for h, rel in zip(sentence.heads, sentence.relations)]
+  def source_words(self, example):
+    return example.words
 
-  def evaluate(self, log_probs: Sequence[np.ndarray], decode: str = "mst"
-               ) -> Tuple[Dict[str, float], List[conllu.Sentence]]:
+  def targets(self, example):
+    ids, r = self._relation_ids, len(self.relations)
+    return [h * r + ids[rel] for h, rel in zip(example.heads, example.relations)]
+
+  @property
+  def num_labels(self):
+    return len(self.relations)
+
+  def vocabulary_json(self):
+    return {"relations": self.relations}
+
+  def build_head(self, config):
+    return ParserModules(len(self.relations), config.hidden_size, name=f"{self.name}_parser")
+
+  def predict(self, head, states, inputs):
+    return {"log_probs": head(states, inputs["lengths"], names=("primary",))["primary"]}
+
+  def predictions_name(self):
+    return f"predictions_{self.name}.conllu"
+
+  def evaluate(self, rows, path, log):
     """UAS/LAS of the dev sentences (punctuation included, and `*_no_punct` without) from each
-    sentence's `[T, (T + 1)·R]` log-probabilities; returns (metrics, predicted sentences)."""
+    sentence's `[T, (T + 1)·R]` log-probabilities, decoded into well-formed trees (MST)."""
+    del log
     predicted = []
     r = len(self.relations)
-    for sentence, flat in zip(self.dev, log_probs):
+    for sentence, row in zip(self.dev, rows):
       t = len(sentence)
-      log_p = flat[:t].reshape(t, -1, r)[:, :t + 1]  # [dependent, head, relation]
+      log_p = row["log_probs"][:t].reshape(t, -1, r)[:, :t + 1]  # [dependent, head, relation]
       arc = np.full([t + 1, t + 1], -1e9)
       best = np.full([t + 1, t + 1], -1e9)
       relation = np.zeros([t + 1, t + 1], np.int64)
       arc[:, 1:] = np.logaddexp.reduce(log_p, axis=-1).T
       best[:, 1:] = log_p.max(-1).T
       relation[:, 1:] = log_p.argmax(-1).T
-      heads, relations = parsing_task.decode(arc, best, relation, t + 1, decode)
+      heads, relations = mst.decode(arc, best, relation, t + 1, "mst")
       predicted.append(conllu.Sentence(sentence.words, heads, [self.relations[i] for i in relations],
                                        sentence.upos, sentence.xpos, sentence.sent_id))
+    if path:
+      conllu.write_conllu(path, self.dev, predicted)
     with_punct = parsing_metrics.attachment_scores(self.dev, predicted)
     without = parsing_metrics.attachment_scores(self.dev, predicted, "exclude")
     return {"uas": with_punct["uas"], "las": with_punct["las"], "uas_no_punct": without["uas"],
-            "las_no_punct": without["las"]}, predicted
+            "las_no_punct": without["las"]}

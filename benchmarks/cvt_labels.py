@@ -1,0 +1,145 @@
+r"""Does CVT's gain grow as labels get scarce? (dissertation Figure 4.5, left, at CPU scale)
+
+For each task, fraction of the labeled training sentences, mode and seed, one `run_cvt` run with
+Wikipedia (`../shared/data/wiki`) as unlabeled text, trained until its dev figure stops improving
+(an evaluation every `--eval_every_steps`, stop after `--patience` evaluations without a new
+best, at most `--train_steps`; the best evaluation's EMA weights are the result). Each run has its
+own directory under `--work_dir`, so a killed sweep resumes where it stopped (finished runs are
+read back); `--shard=i/n` splits the runs over n processes. Prints one table: per task, fraction
+and mode, the median, min and max of the dev figure over the seeds, and the best step.
+
+  python benchmarks/cvt_labels.py --work_dir=/tmp/cvt_labels --tasks=chunk,ner \
+      --fractions=0.1,0.25,1.0 --modes=supervised,cvt --seeds=0,1 --shard=0/2 &
+  python benchmarks/cvt_labels.py --work_dir=/tmp/cvt_labels ... --shard=1/2 &
+  python benchmarks/cvt_labels.py --work_dir=/tmp/cvt_labels ... --report_only
+
+`--variant` names extra settings measured against the default (`vocab_labeled_only`: the word
+and character vocabulary from the labeled text only, as before; `word2vec`: `--word_embeddings`
+from `--word_vectors`, e.g. written by `train_word_vectors`). Results in benchmarks/RESULTS.md.
+"""
+import json
+import os
+import time
+
+from absl import app
+from absl import flags
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(REPO, "..", "shared", "data")
+flags.DEFINE_string("work_dir", None, "Where every run's directory goes.")
+flags.DEFINE_list("tasks", ["chunk", "ner"], "Tasks (each its own runs).")
+flags.DEFINE_list("fractions", ["0.1", "0.25", "1.0"], "Fractions of the labeled sentences.")
+flags.DEFINE_list("modes", ["supervised", "cvt"], "Training modes.")
+flags.DEFINE_list("seeds", ["0", "1"], "Seeds (each picks its own labeled subset).")
+flags.DEFINE_list("modes_at_all_labels", ["supervised", "cvt"],
+                  "Modes run with fraction 1.0 (all labels).")
+flags.DEFINE_list("variants", ["default"], "default, vocab_labeled_only, word2vec.")
+flags.DEFINE_string("word_vectors", "", "GloVe-format vectors for the word2vec variant.")
+flags.DEFINE_string("unlabeled_data", os.path.join(SHARED, "wiki", "wiki_*.txt"),
+                    "Unlabeled corpus.")
+flags.DEFINE_integer("train_steps", 6000, "Most labeled steps per run.")
+flags.DEFINE_integer("eval_every_steps", 500, "Dev evaluation interval.")
+flags.DEFINE_integer("patience", 3, "Evaluations without a new best before a run stops.")
+flags.DEFINE_integer("batch_size", 32, "Sentences per minibatch.")
+flags.DEFINE_integer("word_dim", 100, "Word embedding size.")
+flags.DEFINE_integer("lstm1_size", 256, "First Bi-LSTM size.")
+flags.DEFINE_integer("lstm2_size", 128, "Second Bi-LSTM size.")
+flags.DEFINE_integer("projection_size", 128, "LSTM projection size.")
+flags.DEFINE_integer("hidden_size", 128, "Prediction modules' hidden size.")
+flags.DEFINE_integer("threads", 1, "TensorFlow threads per process (0: TensorFlow's default).")
+flags.DEFINE_string("shard", "0/1", "i/n: run every n-th run starting at the i-th.")
+flags.DEFINE_bool("report_only", False, "Print the table of the finished runs only.")
+FLAGS = flags.FLAGS
+
+
+def runs():
+  """Every (task, fraction, mode, seed, variant), scarcest labels first."""
+  return [(task, float(fraction), mode, int(seed), variant)
+          for variant in FLAGS.variants for fraction in FLAGS.fractions for task in FLAGS.tasks
+          for seed in FLAGS.seeds for mode in FLAGS.modes
+          if float(fraction) < 1.0 or mode in FLAGS.modes_at_all_labels]
+
+
+def shard_of(number: int, count: int) -> int:
+  """Run `number`'s process: modes alternate within each process (CVT's runs are the long
+  ones), e.g. for 2 processes runs 0, 3, 4, 7, ... and 1, 2, 5, 6, ..."""
+  return (number + number // count) % count
+
+
+def run_dir(task, fraction, mode, seed, variant):
+  suffix = "" if variant == "default" else f"_{variant}"
+  return os.path.join(FLAGS.work_dir, f"{task}_{fraction:g}_{mode}_s{seed}{suffix}")
+
+
+def train(task, fraction, mode, seed, variant):
+  from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
+  extra = {}
+  if variant == "vocab_labeled_only":
+    extra["vocab_unlabeled_sentences"] = 0
+  elif variant == "word2vec":
+    extra["word_embeddings"] = FLAGS.word_vectors
+  elif variant != "default":
+    raise ValueError(f"--variants: unknown {variant!r}")
+  log_path = run_dir(task, fraction, mode, seed, variant) + ".log"
+  os.makedirs(FLAGS.work_dir, exist_ok=True)
+  with open(log_path, "a", encoding="utf-8") as log_file:
+    def log(line):
+      log_file.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+      log_file.flush()
+    runner.CvtRunner(runner.CvtRunConfig(
+        tasks=task, data_dir=os.path.join(SHARED, "tagging") if task != "dep" else
+        os.path.join(SHARED, "parsing", "ud_ewt"),
+        model_dir=run_dir(task, fraction, mode, seed, variant), mode=mode,
+        unlabeled_data=FLAGS.unlabeled_data, train_fraction=fraction,
+        word_dim=FLAGS.word_dim, lstm1_size=FLAGS.lstm1_size, lstm2_size=FLAGS.lstm2_size,
+        projection_size=FLAGS.projection_size, hidden_size=FLAGS.hidden_size,
+        train_steps=FLAGS.train_steps, train_batch_size=FLAGS.batch_size,
+        eval_every_steps=FLAGS.eval_every_steps, patience=FLAGS.patience,
+        save_checkpoints_steps=FLAGS.eval_every_steps, log_every_steps=100, seed=seed, **extra),
+                     log).run()
+
+
+def report():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rows = {}
+  for task, fraction, mode, seed, variant in runs():
+    path = os.path.join(run_dir(task, fraction, mode, seed, variant), "eval_results.json")
+    if not os.path.isfile(path):
+      continue
+    with open(path, encoding="utf-8") as f:
+      summary = json.load(f)
+    metric = summary["primary_metrics"][task]
+    trial = summary["trials"][0]
+    rows.setdefault((task, fraction, variant, mode, metric), []).append(
+        (trial["dev"][task][metric], trial["best_step"], trial["steps_run"]))
+  print("| task | labeled fraction | variant | mode | metric | median | min | max | seeds | "
+        "best steps | steps run |")
+  print("|---|---|---|---|---|---|---|---|---|---|---|")
+  for (task, fraction, variant, mode, metric), values in sorted(rows.items()):
+    figures = np.array([v[0] for v in values])
+    print(f"| {task} | {fraction:g} | {variant} | {mode} | {metric} | {np.median(figures):.4f} | "
+          f"{figures.min():.4f} | {figures.max():.4f} | {len(values)} | "
+          f"{', '.join(str(v[1]) for v in values)} | {', '.join(str(v[2]) for v in values)} |")
+
+
+def main(_):
+  if not FLAGS.report_only:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+    if FLAGS.threads:
+      tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+      tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    print(precision.cpu_summary(), flush=True)
+    index, count = (int(x) for x in FLAGS.shard.split("/"))
+    for number, spec in enumerate(runs()):
+      if shard_of(number, count) != index:
+        continue
+      start = time.time()
+      train(*spec)
+      print(f"{spec}: {time.time() - start:.0f} s", flush=True)
+  report()
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("work_dir")
+  app.run(main)

@@ -1,0 +1,191 @@
+"""CVT's shared encoder (dissertation §4.2.1): a CNN-BiLSTM over words and characters.
+
+v_t = word embedding + character CNN (filter widths 2, 3, 4, max-pooled over the word); two
+Bi-LSTM layers whose LSTMs have projection layers (LSTMP); h1 = [h→1; h←1], h2 = [h→2; h←2].
+Every task's prediction modules (`tagger.py`, `parser.py`, `translator.py`) read its views.
+"""
+import dataclasses
+from typing import Dict, Sequence
+
+import tensorflow as tf
+import tf_keras
+
+
+@dataclasses.dataclass(frozen=True)
+class CvtConfig:
+  """Table 4.1's sizes by default. v_t is the sum of the word embedding and the char CNN's
+  output, so the CNN has `word_dim` filters in all, split evenly over the widths (300: 100 each)."""
+  word_dim: int = 300
+  char_dim: int = 50
+  char_filter_widths: Sequence[int] = (2, 3, 4)
+  lstm1_size: int = 1024
+  lstm2_size: int = 512
+  projection_size: int = 512
+  hidden_size: int = 512
+
+  def filters(self):
+    """Filters per width, summing to `word_dim`."""
+    n = len(self.char_filter_widths)
+    return [self.word_dim // n + (i < self.word_dim % n) for i in range(n)]
+
+
+def lstmp_cell(x_gates, r, c, recurrent_kernel, projection):
+  """One LSTMP step (Sak et al., 2014) for a stack of LSTMs `[..., batch, ·]`: gates =
+  x W_x + b (given, `x_gates`) + r_{t−1} W_r; c_t = f ⊙ c_{t−1} + i ⊙ g, h_t = o ⊙ tanh(c_t),
+  r_t = h_t W_p (the output and the recurrent state). Returns (r_t, c_t)."""
+  i, f, g, o = tf.split(x_gates + tf.matmul(r, recurrent_kernel), 4, axis=-1)
+  c = tf.sigmoid(f + 1.0) * c + tf.sigmoid(i) * tf.tanh(g)  # forget-gate bias 1
+  return tf.matmul(tf.sigmoid(o) * tf.tanh(c), projection), c
+
+
+@tf.custom_gradient
+def lstmp_recurrence(x_gates, keep, recurrent_kernel, projection):
+  """The recurrence of a stack of Z LSTMPs (`lstmp_cell`), state held where `keep` is False.
+
+  Args:
+    x_gates: `[time, Z, batch, 4·units]`, x_t W_x + b.
+    keep: `[time, 1, batch, 1]` bool: False at padding (the state is carried unchanged).
+    recurrent_kernel: W_r `[Z, projection, 4·units]`.
+    projection: W_p `[Z, units, projection]`.
+  Returns:
+    r `[time, Z, batch, projection]` (the state after each step).
+
+  Its gradient is backpropagation through time written out: the loop computes only each step's
+  gate gradients; the weight gradients are then one matmul each over all steps (`[time·batch]`
+  rows), where autodiff of the loop would accumulate a small matmul per step.
+  """
+  z, batch = tf.shape(x_gates)[1], tf.shape(x_gates)[2]
+  units, proj = tf.shape(projection)[1], tf.shape(projection)[2]
+  zeros = (tf.zeros([z, batch, proj], x_gates.dtype), tf.zeros([z, batch, units], x_gates.dtype))
+
+  def forward(state, elements):
+    r_prev, c_prev = state[0], state[1]
+    gates_x, keep_t = elements
+    i, f, g, o = tf.split(gates_x + tf.matmul(r_prev, recurrent_kernel), 4, axis=-1)
+    i, f, g, o = tf.sigmoid(i), tf.sigmoid(f + 1.0), tf.tanh(g), tf.sigmoid(o)
+    c = f * c_prev + i * g
+    tanh_c = tf.tanh(c)
+    h = o * tanh_c
+    r = tf.matmul(h, projection)
+    return (tf.where(keep_t, r, r_prev), tf.where(keep_t, c, c_prev),
+            r_prev, c_prev, i, f, g, o, tanh_c, h)
+
+  # (r, c, r_prev, c_prev, i, f, g, o, tanh(c), h): what the gradient needs of each step.
+  saved = tf.scan(forward, (x_gates, keep), initializer=zeros * 2 + (zeros[1],) * 6)
+  outputs = saved[0]
+
+  def grad(d_outputs):
+    _, _, r_prev, c_prev, i, f, g, o, tanh_c, h = saved
+    keep_f = tf.cast(keep, x_gates.dtype)
+    # Kernels transposed once: a matmul with `transpose_b` is ~3× slower on CPU (measured).
+    recurrent_t = tf.transpose(recurrent_kernel, [0, 2, 1])
+    projection_t = tf.transpose(projection, [0, 2, 1])
+
+    def backward(state, elements):
+      dr_next, dc_next = state[0], state[1]
+      d_out, keep_t, r_p, c_p, i_t, f_t, g_t, o_t, tanh_t = elements
+      dr = d_out + dr_next  # ∂L/∂(state r_t)
+      d_new_r, d_new_c = keep_t * dr, keep_t * dc_next
+      dh = tf.matmul(d_new_r, projection_t)
+      d_new_c += dh * o_t * (1.0 - tanh_t * tanh_t)
+      d_gates = tf.concat([d_new_c * g_t * i_t * (1.0 - i_t),
+                           d_new_c * c_p * f_t * (1.0 - f_t),
+                           d_new_c * i_t * (1.0 - g_t * g_t),
+                           dh * tanh_t * o_t * (1.0 - o_t)], -1)
+      dr_prev = tf.matmul(d_gates, recurrent_t) + (1.0 - keep_t) * dr
+      dc_prev = d_new_c * f_t + (1.0 - keep_t) * dc_next
+      return dr_prev, dc_prev, d_gates, d_new_r
+
+    _, _, d_gates, d_new_r = tf.scan(
+        backward, (d_outputs, keep_f, r_prev, c_prev, i, f, g, o, tanh_c),
+        initializer=(zeros[0], zeros[1], tf.zeros_like(x_gates[0]), zeros[0]), reverse=True)
+    return d_gates, None, _over_steps(r_prev, d_gates), _over_steps(h, d_new_r)
+
+  return outputs, grad
+
+
+def _over_steps(a, b):
+  """Σ_t a_tᵀ b_t per stacked LSTM: `[time, Z, batch, m]`, `[time, Z, batch, n]` → `[Z, m, n]`,
+  as one matmul over time·batch rows (an explicit transpose and matmul: 2× faster than einsum)."""
+  a = tf.reshape(tf.transpose(a, [1, 3, 0, 2]), [tf.shape(a)[1], tf.shape(a)[3], -1])
+  b = tf.reshape(tf.transpose(b, [1, 0, 2, 3]), [tf.shape(b)[1], -1, tf.shape(b)[3]])
+  return tf.matmul(a, b)
+
+
+class BiLSTMP(tf_keras.layers.Layer):
+  """A forward and a backward LSTMP over `[batch, time, features]`, run in one loop (the two
+  directions' weights stacked, `[2, ...]`), the input's share of the gates computed for every
+  step at once before the loop. State is carried unchanged through padding (`mask` False), so a
+  sentence's outputs do not depend on how far it is padded. Returns (h→, h←) `[batch, time,
+  projection]`, zero at padding."""
+
+  def __init__(self, units: int, projection: int, **kwargs):
+    super().__init__(**kwargs)
+    self.units, self.projection = units, projection
+
+  def build(self, input_shape):
+    self.input_kernel = self.add_weight(
+        "input_kernel", [2, input_shape[-1], 4 * self.units], initializer="glorot_uniform")
+    self.recurrent_kernel = self.add_weight(
+        "recurrent_kernel", [2, self.projection, 4 * self.units], initializer="glorot_uniform")
+    self.bias = self.add_weight("bias", [2, 1, 4 * self.units], initializer="zeros")
+    self.projection_kernel = self.add_weight(
+        "projection_kernel", [2, self.units, self.projection], initializer="glorot_uniform")
+    super().build(input_shape)
+
+  def call(self, inputs, lengths, mask):
+    reverse = tf.reverse_sequence(inputs, lengths, seq_axis=1, batch_axis=0)
+    batch, time = tf.shape(inputs)[0], tf.shape(inputs)[1]
+    stacked = tf.reshape(tf.stack([inputs, reverse]), [2, batch * time, -1])
+    x_gates = tf.transpose(tf.reshape(tf.matmul(stacked, self.input_kernel) + self.bias,
+                                      [2, batch, time, -1]), [2, 0, 1, 3])  # [time, 2, b, 4u]
+    keep = tf.transpose(mask)[:, tf.newaxis, :, tf.newaxis]  # [time, 1, batch, 1]
+
+    outputs = lstmp_recurrence(x_gates, keep, tf.convert_to_tensor(self.recurrent_kernel),
+                               tf.convert_to_tensor(self.projection_kernel))  # [time, 2, b, p]
+    outputs = tf.transpose(outputs, [1, 2, 0, 3]) * tf.cast(mask, inputs.dtype)[None, :, :, None]
+    backward = tf.reverse_sequence(outputs[1], lengths, seq_axis=1, batch_axis=0)
+    return outputs[0], backward
+
+
+class CnnBiLstmEncoder(tf_keras.layers.Layer):
+  """`call(inputs, dropout_rate)` with `words` `[batch, time]`, `chars` `[batch, time,
+  max_word_length]`, `lengths` `[batch]` returns the views every prediction module reads:
+  `{"fwd1", "bwd1"}` `[batch, time, projection]`, `{"h1", "h2"}` `[batch, time, 2·projection]`
+  (zero at padding). `dropout_rate` (0 at inference) applies to v and to h1."""
+
+  def __init__(self, config: CvtConfig, num_words: int, num_chars: int, word_embeddings=None,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+    initializer = (tf_keras.initializers.Constant(word_embeddings)
+                   if word_embeddings is not None else "uniform")
+    self.word_embedding = tf_keras.layers.Embedding(num_words, config.word_dim,
+                                                    embeddings_initializer=initializer,
+                                                    name="word_embedding")
+    self.char_embedding = tf_keras.layers.Embedding(num_chars, config.char_dim,
+                                                    name="char_embedding")
+    self.char_cnns = [tf_keras.layers.Conv1D(filters, width, name=f"char_cnn_{width}")
+                      for filters, width in zip(config.filters(), config.char_filter_widths)]
+    self.bilstm1 = BiLSTMP(config.lstm1_size, config.projection_size, name="bilstm1")
+    self.bilstm2 = BiLSTMP(config.lstm2_size, config.projection_size, name="bilstm2")
+
+  def call(self, inputs, dropout_rate: float = 0.0) -> Dict[str, tf.Tensor]:
+    words, chars, lengths = inputs["words"], inputs["chars"], inputs["lengths"]
+    batch, time = tf.shape(chars)[0], tf.shape(chars)[1]
+    # Character positions past the longest word + the widest filter only add all-padding windows,
+    # which shorter words have anyway: cut them (the max-pooled features do not change).
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(chars > 0, tf.int32), -1))
+    chars = chars[:, :, :longest + max(self.config.char_filter_widths)]
+    char_vectors = self.char_embedding(tf.reshape(chars, [batch * time, -1]))
+    pooled = tf.concat([tf.reduce_max(cnn(char_vectors), axis=1) for cnn in self.char_cnns], -1)
+    v = self.word_embedding(words) + tf.reshape(pooled, [batch, time, self.config.word_dim])
+    mask = tf.sequence_mask(lengths, time)
+    fwd1, bwd1 = self.bilstm1(dropout(v, dropout_rate), lengths, mask)
+    h1 = tf.concat([fwd1, bwd1], -1)
+    fwd2, bwd2 = self.bilstm2(dropout(h1, dropout_rate), lengths, mask)
+    return {"fwd1": fwd1, "bwd1": bwd1, "h1": h1, "h2": tf.concat([fwd2, bwd2], -1)}
+
+
+def dropout(x, rate):
+  return tf.nn.dropout(x, rate) if rate > 0 else x

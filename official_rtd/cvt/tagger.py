@@ -1,0 +1,120 @@
+"""CVT's sequence taggers (dissertation §4.2.2): POS, chunking and NER on the shared encoder.
+
+Prediction modules NN(x) = U·ReLU(W x) + b (logits; softmax gives p), each on its view:
+  primary  p(y_t | x)        = NN(h1_t ⊕ h2_t)
+  fwd      p_fwd(y_t | x)    = NN_fwd(h→1_t)         sees x_1..x_t
+  bwd      p_bwd(y_t | x)    = NN_bwd(h←1_t)         sees x_t..x_T
+  future   p_future(y_t | x) = NN_future(h→1_{t−1})  sees x_1..x_{t−1}
+  past     p_past(y_t | x)   = NN_past(h←1_{t+1})    sees x_{t+1}..x_T
+  full     p_full(y_t | x)   = NN_full(h1_t ⊕ h2_t)  (§4.3.1: the whole input, with dropout)
+Chunking and NER train on BIOES tags (§4.3.1) and are scored as conlleval does (IOB2 output).
+"""
+import os
+from typing import Sequence
+
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.cvt import encoder as encoder_lib
+from official_rtd.cvt import task as task_lib
+from official_rtd.finetune import tag_predictions
+from official_rtd.finetune import tagging_data
+
+AUXILIARY = ("fwd", "bwd", "future", "past", "full")
+
+
+class PredictionModule(tf_keras.layers.Layer):
+  """NN(x) = U·ReLU(W x) + b, returning logits `[..., num_tags]`."""
+
+  def __init__(self, hidden_size: int, num_tags: int, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden = tf_keras.layers.Dense(hidden_size, activation="relu", name="hidden")
+    self.out = tf_keras.layers.Dense(num_tags, name="out")
+
+  def call(self, x):
+    return self.out(self.hidden(x))
+
+
+def views(states, dropout_rate: float):
+  """Each module's input `[batch, time, ·]` from the encoder's states, dropout applied."""
+  drop = lambda x: encoder_lib.dropout(x, dropout_rate)
+  fwd1, bwd1 = drop(states["fwd1"]), drop(states["bwd1"])
+  top = tf.concat([drop(states["h1"]), drop(states["h2"])], -1)
+  return {"primary": top, "fwd": fwd1, "bwd": bwd1,
+          "future": tf.pad(fwd1[:, :-1], [[0, 0], [1, 0], [0, 0]]),  # h→1_{t−1}, zero at t = 1
+          "past": tf.pad(bwd1[:, 1:], [[0, 0], [0, 1], [0, 0]]),  # h←1_{t+1}, zero past the end
+          "full": top}
+
+
+class TaggerModules(tf_keras.layers.Layer):
+  """`call(states, lengths, dropout_rate, names)` → `{module: logits [batch, time, tags]}`."""
+
+  def __init__(self, hidden_size: int, num_tags: int, **kwargs):
+    super().__init__(**kwargs)
+    self.modules = {name: PredictionModule(hidden_size, num_tags, name=name)
+                    for name in ("primary",) + AUXILIARY}
+
+  def call(self, states, lengths=None, dropout_rate: float = 0.0,
+           names: Sequence[str] = ("primary",) + AUXILIARY):
+    del lengths
+    inputs = views(states, dropout_rate)
+    return {name: self.modules[name](inputs[name]) for name in names}
+
+
+@task_lib.register(*tagging_data.TASKS)
+class TaggingTask(task_lib.PerWordTask):
+  """A CoNLL tagging task as `run_tagging` reads it (`--data_dir` holding the task's folder, e.g.
+  chunk_conll2000/, or tagging/chunk_conll2000/, or the task's files)."""
+  auxiliary_modules = AUXILIARY
+
+  def __init__(self, name, config, rng):
+    super().__init__(name, config, rng)
+    self.spec = tagging_data.get_task(name)
+    self.primary_metric = "f1" if self.spec.spans else "accuracy"
+    folders = [os.path.join(config.data_dir, *parts, self.spec.folder)
+               for parts in ((), ("tagging",))]
+    train, self.dev = tagging_data.load_task(
+        self.spec, next((f for f in folders if os.path.isdir(f)), config.data_dir))
+    train = task_lib.subset(train, rng, config.train_fraction, config.max_train_sentences)
+    if self.spec.spans:  # §4.3.1: BIOES for chunking and NER
+      train = tagging_data.with_scheme(train, "bioes")
+    self.train = train
+    self.labels = sorted({t for s in train for t in s.tags})
+    self._ids = {tag: i for i, tag in enumerate(self.labels)}
+
+  def source_words(self, example):
+    return example.words
+
+  def targets(self, example):
+    return [self._ids[tag] for tag in example.tags]
+
+  @property
+  def num_labels(self):
+    return len(self.labels)
+
+  def vocabulary_json(self):
+    return {"tags": self.labels}
+
+  def build_head(self, config):
+    return TaggerModules(config.hidden_size, len(self.labels), name=f"{self.name}_modules")
+
+  def predict(self, head, states, inputs):
+    """Each module's tag ids `[batch, time]`: the primary's (`primary`) is the prediction; the
+    auxiliary ones' are scored too, as evidence that each learns from its view."""
+    logits = head(states, inputs["lengths"])
+    return {name: tf.argmax(x, -1, output_type=tf.int32) for name, x in logits.items()}
+
+  def evaluate(self, rows, path, log):
+    """The primary module's metrics (written to `path`), and `<module>_<metric>` of each
+    auxiliary module's own predictions."""
+    del log
+    tags = {name: tag_predictions.output_tags(
+        self.spec, [[self.labels[i] for i in row[name][:len(s.words)]]
+                    for row, s in zip(rows, self.dev)]) for name in rows[0]}
+    if path:
+      tag_predictions.write_predictions(path, self.dev, tags["primary"])
+    out = tag_predictions.evaluate(self.spec, self.dev, tags["primary"])
+    for name in AUXILIARY:
+      out[f"{name}_{self.primary_metric}"] = tag_predictions.evaluate(
+          self.spec, self.dev, tags[name])[self.primary_metric]
+    return out

@@ -1,0 +1,174 @@
+"""The CVT task contract (after google-research/cvt_text's task modules): what the runner and the
+training steps know of a task, and nothing more.
+
+A task owns its data (labeled train and dev examples read from `--data_dir`), its prediction
+modules (`build_head`: the primary module and the auxiliary ones with their restricted views,
+over the shared encoder's states `encoder.CnnBiLstmEncoder`), its losses and its decoding:
+
+  labeled_loss(head, states, inputs, targets, dropout)   the primary module vs the gold targets
+  teacher(head, states, inputs)                          the primary's targets on an unlabeled
+                                                         batch (no dropout, held fixed)
+  student_loss(head, states, inputs, teacher, dropout,   each auxiliary module (or, for the word-
+               auxiliary)                                dropout baseline, the primary) vs them
+  predict(head, states, inputs)                          what `evaluate` decodes
+  evaluate(rows, path)                                   dev metrics; writes the predictions file
+
+A new task is one module (a `CvtTask` subclass decorated with `register`) and its import line in
+`all_tasks.py`.
+"""
+import abc
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from official_rtd.cvt import losses
+
+_TASKS: Dict[str, type] = {}
+
+
+def register(*names: str):
+  """Class decorator: the task answers to `--tasks=<name>` for each of `names`."""
+  def decorate(cls):
+    for name in names:
+      if name in _TASKS:
+        raise ValueError(f"CVT task {name!r} registered twice")
+      _TASKS[name] = cls
+    return cls
+  return decorate
+
+
+def names() -> List[str]:
+  return sorted(_TASKS)
+
+
+def get(name: str) -> type:
+  if name not in _TASKS:
+    raise ValueError(f"--tasks: unknown {name!r}; one of: {', '.join(names())}")
+  return _TASKS[name]
+
+
+class CvtTask(abc.ABC):
+  """One task of a CVT run. Subclasses set `primary_metric` and `label_kind` and fill
+  `self.train` / `self.dev` (examples) in `__init__`; `split_unlabeled` (optional) says how a
+  line of the unlabeled text becomes sentences (default: paragraphs split into sentences)."""
+  split_unlabeled = None
+  primary_metric: str
+  label_kind: str = "tags"  # what `num_labels` counts, for the log line
+  target_spec = tf.TensorSpec([None, None], tf.int32)  # labeled targets `[batch, time]`
+
+  def __init__(self, name: str, config, rng: np.random.Generator):
+    """`config`: the run's `runner.CvtRunConfig` (`data_dir`, `train_fraction`,
+    `max_train_sentences` and the task's own settings); `rng` picks the training subset."""
+    self.name = name
+    self.train: list = []
+    self.dev: list = []
+    del config, rng
+
+  # --- data --------------------------------------------------------------------------------------
+  @abc.abstractmethod
+  def source_words(self, example) -> Sequence[str]:
+    """The words the shared encoder reads."""
+
+  @abc.abstractmethod
+  def targets(self, example) -> Sequence[int]:
+    """The labeled loss's target ids of one training example."""
+
+  @property
+  @abc.abstractmethod
+  def num_labels(self) -> int:
+    """Size of the primary module's output per position."""
+
+  def vocabulary_json(self) -> dict:
+    """What reading a trained model back needs beyond the encoder's vocabulary (e.g. tags)."""
+    return {}
+
+  def pad_targets(self, targets: Sequence[Sequence[int]]) -> np.ndarray:
+    """`[batch, longest]` target ids, 0 past each example's end."""
+    out = np.zeros([len(targets), max(len(t) for t in targets)], np.int32)
+    for row, ids in enumerate(targets):
+      out[row, :len(ids)] = ids
+    return out
+
+  # --- model and losses (called inside tf.function) ----------------------------------------------
+  @abc.abstractmethod
+  def build_head(self, config) -> tf.Module:
+    """The task's prediction modules (a Keras layer) over the encoder's states."""
+
+  @abc.abstractmethod
+  def labeled_loss(self, head, states, inputs, targets, dropout_rate: float,
+                   label_smoothing: float) -> tf.Tensor:
+    """Mean cross-entropy of the primary module against `targets`."""
+
+  @abc.abstractmethod
+  def teacher(self, head, states, inputs):
+    """The primary module's targets for the auxiliary modules on an unlabeled batch."""
+
+  @abc.abstractmethod
+  def student_loss(self, head, states, inputs, teacher, dropout_rate: float,
+                   auxiliary: bool) -> tf.Tensor:
+    """L_CVT over the auxiliary modules (`auxiliary`), or the primary module's loss against the
+    teacher (the word-dropout baseline, whose inputs had words removed)."""
+
+  @abc.abstractmethod
+  def predict(self, head, states, inputs) -> Dict[str, tf.Tensor]:
+    """`{name: [batch, ...]}` for `evaluate`, without dropout."""
+
+  # --- evaluation --------------------------------------------------------------------------------
+  @abc.abstractmethod
+  def evaluate(self, rows: List[Dict[str, np.ndarray]], path: Optional[str],
+               log: Callable[[str], None]) -> Dict[str, float]:
+    """Dev metrics from each dev example's `predict` row (padding cut by the caller is not
+    assumed); with `path`, writes the predictions file there."""
+
+  def predictions_name(self) -> str:
+    """The predictions file's name in `trial_<k>/`."""
+    return f"predictions_{self.name}.txt"
+
+  def describe(self) -> str:
+    return (f"{self.name} {len(self.train)} train / {len(self.dev)} dev sentences, "
+            f"{self.num_labels} {self.label_kind}")
+
+
+def subset(examples: list, rng: np.random.Generator, fraction: float, limit: int) -> list:
+  """A seeded random subset, in corpus order: `fraction` of the examples (1.0: all), then at
+  most `limit` (0: no limit)."""
+  if not 0.0 < fraction <= 1.0:
+    raise ValueError(f"--train_fraction={fraction} must be in (0, 1]")
+  keep = len(examples) if fraction >= 1.0 else max(1, int(round(fraction * len(examples))))
+  if limit:
+    keep = min(keep, limit)
+  if keep == len(examples):
+    return list(examples)
+  chosen = rng.permutation(len(examples))[:keep]
+  return [examples[i] for i in sorted(chosen)]
+
+
+class PerWordTask(CvtTask):
+  """A task whose modules output one distribution per source word (`head(views, dropout,
+  names)` → `{module: logits [batch, time, num_labels]}`): tagging, and parsing with (head,
+  relation) pairs as the labels. Its CVT loss (§4.1):
+    L_CVT = Σ_j KL(p_θ(y|x) ‖ p^j_θ(y|x)), averaged over words,
+  the primary prediction p_θ computed without dropout and held fixed."""
+  auxiliary_modules: Sequence[str] = ()
+
+  def _logits(self, head, states, inputs, dropout_rate, modules):
+    return head(states, inputs["lengths"], dropout_rate=dropout_rate, names=modules)
+
+  def labeled_loss(self, head, states, inputs, targets, dropout_rate, label_smoothing):
+    logits = self._logits(head, states, inputs, dropout_rate, ("primary",))["primary"]
+    return losses.smoothed_cross_entropy(logits, targets, word_mask(inputs), label_smoothing)
+
+  def teacher(self, head, states, inputs):
+    return self._logits(head, states, inputs, 0.0, ("primary",))["primary"]
+
+  def student_loss(self, head, states, inputs, teacher, dropout_rate, auxiliary):
+    names = tuple(self.auxiliary_modules) if auxiliary else ("primary",)
+    student = self._logits(head, states, inputs, dropout_rate, names)
+    mask = word_mask(inputs)
+    return tf.add_n([losses.kl_divergence(teacher, student[n], mask) for n in names])
+
+
+def word_mask(inputs) -> tf.Tensor:
+  """`[batch, time]` float: 1 at real words."""
+  return tf.sequence_mask(inputs["lengths"], tf.shape(inputs["words"])[1], tf.float32)
