@@ -254,12 +254,18 @@ class CvtRunner:
       """Dev figures at `step`; a new best keeps its weights and predictions. True: stop (no
       new best in `patience` evaluations)."""
       best = selection["best"]
-      dev = self.evaluate(steps, trial, write=False)
+      dev = self.evaluate(steps, trial, write=True)  # predictions as `<name>.last`
       score = self.selection_score(dev)
       selection["curve"].append({"step": step, **dev})
       self.log(f"trial {trial + 1} step {step}: dev {json.dumps(dev)}")
-      if best is None or score > best["score"]:
-        self.evaluate(steps, trial, write=True)
+      new_best = best is None or score > best["score"]
+      for task in self.tasks.values():
+        path = trials_lib.trial_dir(cfg.model_dir, trial, task.predictions_name())
+        if new_best:
+          os.replace(path + ".last", path)
+        else:
+          os.remove(path + ".last")
+      if new_best:
         self._save_weights(model, steps, trials_lib.trial_dir(cfg.model_dir, trial, "model"))
         selection["best"] = {"step": step, "score": score, "dev": dev}
       textio.write_json_atomic(selection_path, selection)
@@ -299,12 +305,12 @@ class CvtRunner:
   def evaluate(self, steps: training.CvtSteps, trial: int = -1, write: bool = False
                ) -> Dict[str, Dict[str, float]]:
     """Each task's dev metrics with the EMA weights; with `write`, each task's predictions file
-    in `trial_<k>/`."""
+    in `trial_<k>/`, named `<predictions name>.last` (the caller keeps or drops it)."""
     steps.ema.swap()
     try:
       return {name: task.evaluate(
           self.predict_rows(steps, name, self.encoded_dev[name]),
-          trials_lib.trial_dir(self.config.model_dir, trial, task.predictions_name())
+          trials_lib.trial_dir(self.config.model_dir, trial, task.predictions_name() + ".last")
           if write else None, self.log) for name, task in self.tasks.items()}
     finally:
       steps.ema.swap()

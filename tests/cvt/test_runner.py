@@ -108,6 +108,20 @@ class RunCvtTest(tf.test.TestCase):
     self.assertTrue(np.isfinite(supervised["median"]["chunk"]["f1"]))
 
 
+  def test_patience_stops_at_the_dev_selected_step(self):
+    """With learning rate 0 the dev figure never improves after the first evaluation: the
+    trial stops `patience` evaluations later and reports the first one (its weights kept)."""
+    model_dir = os.path.join(tempfile.mkdtemp(), "patience")
+    logs = []
+    summary = runner.CvtRunner(self.config(model_dir, mode="supervised", unlabeled_data="",
+                                           learning_rate=0.0, train_steps=20, eval_every_steps=2,
+                                           patience=2, save_checkpoints_steps=0), logs.append).run()
+    trial = summary["trials"][0]
+    self.assertEqual([p["step"] for p in trial["dev_curve"]], [2, 4, 6])
+    self.assertEqual((trial["best_step"], trial["steps_run"]), (2, 6))
+    self.assertEqual(trial["dev"], {k: v for k, v in trial["dev_curve"][0].items() if k != "step"})
+    self.assertTrue(any("stopping at step 6 (best: step 2)" in line for line in logs), logs)
+
   def test_a_trained_tagger_beats_the_most_frequent_tag(self):
     """POS after 80 supervised steps: dev accuracy above the majority-tag baseline counted here
     from the dev file, and equal to the accuracy counted from the written predictions."""
@@ -180,6 +194,8 @@ class MultiTaskCvtTest(tf.test.TestCase):
     for name in ("predictions_chunk.txt", "predictions_ner.txt", "predictions_pos.txt",
                  "predictions_dep.conllu"):
       self.assertTrue(os.path.isfile(os.path.join(config.model_dir, "trial_0", name)), name)
+    self.assertFalse([n for n in os.listdir(os.path.join(config.model_dir, "trial_0"))
+                      if n.endswith(".last")])
 
 
 if __name__ == "__main__":
