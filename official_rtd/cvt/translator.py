@@ -187,11 +187,12 @@ class TranslatorModules(tf_keras.layers.Layer):
 
 
 def beam_search(modules: TranslatorModules, memory, memory_mask, beam_size: int,
-                max_length: int, bos: int, eos: int):
+                max_length: int, bos: int, eos: int, banned: Sequence[int] = ()):
   """The primary decoder's beam search: at each step every live hypothesis is extended by every
-  word and the `beam_size` best by total log-probability are kept; a hypothesis ends at `</s>`
-  (kept with its score) or after `max_length` words. Returns (tokens `[batch, max_length]`,
-  lengths `[batch]` including `</s>` when reached, scores `[batch]`) of the best hypothesis."""
+  word but the `banned` ones and the `beam_size` best by total log-probability are kept; a
+  hypothesis ends at `</s>` (kept with its score) or after `max_length` words. Returns (tokens
+  `[batch, max_length]`, lengths `[batch]` including `</s>` when reached, scores `[batch]`) of
+  the best hypothesis."""
   batch, src = tf.shape(memory)[0], tf.shape(memory)[1]
   k = beam_size
   tile = lambda x: tf.repeat(x, k, axis=0)  # [batch, ...] → [batch·k, ...]
@@ -205,10 +206,12 @@ def beam_search(modules: TranslatorModules, memory, memory_mask, beam_size: int,
   finished = tf.zeros([batch, k], tf.bool)
   prev = tf.fill([batch * k], bos)
   eos_row = tf.one_hot(eos, vocab, on_value=0.0, off_value=-1e9)  # a finished beam stays as is
+  ban = tf.reduce_sum(tf.one_hot(list(banned), vocab, on_value=-1e9, off_value=0.0), 0
+                      ) if banned else tf.zeros([vocab])
 
   def body(t, prev, r, c, scores, tokens, finished):
     log_p, r, c = modules.step(memory_k, mask_k, prev, r, c)
-    log_p = tf.reshape(log_p, [batch, k, vocab])
+    log_p = tf.reshape(log_p, [batch, k, vocab]) + ban
     log_p = tf.where(finished[..., None], eos_row[None, None], log_p)
     total = tf.reshape(scores[..., None] + log_p, [batch, k * vocab])
     scores, best = tf.math.top_k(total, k)
@@ -293,12 +296,19 @@ class TranslationTask(task_lib.CvtTask):
     return losses.smoothed_cross_entropy(logits["primary"], targets["targets"], mask,
                                          label_smoothing)
 
-  def teacher(self, head, states, inputs):
+  def _search(self, head, states, inputs):
+    """Beam search that never writes `<unk>` (nor `<pad>`, `<s>`): a teacher whose targets hold
+    UNK teaches the auxiliary decoders, which share the primary's LSTM, to write UNK, and UNK
+    is always wrong against a reference (measured: 0.3 BLEU at 500 steps, against 6.1
+    supervised, with `<unk>` allowed)."""
     memory = TranslatorModules.memory(states)
-    tokens, lengths, _ = beam_search(head, memory, tf.sequence_mask(inputs["lengths"],
-                                                                     tf.shape(memory)[1]),
-                                     self.beam_size, self.max_decode_length,
-                                     self.vocab.ids[BOS], self.vocab.ids[EOS])
+    ids = self.vocab.ids
+    return beam_search(head, memory, tf.sequence_mask(inputs["lengths"], tf.shape(memory)[1]),
+                       self.beam_size, self.max_decode_length, ids[BOS], ids[EOS],
+                       banned=(ids[PAD], ids[UNK], ids[BOS]))
+
+  def teacher(self, head, states, inputs):
+    tokens, lengths, _ = self._search(head, states, inputs)
     longest = tf.reduce_max(lengths)
     return {"targets": tokens[:, :longest], "lengths": lengths}
 
@@ -318,10 +328,7 @@ class TranslationTask(task_lib.CvtTask):
     return tf.add_n(loss)
 
   def predict(self, head, states, inputs):
-    memory = TranslatorModules.memory(states)
-    tokens, lengths, scores = beam_search(
-        head, memory, tf.sequence_mask(inputs["lengths"], tf.shape(memory)[1]), self.beam_size,
-        self.max_decode_length, self.vocab.ids[BOS], self.vocab.ids[EOS])
+    tokens, lengths, scores = self._search(head, states, inputs)
     return {"tokens": tokens, "lengths": lengths, "scores": scores}
 
   def translations(self, rows) -> List[str]:
@@ -426,9 +433,10 @@ def translate_lines(lines: Sequence[str], vocab, model, target_vocab: TargetVoca
   @tf.function
   def search(inputs):
     memory = TranslatorModules.memory(model(inputs))
+    ids = target_vocab.ids
     return beam_search(head, memory, tf.sequence_mask(inputs["lengths"], tf.shape(memory)[1]),
-                       beam_size, max_decode_length, target_vocab.ids[BOS],
-                       target_vocab.ids[EOS])[:2]
+                       beam_size, max_decode_length, ids[BOS], ids[EOS],
+                       banned=(ids[PAD], ids[UNK], ids[BOS]))[:2]
 
   tokens = [tokenize(line, SOURCE) for line in lines]
   todo = sorted((i for i, t in enumerate(tokens) if t), key=lambda i: len(tokens[i]))

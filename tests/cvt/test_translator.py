@@ -134,8 +134,9 @@ class BeamSearchTest(tf.test.TestCase):
     modules, states, lengths, _ = built_modules(vocab_size=vocab, seed=3)
     memory = translator.TranslatorModules.memory(states)
     mask = tf.sequence_mask(lengths, 5)
-    tokens, found_lengths, scores = translator.beam_search(
-        modules, memory, mask, vocab ** max_length, max_length, bos, eos)
+    results = {banned: translator.beam_search(modules, memory, mask, vocab ** max_length,
+                                              max_length, bos, eos, banned)
+               for banned in ((), (0, 1))}  # (0, 1): <pad> and <unk> never written
 
     def score(row, sequence):
       """Σ log p(y^t | y^<t, x), one decoder step at a time."""
@@ -149,13 +150,17 @@ class BeamSearchTest(tf.test.TestCase):
         prev = word
       return total
 
-    for row in range(2):
-      candidates = [s for n in range(1, max_length + 1)
-                    for s in itertools.product(range(vocab), repeat=n)
-                    if (s[-1] == eos and eos not in s[:-1]) or (n == max_length and eos not in s)]
-      best = max(candidates, key=lambda s: score(row, s))
-      self.assertEqual(list(tokens[row, :found_lengths[row]].numpy()), list(best))
-      self.assertAllClose(scores[row], score(row, best), atol=1e-4)
+    for banned, (tokens, found_lengths, scores) in results.items():
+      words = [w for w in range(vocab) if w not in banned]
+      for row in range(2):
+        candidates = [s for n in range(1, max_length + 1)
+                      for s in itertools.product(words, repeat=n)
+                      if (s[-1] == eos and eos not in s[:-1])
+                      or (n == max_length and eos not in s)]
+        best = max(candidates, key=lambda s: score(row, s))
+        self.assertEqual(list(tokens[row, :found_lengths[row]].numpy()), list(best), banned)
+        self.assertAllClose(scores[row], score(row, best), atol=1e-4)
+    tokens, found_lengths, scores = results[()]
     # A narrow beam finds a hypothesis no better than the exhaustive one.
     _, _, narrow = translator.beam_search(modules, memory, mask, 2, max_length, bos, eos)
     self.assertTrue(np.all(narrow.numpy() <= scores.numpy() + 1e-5))
@@ -198,9 +203,12 @@ class TranslateRunTest(tf.test.TestCase):
       references = f.read().split("\n")[:40]
     self.assertAllClose(summary["median"]["translate"]["bleu"],
                         sacrebleu.corpus_bleu(hypotheses, [references]).score)
-    # The trained run translates any file, as documented.
+    # The trained run translates any file, as documented: the kept weights give the run's own
+    # dev predictions (loaded back from vocab.json and trial_0/model); a blank line stays blank.
+    with open(os.path.join(data_dir, "val.en"), encoding="utf-8") as f:
+      sources = f.read().split("\n")[:2]
     source = testutil.write_text(os.path.join(tmp, "in.en"),
-                                 "A man is riding a bike.\n\nTwo dogs play in the snow.\n")
+                                 f"{sources[0]}\n\n{sources[1]}\n")
     out = os.path.join(tmp, "out.de")
     result = subprocess.run(
         [sys.executable, "-m", "official_rtd.tools.cvt_translate", f"--model_dir={model_dir}",
@@ -209,9 +217,7 @@ class TranslateRunTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     with open(out, encoding="utf-8") as f:
       translated = f.read().split("\n")
-    self.assertEqual(len(translated), 4)  # 3 lines and the final newline
-    self.assertEqual(translated[1], "")
-    self.assertTrue(translated[0] and translated[2])
+    self.assertEqual(translated, [hypotheses[0], "", hypotheses[1], ""])  # + the final newline
     result = subprocess.run(
         [sys.executable, "-m", "official_rtd.tools.cvt_translate", f"--model_dir={tmp}",
          f"--input_file={source}", f"--output_file={out}2"], capture_output=True, text=True,
