@@ -104,6 +104,19 @@ def lstmp_recurrence(x_gates, keep, recurrent_kernel, projection):
   return outputs, grad
 
 
+def run_lstmp(inputs, mask, input_kernel, bias, recurrent_kernel, projection):
+  """Z stacked LSTMPs over `inputs` `[Z, batch, time, features]` (`mask` `[batch, time]`, False
+  at padding): the input's share of the gates for every step as one matmul, then
+  `lstmp_recurrence`. Returns `[Z, batch, time, projection]`."""
+  z, batch, time = tf.shape(inputs)[0], tf.shape(inputs)[1], tf.shape(inputs)[2]
+  x_gates = tf.matmul(tf.reshape(inputs, [z, batch * time, -1]), input_kernel) + bias
+  x_gates = tf.transpose(tf.reshape(x_gates, [z, batch, time, -1]), [2, 0, 1, 3])
+  keep = tf.transpose(mask)[:, tf.newaxis, :, tf.newaxis]  # [time, 1, batch, 1]
+  outputs = lstmp_recurrence(x_gates, keep, tf.convert_to_tensor(recurrent_kernel),
+                             tf.convert_to_tensor(projection))  # [time, Z, batch, projection]
+  return tf.transpose(outputs, [1, 2, 0, 3])
+
+
 def _over_steps(a, b):
   """Σ_t a_tᵀ b_t per stacked LSTM: `[time, Z, batch, m]`, `[time, Z, batch, n]` → `[Z, m, n]`,
   as one matmul over time·batch rows (an explicit transpose and matmul: 2× faster than einsum)."""
@@ -135,15 +148,9 @@ class BiLSTMP(tf_keras.layers.Layer):
 
   def call(self, inputs, lengths, mask):
     reverse = tf.reverse_sequence(inputs, lengths, seq_axis=1, batch_axis=0)
-    batch, time = tf.shape(inputs)[0], tf.shape(inputs)[1]
-    stacked = tf.reshape(tf.stack([inputs, reverse]), [2, batch * time, -1])
-    x_gates = tf.transpose(tf.reshape(tf.matmul(stacked, self.input_kernel) + self.bias,
-                                      [2, batch, time, -1]), [2, 0, 1, 3])  # [time, 2, b, 4u]
-    keep = tf.transpose(mask)[:, tf.newaxis, :, tf.newaxis]  # [time, 1, batch, 1]
-
-    outputs = lstmp_recurrence(x_gates, keep, tf.convert_to_tensor(self.recurrent_kernel),
-                               tf.convert_to_tensor(self.projection_kernel))  # [time, 2, b, p]
-    outputs = tf.transpose(outputs, [1, 2, 0, 3]) * tf.cast(mask, inputs.dtype)[None, :, :, None]
+    outputs = run_lstmp(tf.stack([inputs, reverse]), mask, self.input_kernel, self.bias,
+                        self.recurrent_kernel, self.projection_kernel)  # [2, b, time, p]
+    outputs *= tf.cast(mask, inputs.dtype)[None, :, :, None]
     backward = tf.reverse_sequence(outputs[1], lengths, seq_axis=1, batch_axis=0)
     return outputs[0], backward
 

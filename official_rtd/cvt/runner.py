@@ -254,7 +254,7 @@ class CvtRunner:
       """Dev figures at `step`; a new best keeps its weights and predictions. True: stop (no
       new best in `patience` evaluations)."""
       best = selection["best"]
-      dev = self.evaluate(steps, trial, write=True)  # predictions as `<name>.last`
+      dev = self.evaluate(steps, trial)  # predictions as `<name>.last`
       score = self.selection_score(dev)
       selection["curve"].append({"step": step, **dev})
       self.log(f"trial {trial + 1} step {step}: dev {json.dumps(dev)}")
@@ -302,16 +302,15 @@ class CvtRunner:
     finally:
       steps.ema.swap()
 
-  def evaluate(self, steps: training.CvtSteps, trial: int = -1, write: bool = False
-               ) -> Dict[str, Dict[str, float]]:
-    """Each task's dev metrics with the EMA weights; with `write`, each task's predictions file
-    in `trial_<k>/`, named `<predictions name>.last` (the caller keeps or drops it)."""
+  def evaluate(self, steps: training.CvtSteps, trial: int) -> Dict[str, Dict[str, float]]:
+    """Each task's dev metrics with the EMA weights, and its predictions file in `trial_<k>/`,
+    named `<predictions name>.last` (the caller keeps or drops it)."""
     steps.ema.swap()
     try:
       return {name: task.evaluate(
           self.predict_rows(steps, name, self.encoded_dev[name]),
-          trials_lib.trial_dir(self.config.model_dir, trial, task.predictions_name() + ".last")
-          if write else None, self.log) for name, task in self.tasks.items()}
+          trials_lib.trial_dir(self.config.model_dir, trial, task.predictions_name() + ".last"),
+          self.log) for name, task in self.tasks.items()}
     finally:
       steps.ema.swap()
 

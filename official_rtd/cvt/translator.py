@@ -154,14 +154,10 @@ class TranslatorModules(tf_keras.layers.Layer):
   def decoder_states(self, prev_targets, target_lengths, dropout_rate: float):
     """h̄ `[batch, tgt, projection]` after reading each previous target word (teacher forcing)."""
     x = self.embedding(prev_targets)  # [batch, tgt, dim]
-    batch, time = tf.shape(x)[0], tf.shape(x)[1]
-    gates = tf.matmul(tf.reshape(x, [1, batch * time, -1]), self.input_kernel) + self.bias
-    gates = tf.transpose(tf.reshape(gates, [1, batch, time, -1]), [2, 0, 1, 3])
-    mask = tf.sequence_mask(target_lengths, time)
-    keep = tf.transpose(mask)[:, tf.newaxis, :, tf.newaxis]
-    h = encoder_lib.lstmp_recurrence(gates, keep, tf.convert_to_tensor(self.recurrent_kernel),
-                                     tf.convert_to_tensor(self.projection_kernel))
-    return encoder_lib.dropout(tf.transpose(h[:, 0], [1, 0, 2]), dropout_rate)
+    h = encoder_lib.run_lstmp(x[None], tf.sequence_mask(target_lengths, tf.shape(x)[1]),
+                              self.input_kernel, self.bias, self.recurrent_kernel,
+                              self.projection_kernel)
+    return encoder_lib.dropout(h[0], dropout_rate)
 
   def call(self, states, lengths, prev_targets=None, target_lengths=None,
            dropout_rate: float = 0.0, names: Sequence[str] = ("primary",),
@@ -193,7 +189,7 @@ def beam_search(modules: TranslatorModules, memory, memory_mask, beam_size: int,
   hypothesis ends at `</s>` (kept with its score) or after `max_length` words. Returns (tokens
   `[batch, max_length]`, lengths `[batch]` including `</s>` when reached, scores `[batch]`) of
   the best hypothesis."""
-  batch, src = tf.shape(memory)[0], tf.shape(memory)[1]
+  batch = tf.shape(memory)[0]
   k = beam_size
   tile = lambda x: tf.repeat(x, k, axis=0)  # [batch, ...] → [batch·k, ...]
   memory_k, mask_k = tile(memory), tile(memory_mask)
@@ -234,13 +230,18 @@ def beam_search(modules: TranslatorModules, memory, memory_mask, beam_size: int,
   is_eos = tf.equal(tokens, eos)
   first_eos = tf.argmax(tf.cast(is_eos, tf.int32), -1, output_type=tf.int32)
   lengths = tf.where(tf.reduce_any(is_eos, -1), first_eos + 1, max_length)
-  del src
   return tokens, lengths, tf.gather(scores, best, batch_dims=1)
 
 
-def shifted(targets, target_lengths, bos: int):
+def shifted(targets, bos: int):
   """Teacher forcing inputs: `<s>` followed by the targets without their last word."""
-  return tf.concat([tf.fill([tf.shape(targets)[0], 1], bos), targets[:, :-1]], 1), target_lengths
+  return tf.concat([tf.fill([tf.shape(targets)[0], 1], bos), targets[:, :-1]], 1)
+
+
+def split_lines(line: str, max_words: int) -> List[List[str]]:
+  """An unlabeled source line (one sentence per line) as Moses tokens, if 2..max_words long."""
+  words = tokenize(line, SOURCE)
+  return [words] if 2 <= len(words) <= max_words else []
 
 
 @task_lib.register("translate")
@@ -249,7 +250,7 @@ class TranslationTask(task_lib.CvtTask):
   train.en, train.de, val.en, val.de), English → German."""
   primary_metric = "bleu"
   label_kind = "target words"
-  split_unlabeled = staticmethod(lambda line, max_words: split_lines(line, max_words))
+  split_unlabeled = staticmethod(split_lines)
   target_spec = {"targets": tf.TensorSpec([None, None], tf.int32),
                  "lengths": tf.TensorSpec([None], tf.int32)}
 
@@ -286,8 +287,8 @@ class TranslationTask(task_lib.CvtTask):
     return TranslatorModules(config, len(self.vocab.words), name=f"{self.name}_decoders")
 
   def _decoder_logits(self, head, states, inputs, targets, dropout_rate, names):
-    prev, lengths = shifted(targets["targets"], targets["lengths"], self.vocab.ids[BOS])
-    return head(states, inputs["lengths"], prev, lengths, dropout_rate, names,
+    prev = shifted(targets["targets"], self.vocab.ids[BOS])
+    return head(states, inputs["lengths"], prev, targets["lengths"], dropout_rate, names,
                 self.attention_dropout)
 
   def labeled_loss(self, head, states, inputs, targets, dropout_rate, label_smoothing):
@@ -373,11 +374,6 @@ def read_parallel(data_dir: str, split: str, max_words: int):
     raise ValueError(f"{paths[0]}: no sentence pairs")
   return out
 
-
-def split_lines(line: str, max_words: int) -> List[List[str]]:
-  """An unlabeled source line (one sentence per line) as Moses tokens, if 2..max_words long."""
-  words = tokenize(line, SOURCE)
-  return [words] if 2 <= len(words) <= max_words else []
 
 
 class _Trained:

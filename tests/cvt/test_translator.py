@@ -95,6 +95,23 @@ class FakeConfig:
   attention_dropout = 0.0
 
 
+class BadInputTest(tf.test.TestCase):
+
+  def test_unaligned_files_and_a_bad_fraction_are_refused_by_name(self):
+    tmp = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, tmp)
+    testutil.write_text(os.path.join(tmp, "train.en"), "A dog runs.\nA cat sleeps.\n")
+    testutil.write_text(os.path.join(tmp, "train.de"), "Ein Hund rennt.\n")
+    with self.assertRaisesRegex(ValueError, r"train.en has 2 lines but .*train.de 1"):
+      translator.read_parallel(tmp, "train", 0)
+    with self.assertRaisesRegex(ValueError, r"val.en not found \(--data_dir must hold"):
+      translator.read_parallel(tmp, "val", 0)
+    from official_rtd.cvt import task as task_lib  # pylint: disable=g-import-not-at-top
+    with self.assertRaisesRegex(ValueError, r"--train_fraction=0.0 must be in \(0, 1\]"):
+      task_lib.subset([1, 2], np.random.default_rng(0), 0.0, 0)
+    self.assertLen(task_lib.subset(list(range(10)), np.random.default_rng(0), 0.25, 0), 2)
+
+
 @testutil.requires(MULTI30K)
 class StudentLossTest(tf.test.TestCase):
 
