@@ -15,7 +15,8 @@ and mode, the median, min and max of the dev figure over the seeds, and the best
 
 `--variant` names extra settings measured against the default (`vocab_labeled_only`: the word
 and character vocabulary from the labeled text only, as before; `word2vec`: `--word_embeddings`
-from `--word_vectors`, e.g. written by `train_word_vectors`). Results in benchmarks/RESULTS.md.
+from `--word_vectors`, e.g. written by `train_word_vectors`; `late_unlabeled`: unlabeled steps
+start after `--unlabeled_start_step` supervised steps, for the modes that have them). Results in benchmarks/RESULTS.md.
 """
 import json
 import os
@@ -33,10 +34,13 @@ flags.DEFINE_list("modes", ["supervised", "cvt"], "Training modes.")
 flags.DEFINE_list("seeds", ["0", "1"], "Seeds (each picks its own labeled subset).")
 flags.DEFINE_list("modes_at_all_labels", ["supervised", "cvt"],
                   "Modes run with fraction 1.0 (all labels).")
-flags.DEFINE_list("variants", ["default"], "default, vocab_labeled_only, word2vec.")
+flags.DEFINE_list("variants", ["default"],
+                  "default, vocab_labeled_only, word2vec, late_unlabeled.")
 flags.DEFINE_string("word_vectors", "", "GloVe-format vectors for the word2vec variant.")
 flags.DEFINE_string("unlabeled_data", os.path.join(SHARED, "wiki", "wiki_*.txt"),
                     "Unlabeled corpus.")
+flags.DEFINE_integer("unlabeled_start_step", 500,
+                     "late_unlabeled: supervised steps before the first unlabeled one.")
 flags.DEFINE_integer("train_steps", 6000, "Most labeled steps per run.")
 flags.DEFINE_integer("eval_every_steps", 500, "Dev evaluation interval.")
 flags.DEFINE_integer("patience", 3, "Evaluations without a new best before a run stops.")
@@ -57,7 +61,8 @@ def runs():
   return [(task, float(fraction), mode, int(seed), variant)
           for variant in FLAGS.variants for fraction in FLAGS.fractions for task in FLAGS.tasks
           for seed in FLAGS.seeds for mode in FLAGS.modes
-          if float(fraction) < 1.0 or mode in FLAGS.modes_at_all_labels]
+          if (float(fraction) < 1.0 or mode in FLAGS.modes_at_all_labels)
+          and not (variant == "late_unlabeled" and mode == "supervised")]
 
 
 def shard_of(number: int, count: int) -> int:
@@ -78,6 +83,8 @@ def train(task, fraction, mode, seed, variant):
     extra["vocab_unlabeled_sentences"] = 0
   elif variant == "word2vec":
     extra["word_embeddings"] = FLAGS.word_vectors
+  elif variant == "late_unlabeled":
+    extra["unlabeled_start_step"] = FLAGS.unlabeled_start_step
   elif variant != "default":
     raise ValueError(f"--variants: unknown {variant!r}")
   log_path = run_dir(task, fraction, mode, seed, variant) + ".log"

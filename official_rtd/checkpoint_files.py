@@ -18,6 +18,7 @@ from typing import List, Optional
 
 import tensorflow as tf
 
+from official_rtd import interruptible
 from official_rtd import progress
 
 _NUMBER = re.compile(r"-(\d+)$")
@@ -102,15 +103,17 @@ def damaged_message(prefix: str) -> Optional[str]:
 
 
 def save(manager: tf.train.CheckpointManager, step: int) -> str:
-  """`manager.save(checkpoint_number=step)`; when the write fails (a full disk), the partial
-  files it left (`<prefix>_temp*`) are removed and the error names the directory.
+  """`manager.save(checkpoint_number=step)`, never cut short by Ctrl-C or SIGTERM (held until it
+  ends: `interruptible.uninterrupted`); when the write fails (a full disk), the partial files it
+  left (`<prefix>_temp*`) are removed and the error names the directory.
 
   Raises:
     OSError: the checkpoint could not be written (the earlier checkpoints are as they were).
   """
   directory = manager.directory
   try:
-    return manager.save(checkpoint_number=step)
+    with interruptible.uninterrupted():
+      return manager.save(checkpoint_number=step)
   except (OSError, tf.errors.OpError) as e:
     for debris in glob.glob(os.path.join(directory, f"*-{step}_temp*")):
       if os.path.isdir(debris):
@@ -124,6 +127,12 @@ def save(manager: tf.train.CheckpointManager, step: int) -> str:
     raise OSError(number, f"could not write checkpoint {step} ({first.strip()[:200]}); the "
                   "partial files were removed, the earlier checkpoints are kept",
                   directory) from None
+
+
+def write(checkpoint: tf.train.Checkpoint, prefix: str) -> str:
+  """`checkpoint.write(prefix)`, never cut short by Ctrl-C or SIGTERM (held until it ends)."""
+  with interruptible.uninterrupted():
+    return checkpoint.write(prefix)
 
 
 @contextlib.contextmanager

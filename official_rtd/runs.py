@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import re
 from typing import Callable, Optional, Sequence
 
 import gin
@@ -44,16 +45,68 @@ def resolve_gin_file(path: str) -> str:
   raise FileNotFoundError(f"gin file {path} not found (also looked in {REPO_GIN_DIR})")
 
 
-def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = ()):
-  """Registers our configurables and parses the files, then the bindings; errors become one
-  clear line (a ValueError)."""
+def _bindings() -> dict:
+  """Every gin binding so far: {(scope, configurable, parameter): repr(value)}."""
+  return {(scope, selector, name): repr(value)
+          for (scope, selector), values in gin.config._CONFIG.items()  # pylint: disable=protected-access
+          for name, value in values.items()}
+
+
+def _binding_name(key) -> str:
+  scope, selector, name = key
+  if selector == "gin.macro":
+    return scope
+  return f"{scope + '/' if scope else ''}{selector.rsplit('.', 1)[-1]}.{name}"
+
+
+RECIPE_DIR = "recipes"
+
+
+def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = (),
+              log: Callable[[str], None] = print):
+  """Registers our configurables and parses the files in order, then the bindings; errors become
+  one clear line (a ValueError).
+
+  A file that re-binds a value an earlier file set is reported (both files, the parameter, both
+  values); re-binding a value set by a recipe (`gin/recipes/`, which the README applies after the
+  model and task files) is refused, since the run would not be the recipe. `--gin_param`
+  bindings override the files, as intended."""
   files = [resolve_gin_file(f) for f in gin_files]
   gin.add_config_file_search_path(REPO_GIN_DIR)  # for `include 'tasks/electra.gin'`
-  try:
-    gin.parse_config_files_and_bindings(files, list(gin_params or []), finalize_config=False)
-  except (ValueError, KeyError, SyntaxError, OSError) as e:
-    message = " ".join(str(e).split())
-    raise ValueError(f"bad gin configuration: {message}") from None
+  set_by = {}
+  for path in files:
+    before = _bindings()
+    try:
+      gin.parse_config_files_and_bindings([path], None, finalize_config=False)
+    except (ValueError, KeyError, SyntaxError, OSError) as e:
+      message = " ".join(str(e).split())
+      raise ValueError(f"bad gin configuration in {path}: {message}") from None
+    rebound = []
+    for key, value in _bindings().items():
+      if key in before and before[key] != value:
+        earlier = set_by.get(key, "an earlier file")
+        if os.path.basename(os.path.dirname(earlier)) == RECIPE_DIR:
+          raise ValueError(
+              f"--gin_file={path} re-binds {_binding_name(key)} = {value}, which the recipe "
+              f"{earlier} set to {before[key]}: give the recipe after the model and task files "
+              f"(--gin_file=<model> --gin_file=<task> --gin_file={earlier})")
+        rebound.append(f"{_binding_name(key)} = {value} (was {before[key]} from {earlier})")
+      if key not in before or before[key] != value:
+        set_by[key] = path
+    if rebound:
+      log(f"gin: {path} re-binds {len(rebound)} value(s) set by an earlier file: "
+          + "; ".join(rebound))
+  for binding in gin_params or []:
+    try:
+      gin.parse_config_files_and_bindings(None, [binding], finalize_config=False)
+    except (ValueError, KeyError, SyntaxError, OSError) as e:
+      message = " ".join(str(e).split())
+      several = re.findall(r"[\w./]+\s*=", binding)
+      hint = (": it holds several bindings; give each its own --gin_param (e.g. "
+              + " ".join(f"--gin_param='{part.strip()}'"
+                         for part in re.split(r",\s*(?=[\w./]+\s*=)", binding)) + ")"
+              if len(several) > 1 else "")
+      raise ValueError(f"bad --gin_param='{binding}'{hint} ({message})") from None
 
 
 def run_pretraining(gin_files, gin_params, input_records, model_dir,
@@ -66,7 +119,7 @@ def run_pretraining(gin_files, gin_params, input_records, model_dir,
   if mode != "train" and not eval_input:
     raise ValueError(f"--mode={mode} needs --eval_input (held-out records)")
   strategies.split_cpu(num_cpu_devices)
-  parse_gin(gin_files, gin_params)
+  parse_gin(gin_files, gin_params, log)
   strategy = strategies.get_strategy(distribution_strategy, tpu)
   log(f"strategy {type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s)")
   trainer = build_trainer(model_dir, input_records, strategy, vocab_file=vocab_file, log=log)

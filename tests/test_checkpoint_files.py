@@ -1,6 +1,8 @@
 """Damaged checkpoints are named with what is wrong and the newest intact one beside them."""
+import glob
 import os
 import shutil
+import signal
 import tempfile
 
 import numpy as np
@@ -67,6 +69,48 @@ class CheckpointFilesTest(tf.test.TestCase):
     for step in (1, 2, 3):
       open(os.path.join(self.dir, f"ckpt-{step}.index"), "w").close()
     self.assertIn("no intact checkpoint is left", checkpoint_files.damaged_message(self.prefix))
+
+
+class InterruptDuringSaveTest(tf.test.TestCase):
+  """Ctrl-C or SIGTERM raised from inside a save (after the files are written, before the state
+  file names them; and during a plain `write`) is held until the save ends, then delivered."""
+
+  def setUp(self):
+    super().setUp()
+    self.dir = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.dir)
+    self.variable = tf.Variable(np.ones([64, 64], np.float32))
+    self.manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=self.variable), self.dir,
+                                              max_to_keep=1)
+    checkpoint_files.save(self.manager, 1)
+
+  def signal_inside(self, obj, name, signum):
+    original = getattr(obj, name)
+
+    def interrupted(*args, **kwargs):
+      os.kill(os.getpid(), signum)  # Python runs the handler right after this call returns
+      return original(*args, **kwargs)
+    setattr(obj, name, interrupted)
+
+  def test_sigint_in_the_middle_of_a_save(self):
+    self.signal_inside(self.manager, "_record_state", signal.SIGINT)
+    with self.assertRaises(KeyboardInterrupt):  # delivered once the save is complete
+      checkpoint_files.save(self.manager, 2)
+    self.assertEqual(tf.train.latest_checkpoint(self.dir), os.path.join(self.dir, "ckpt-2"))
+    self.assertEqual(sorted(os.path.basename(p) for p in glob.glob(self.dir + "/*")),
+                     ["checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index"])
+    self.assertIsNone(checkpoint_files.problem(os.path.join(self.dir, "ckpt-2")))
+    self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+
+  def test_sigterm_goes_to_the_handler_installed_before(self):
+    received = []
+    previous = signal.signal(signal.SIGTERM, lambda number, _: received.append(number))
+    self.addCleanup(signal.signal, signal.SIGTERM, previous)
+    checkpoint = tf.train.Checkpoint(v=self.variable)
+    self.signal_inside(checkpoint, "write", signal.SIGTERM)
+    checkpoint_files.write(checkpoint, os.path.join(self.dir, "model"))
+    self.assertEqual(received, [signal.SIGTERM])
+    self.assertIsNone(checkpoint_files.problem(os.path.join(self.dir, "model")))
 
 
 if __name__ == "__main__":

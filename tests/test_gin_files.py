@@ -170,6 +170,41 @@ if __name__ == "__main__":
 
 class RecipeFilesTest(tf.test.TestCase):
 
+  def tearDown(self):
+    gin.clear_config()
+    super().tearDown()
+
+  def test_a_file_that_rebinds_an_earlier_files_value_is_reported(self):
+    logs = []
+    runs.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra.gin", "gin/models/small.gin"],
+                   log=logs.append)
+    self.assertLen(logs, 1)
+    self.assertIn("gin: gin/models/small.gin re-binds 10 value(s) set by an earlier file: ", logs[0])
+    self.assertIn("TrainConfig.train_batch_size = 128 (was 32 from gin/models/tiny.gin)", logs[0])
+    self.assertEqual(trainer_lib.TrainConfig().train_batch_size, 128)  # the later file wins
+    logs.clear()
+    gin.clear_config()
+    runs.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra.gin"],
+                   ["TrainConfig.train_batch_size = 8"], log=logs.append)
+    self.assertEqual(logs, [])  # a --gin_param overrides the files silently, as asked
+
+  def test_the_recipe_before_the_model_file_is_refused(self):
+    with self.assertRaisesRegex(
+        ValueError, r"--gin_file=gin/models/tiny.gin re-binds (\S+) = (\S+), which the recipe "
+        r"gin/recipes/one_machine_sentences.gin set to \S+: give the recipe after the model and "
+        r"task files"):
+      runs.parse_gin(["gin/recipes/one_machine_sentences.gin", "gin/models/tiny.gin",
+                      "gin/tasks/electra.gin"], log=lambda _: None)
+
+  def test_several_bindings_in_one_gin_param(self):
+    with self.assertRaisesRegex(
+        ValueError, r"bad --gin_param='TrainConfig.train_batch_size=8, TrainConfig.max_seq_length"
+        r"=64': it holds several bindings; give each its own --gin_param \(e.g. "
+        r"--gin_param='TrainConfig.train_batch_size=8' "
+        r"--gin_param='TrainConfig.max_seq_length=64'\)"):
+      runs.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra.gin"],
+                     ["TrainConfig.train_batch_size=8, TrainConfig.max_seq_length=64"])
+
   def test_one_machine_recipe_composes_with_both_tasks(self):
     vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
     for task in ("mlm", "electra"):

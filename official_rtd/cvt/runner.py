@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd import checkpoint_files
 from official_rtd import progress
 from official_rtd import textio
 from official_rtd.cvt import all_tasks  # pylint: disable=unused-import
@@ -68,6 +69,7 @@ class CvtRunConfig:
   attention_dropout: float = 0.5
   learning_rate: float = 0.5
   warmup_steps: int = 0
+  unlabeled_start_step: int = 0
   ema_decay: float = 0.998
   eval_every_steps: int = 1000
   patience: int = 0
@@ -93,6 +95,12 @@ class CvtRunner:
       raise ValueError(f"--mode={config.mode} needs --unlabeled_data (a corpus)")
     if config.train_steps < 1 or config.train_batch_size < 1:
       raise ValueError("--train_steps and --train_batch_size must be >= 1")
+    if not 0 <= config.unlabeled_start_step < config.train_steps:
+      raise ValueError(f"--unlabeled_start_step={config.unlabeled_start_step} must be in "
+                       f"[0, --train_steps={config.train_steps})")
+    if config.unlabeled_start_step and config.mode == "supervised":
+      raise ValueError("--unlabeled_start_step applies to --mode=cvt or word_dropout, not "
+                       "--mode=supervised (which has no unlabeled steps)")
     rng = np.random.default_rng(config.seed)
     self.tasks: Dict[str, task_lib.CvtTask] = {n: task_lib.get(n)(n, config, rng) for n in names}
     splitters = {t.split_unlabeled for t in self.tasks.values()}
@@ -240,10 +248,10 @@ class CvtRunner:
                    if cfg.mode != "supervised" else None)
       selection["curve"] = [p for p in selection["curve"] if p["step"] <= done]
 
-      def step(_):
+      def step(k):
         name, inputs, targets = next(labeled)
         values = {"labeled loss": float(steps.labeled(inputs, targets, name))}
-        if unlabeled is not None:
+        if unlabeled is not None and k > cfg.unlabeled_start_step:
           values["unlabeled loss"] = float(steps.unlabeled(next(unlabeled)))
         return values, 0
       return step
@@ -298,7 +306,7 @@ class CvtRunner:
   def _save_weights(model, steps, path: str):
     steps.ema.swap()  # the kept weights are the averages
     try:
-      tf.train.Checkpoint(model=model).write(path)
+      checkpoint_files.write(tf.train.Checkpoint(model=model), path)
     finally:
       steps.ema.swap()
 

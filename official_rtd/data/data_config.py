@@ -75,6 +75,9 @@ class DataConfig:
          f"--packing={self.packing} must be one of {list(packing.PACKING_MODES)}"),
         (self.sentences_per_example >= 0,
          f"--sentences_per_example={self.sentences_per_example} must be >= 0"),
+        (self.packing == "sentences" or self.sentences_per_example == 1,
+         f"--sentences_per_example={self.sentences_per_example} applies only with "
+         f"--packing=sentences (got --packing={self.packing})"),
         (self.num_shards >= 1, f"--num_shards={self.num_shards} must be >= 1"),
         (self.num_workers >= 0, f"--num_workers={self.num_workers} must be >= 0"),
         (self.chunk_bytes >= 1, f"--chunk_bytes={self.chunk_bytes} must be >= 1"),

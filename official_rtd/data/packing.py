@@ -17,7 +17,8 @@ Two packing modes:
 * `sentences`: sentence-level examples (BabyBERTa, Huebner et al. 2021: one sentence per input):
   each line is one sentence (`data/sentences.py` splits paragraphs), and an example is a single
   segment `[CLS] s1 s2 ... [SEP]` of at most `sentences_per_example` whole consecutive sentences
-  of one document (0: as many as fit); a sentence longer than an example is cut at word starts.
+  of one document (0: as many as fit); a sentence longer than an example is cut at word starts
+  (and counted: `PackingStats.sentences_cut`).
 The number of word pieces dropped is counted either way.
 """
 import dataclasses
@@ -35,6 +36,8 @@ class PackingStats:
   tokens_in: int = 0        # word pieces read
   tokens_kept: int = 0      # word pieces written into examples
   examples: int = 0
+  sentences: int = 0        # `sentences` mode: sentences read
+  sentences_cut: int = 0    # ... of which longer than an example, cut into pieces
 
   @property
   def tokens_truncated(self) -> int:
@@ -98,6 +101,8 @@ class ExampleBuilder:
     room, examples = self._max_length - 2, []  # -2: [CLS] and [SEP]
     if not tokens:
       return examples
+    self.stats.sentences += 1
+    self.stats.sentences_cut += len(tokens) > room
     if self._lines and self._length + len(tokens) > room:
       examples.append(self._single_segment())
     while len(tokens) > room:

@@ -37,7 +37,8 @@ FORMAT_VERSION = 1
 
 
 COUNT_FIELDS = ("examples", "records", "tokens_in", "tokens_kept", "candidates",
-                "masked_positions", "documents", "lines_skipped", "text_bytes")
+                "masked_positions", "documents", "lines_skipped", "text_bytes", "sentences",
+                "sentences_cut")
 
 
 @dataclasses.dataclass
@@ -52,6 +53,8 @@ class ChunkResult:
   documents: int = 0
   lines_skipped: int = 0
   text_bytes: int = 0
+  sentences: int = 0         # --packing=sentences: sentences read
+  sentences_cut: int = 0     # ... longer than --max_seq_length - 2 pieces, cut into pieces
 
   def counts(self) -> collections.Counter:
     """The chunk's contribution to the sidecar's counts (summed over chunks by both paths)."""
@@ -104,7 +107,9 @@ class ChunkProcessor:
 
     result = ChunkResult(chunk.key, [], len(examples), builder.stats.tokens_in,
                          builder.stats.tokens_kept, documents=chunk.documents,
-                         lines_skipped=chunk.lines_skipped, text_bytes=chunk.num_bytes)
+                         lines_skipped=chunk.lines_skipped, text_bytes=chunk.num_bytes,
+                         sentences=builder.stats.sentences,
+                         sentences_cut=builder.stats.sentences_cut)
     if not examples:
       return result
     features = packing.to_features(examples, cfg.max_seq_length, self.vocab.cls_id,
@@ -255,6 +260,11 @@ def _create(config: DataConfig, vocab, plan: "InputPlan", log) -> dict:
       f"{config.output_dir} in {seconds:.1f}s "
       f"({plan.input_bytes / 1e6 / max(seconds, 1e-9):.2f} MB/s); "
       f"{counts['percent_truncated']:.2f}% of word pieces truncated")
+  if counts.get("sentences_cut"):
+    log(f"{counts['sentences_cut']} of {counts['sentences']} sentences "
+        f"({100.0 * counts['sentences_cut'] / counts['sentences']:.2f}%) were longer than "
+        f"--max_seq_length={config.max_seq_length} minus [CLS] and [SEP] and were cut into "
+        "pieces (each its own example); a larger --max_seq_length keeps them whole")
   return sidecar
 
 
@@ -327,6 +337,8 @@ def _sidecar(config, vocab, plan: InputPlan, totals, seconds) -> dict:
                                / max(totals["tokens_in"], 1),
           "masked_positions": totals["masked_positions"],
           "mask_rate": totals["masked_positions"] / max(totals["candidates"], 1),
+          **({"sentences": totals["sentences"], "sentences_cut": totals["sentences_cut"]}
+             if config.packing == "sentences" else {}),
       },
       "seconds": round(seconds, 2),
   }

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd import checkpoint_files
 from official_rtd import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import heads
@@ -236,7 +237,8 @@ class MultiTask(task_lib.Task):
     if self.primary_metric == "tasks.average":
       dev["tasks"] = {"average": float(100.0 * np.mean([v for _, v in primaries.values()]))}
     if trial_dir is not None:
-      tf.train.Checkpoint(model=model).write(os.path.join(trial_dir, MODEL_NAME))
+      checkpoint_files.write(tf.train.Checkpoint(model=model),
+                             os.path.join(trial_dir, MODEL_NAME))
       for member in self.members if self.config.write_train_predictions else []:
         member.write_head_teacher(os.path.join(trial_dir, member.teacher_file),
                                   self.predictor(model, member))

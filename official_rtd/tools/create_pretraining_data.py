@@ -48,7 +48,9 @@ COMMAND_LINE = cli.Flags(data_config.DataConfig, {
                "sentence-level examples (paragraphs split by BlingFire; one segment of whole "
                "sentences of one document, --sentences_per_example at most).",
     "sentences_per_example": "With --packing=sentences: at most this many consecutive sentences "
-                             "per example (0: as many as fit in --max_seq_length).",
+                             "per example (0: as many as fit in --max_seq_length); a sentence "
+                             "longer than --max_seq_length - 2 pieces is cut (the count is "
+                             "reported).",
     "dupe_factor": "Differently masked copies of each example (0: unmasked, dynamic masking).",
     "mask_prob": "Fraction of (non-special) tokens to mask.",
     "max_predictions_per_seq": "Maximum masked positions per example.",

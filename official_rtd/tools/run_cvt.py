@@ -68,6 +68,8 @@ COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
                          "dropout auxiliary decoder.",
     "learning_rate": "Base SGD learning rate: lr/(1 + 0.005*sqrt(t)).",
     "warmup_steps": "Linear warm-up of the learning rate (cvt_text used 5000; the paper none).",
+    "unlabeled_start_step": "Unlabeled steps begin after this many labeled steps (0: from the "
+                            "first), so the teacher is trained before the students learn from it.",
     "ema_decay": "Exponential moving average of the weights used for evaluation and export.",
     "eval_every_steps": "Dev evaluation interval (0: at the end only); the best evaluation's "
                         "weights and predictions are kept.",

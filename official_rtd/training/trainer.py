@@ -22,6 +22,7 @@ from typing import Callable, Dict, Optional, Tuple
 import gin
 import tensorflow as tf
 
+from official_rtd import checkpoint_files
 from official_rtd import ranges
 from official_rtd.methods import base
 from official_rtd.methods import registry
@@ -374,11 +375,24 @@ class Trainer:
     return self.reporter.onset_row(step, figures, time.time() - start, writer)
 
   def evaluate_checkpoints(self, evaluator, all_checkpoints: bool = False) -> list:
-    """`--mode=eval`: evaluates the latest checkpoint (or every one kept) of `model_dir`."""
-    rows = []
-    for path in self.checkpointer.evaluation_paths(all_checkpoints):
+    """`--mode=eval`: evaluates the latest checkpoint (or every one kept) of `model_dir`; with
+    `all_checkpoints`, a damaged one (an interrupted save of older code, a truncated copy) is
+    named and skipped.
+
+    Raises:
+      TrainingSetupError: no checkpoint to evaluate reads back.
+    """
+    rows, paths = [], self.checkpointer.evaluation_paths(all_checkpoints)
+    for path in paths:
+      damaged = checkpoint_files.problem(path) if all_checkpoints else None
+      if damaged:
+        self.log(f"skipped checkpoint {path}: {damaged}")
+        continue
       self.checkpointer.checkpoint.restore(path).assert_existing_objects_matched()
       rows.append(self.evaluate(evaluator, self.step))
+    if not rows:
+      raise errors.TrainingSetupError(f"none of the {len(paths)} checkpoints in "
+                                      f"{self.checkpointer.model_dir} reads back")
     return rows
 
   def _log(self, writer, step, steps, seconds, seconds_per_step) -> Dict[str, float]:

@@ -1,5 +1,6 @@
-"""Warm start (`run_pretraining --init_checkpoint`): a new run's weights from another run's
-checkpoint or an imported one (`import_checkpoint`), before its first step.
+"""Warm start (`run_pretraining --warm_start_from`, gin `TrainConfig.init_checkpoint`): a new
+run's weights from another run's checkpoint or an imported one (`import_checkpoint`), before its
+first step.
 
 Only the model's weights are read: the optimizer, the step and so the learning-rate schedule start
 fresh. Variables are matched by their object path in the checkpoint (`generator/embeddings/...`,
@@ -19,6 +20,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from official_rtd import checkpoint_files
 from official_rtd.data import vocab as vocab_lib
 
 ROOT = "model"  # the trainer's `tf.train.Checkpoint(model=...)`
@@ -36,7 +38,7 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
   path = (tf.train.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint)
           else init_checkpoint)
   if not path or not tf.io.gfile.exists(path + ".index"):
-    raise WarmStartError(f"--init_checkpoint={init_checkpoint}: no checkpoint there (give a "
+    raise WarmStartError(f"--warm_start_from={init_checkpoint}: no checkpoint there (give a "
                          "run_pretraining model_dir, an import_checkpoint output_dir or a "
                          "checkpoint prefix)")
   return path
@@ -49,14 +51,14 @@ def check_vocab(init_checkpoint: str, checkpoint_path: str, vocab: vocab_lib.Voc
   try:
     source = vocab_lib.find_vocab(directory)
   except vocab_lib.VocabError:
-    raise WarmStartError(f"--init_checkpoint={init_checkpoint}: no vocabulary "
+    raise WarmStartError(f"--warm_start_from={init_checkpoint}: no vocabulary "
                          f"({' / '.join(vocab_lib.FILE_NAMES.values())}) in {directory}, so the "
                          "records' vocab cannot be checked against the checkpoint's") from None
   source_vocab = vocab_lib.load_vocab(source)
   if source_vocab.sha256 != vocab.sha256:
     raise WarmStartError(
         f"the records were built with {vocab.path} ({vocab.size} tokens, sha256 "
-        f"{vocab.sha256[:12]}) but --init_checkpoint={init_checkpoint} with {source} "
+        f"{vocab.sha256[:12]}) but --warm_start_from={init_checkpoint} with {source} "
         f"({source_vocab.size} tokens, sha256 {source_vocab.sha256[:12]}): rebuild the records "
         f"with create_pretraining_data --vocab_file={source}")
 
@@ -90,6 +92,14 @@ def _allowed(paths: Sequence[str], names: Sequence[str]) -> bool:
   return any(part in names for path in paths for part in path.split("/"))
 
 
+def _damaged(init_checkpoint: str, path: str, error: Exception) -> WarmStartError:
+  what = checkpoint_files.problem(path)
+  if what is None:
+    what = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+  return WarmStartError(f"--warm_start_from={init_checkpoint}: checkpoint {path} does not read "
+                        f"back: {what}; copy it again, or warm-start from another checkpoint")
+
+
 def warm_start(model, init_checkpoint: str, vocab: vocab_lib.Vocab,
                allow_missing: Sequence[str] = (), log: Callable[[str], None] = print) -> dict:
   """Restores `model`'s weights from `init_checkpoint` (see the module docstring).
@@ -103,15 +113,26 @@ def warm_start(model, init_checkpoint: str, vocab: vocab_lib.Vocab,
   """
   path = resolve_checkpoint(init_checkpoint)
   check_vocab(init_checkpoint, path, vocab)
-  reader = tf.train.load_checkpoint(path)
-  shapes = {key[len(ROOT) + 1:-len(SUFFIX)]: shape
-            for key, shape in reader.get_variable_to_shape_map().items()
-            if key.startswith(ROOT + "/") and key.endswith(SUFFIX) and SLOT not in key}
+  variables = variable_paths(model).values()
+  try:
+    reader = tf.train.load_checkpoint(path)
+    shapes = {key[len(ROOT) + 1:-len(SUFFIX)]: shape
+              for key, shape in reader.get_variable_to_shape_map().items()
+              if key.startswith(ROOT + "/") and key.endswith(SUFFIX) and SLOT not in key}
+  except (tf.errors.OpError, IndexError, ValueError, RuntimeError) as e:
+    raise _damaged(init_checkpoint, path, e) from None
   if not shapes:
     raise WarmStartError(f"{path} holds no '{ROOT}/...' weights: it is not a run_pretraining or "
                          "import_checkpoint checkpoint")
+  known = sorted({part for p in list(shapes) + [p for _, paths in variables for p in paths]
+                  for part in p.split("/") if not part.isdigit()} | set(FRESH_BY_DEFAULT))
+  unknown = [name for name in allow_missing if name not in known]
+  if unknown:
+    raise WarmStartError(
+        f"--warm_start_allow_missing: {', '.join(unknown)} names no component of this model's "
+        f"or the checkpoint's variables; the names are: {', '.join(known)}")
   plan, problems, fresh = [], [], []
-  for variable, paths in variable_paths(model).values():
+  for variable, paths in variables:
     want = list(variable.shape)
     source = next((p for p in paths if p in shapes and list(shapes[p]) == want), None)
     if source is not None:
@@ -124,23 +145,26 @@ def warm_start(model, init_checkpoint: str, vocab: vocab_lib.Vocab,
                                                 if found else "missing"))
   if problems:
     raise WarmStartError(
-        f"--init_checkpoint={init_checkpoint} ({path}) does not fit this model: "
+        f"--warm_start_from={init_checkpoint} ({path}) does not fit this model: "
         f"{len(problems)} variable(s) cannot be restored: " + "; ".join(problems) + ". Shapes "
         "differ when the sizes differ (compose the source's operative_config.gin); list the "
-        "components that should start fresh with --init_checkpoint_allow_missing (e.g. mws_head)")
+        "components that should start fresh with --warm_start_allow_missing (e.g. mws_head)")
   used = {source for _, source in plan}
   unused = sorted(set(shapes) - used)
   dropped_delta = [p for p in unused if "delta" in p.split("/")]
   if dropped_delta and "delta" not in allow_missing:
     raise WarmStartError(
-        f"--init_checkpoint={init_checkpoint} ({path}) was trained with embedding_sharing = "
+        f"--warm_start_from={init_checkpoint} ({path}) was trained with embedding_sharing = "
         f"'gdes': its discriminator reads E_G + E_Δ ({dropped_delta[0]}, ...), which this "
         "model's embeddings cannot hold, so E_Δ would be dropped. Warm-start a model with "
-        "embedding_sharing = 'gdes', or add delta to --init_checkpoint_allow_missing to drop "
+        "embedding_sharing = 'gdes', or add delta to --warm_start_allow_missing to drop "
         "E_Δ knowingly (the discriminator then starts from the generator's E_G)")
-  for variable, source in plan:
-    variable.assign(reader.get_tensor(f"{ROOT}/{source}{SUFFIX}").astype(
-        variable.dtype.as_numpy_dtype))
+  try:
+    values = [reader.get_tensor(f"{ROOT}/{source}{SUFFIX}") for _, source in plan]
+  except (tf.errors.OpError, IndexError, ValueError, RuntimeError) as e:
+    raise _damaged(init_checkpoint, path, e) from None
+  for (variable, _), value in zip(plan, values):
+    variable.assign(value.astype(variable.dtype.as_numpy_dtype))
   top = collections.Counter(p.split("/")[0] for p in unused)
   log(f"warm start from {path}: {len(plan)} variables restored "
       f"({int(sum(np.prod(v.shape) for v, _ in plan)):,} weights); optimizer, step and "

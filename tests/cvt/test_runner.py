@@ -78,9 +78,19 @@ class RunCvtTest(tf.test.TestCase):
                                   lambda _: None).run()
     self.assertEqual(supervised["mode"], "supervised")
     logs = []
-    runner.CvtRunner(self.config(os.path.join(tmp, "w"), mode="word_dropout", train_steps=2),
-                     logs.append).run()
-    self.assertTrue(any("unlabeled loss=" in line for line in logs))
+    runner.CvtRunner(self.config(os.path.join(tmp, "w"), mode="word_dropout", train_steps=2,
+                                 unlabeled_start_step=1), logs.append).run()
+    # The first step is labeled only (--unlabeled_start_step=1), the second has both.
+    first, second = ([line for line in logs if f"step {k}/2 " in line][0] for k in (1, 2))
+    self.assertNotIn("unlabeled loss=", first)
+    self.assertIn("unlabeled loss=", second)
+    with self.assertRaisesRegex(ValueError, r"--unlabeled_start_step=2 must be in \[0, "
+                                r"--train_steps=2\)"):
+      runner.CvtRunner(self.config(tmp, train_steps=2, unlabeled_start_step=2), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--unlabeled_start_step applies to --mode=cvt or "
+                                "word_dropout, not --mode=supervised"):
+      runner.CvtRunner(self.config(tmp, mode="supervised", unlabeled_start_step=1),
+                       lambda _: None)
     export_dir = write_export(os.path.join(tmp, "export"))  # token embeddings of size 64
     initialised = runner.CvtRunner(self.config(os.path.join(tmp, "e"), word_dim=64,
                                                init_from_encoder=export_dir, train_steps=1),

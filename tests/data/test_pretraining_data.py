@@ -101,10 +101,24 @@ class CreatePretrainingDataTest(tf.test.TestCase):
     expected = [pieces for pieces in tokenizer.tokenize_to_lists(sentences) if pieces]
     self.assertGreater(len(expected), 2 * sum(len(d) for d in self.documents))  # really split
     self.assertLess(max(map(len, expected)), 254)  # none is cut at this length
-    _, rows = self._run(packing="sentences", sentences_per_example=1, max_seq_length=256)
+    sidecar, rows = self._run(packing="sentences", sentences_per_example=1, max_seq_length=256)
     got = [list(row["input_word_ids"][1:int(row["input_mask"].sum()) - 1]) for row in rows]
     self.assertEqual(got, expected)
     self.assertTrue(all(row["input_type_ids"].sum() == 0 for row in rows))  # one segment
+    self.assertEqual((sidecar["counts"]["sentences"], sidecar["counts"]["sentences_cut"]),
+                     (len(expected), 0))
+    # Examples of 8 positions hold 6 pieces: every longer sentence is cut, and said so.
+    logs = []
+    config = self._config(packing="sentences", sentences_per_example=1, max_seq_length=8,
+                          max_predictions_per_seq=2, output_dir=os.path.join(self.tmp, "short"))
+    pretraining_data.create_pretraining_data(config, log=logs.append)
+    sidecar, _ = read_records(config.output_dir)
+    long_ones = sum(len(pieces) > 6 for pieces in expected)
+    self.assertGreater(long_ones, 0)
+    self.assertEqual((sidecar["counts"]["sentences"], sidecar["counts"]["sentences_cut"]),
+                     (len(expected), long_ones))
+    self.assertIn(f"{long_ones} of {len(expected)} sentences", logs[-1])
+    self.assertIn("were longer than --max_seq_length=8 minus [CLS] and [SEP]", logs[-1])
 
   def test_static_masks_statistics(self):
     dupes = 10
@@ -200,6 +214,8 @@ class CreatePretrainingDataTest(tf.test.TestCase):
     fails("does not exist", corpus_lib.CorpusError, input_files=(os.path.join(self.tmp, "x.txt"),))
     fails(r"--sentences_per_example=-1 must be >= 0", packing="sentences",
           sentences_per_example=-1)
+    fails(r"--sentences_per_example=3 applies only with --packing=sentences \(got "
+          r"--packing=fill\)", pretraining_data.ConfigError, sentences_per_example=3)
     empty = testutil.write_text(os.path.join(self.tmp, "empty.txt"), "\n\n   \n")
     fails("the corpus is empty", corpus_lib.CorpusError, input_files=(empty,))
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "out")))  # no empty directory left

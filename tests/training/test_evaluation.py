@@ -109,6 +109,18 @@ class EvaluatorTest(RecordsTestCase):
     self.assertEqual([r["step"] for r in eval_rows], [10, 20])
     self.assertAllClose(eval_rows[0]["mlm_loss"], rows[0]["mlm_loss"])
     self.assertTrue(tf.io.gfile.glob(os.path.join(model_dir, "eval", "events.out.*")))
+    # A checkpoint the state file lists but whose index is gone (an interrupted save of older
+    # code) is named and skipped; the intact ones are evaluated.
+    tf.compat.v1.train.update_checkpoint_state(
+        model_dir, os.path.join(model_dir, "ckpt-30"),
+        [os.path.join(model_dir, "ckpt-20"), os.path.join(model_dir, "ckpt-30")])
+    testutil.write_text(os.path.join(model_dir, "ckpt-30.data-00000-of-00001"), "orphan")
+    logs = []
+    trainer.log = logs.append
+    eval_rows = trainer.evaluate_checkpoints(evaluator, all_checkpoints=True)
+    self.assertEqual([r["step"] for r in eval_rows], [10, 20])
+    self.assertIn(f"skipped checkpoint {os.path.join(model_dir, 'ckpt-30')}: ckpt-30.index is "
+                  "missing", logs)
 
   def test_each_loss_is_averaged_over_its_own_count(self):
     """Every loss of the held-out set is the mean over what it counts (TEAMS' mws_loss: masked

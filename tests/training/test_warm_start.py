@@ -1,4 +1,4 @@
-"""Warm start (`--init_checkpoint`): weights restored, optimizer/step fresh, own checkpoints first,
+"""Warm start (`--warm_start_from`): weights restored, optimizer/step fresh, own checkpoints first,
 shared → GDES, TEAMS from ELECTRA with allowed fresh heads, and every mismatch named."""
 import dataclasses
 import os
@@ -129,6 +129,22 @@ class WarmStartTest(tf.test.TestCase):
                                 "records were built with .* rebuild the records"):
       self.target("vocab", init_checkpoint=other)[0].restore()
     self.assertFalse(os.path.exists(os.path.join(self.root, "vocab", "checkpoint")))
+    # A component name that matches nothing (a typo) is refused, the real names listed.
+    with self.assertRaisesRegex(warm_start.WarmStartError,
+                                r"--warm_start_allow_missing: mws_heda names no component of "
+                                r"this model's or the checkpoint's variables; the names are: "
+                                r".*discriminator"):
+      self.target("typo", init_checkpoint_allow_missing=("mws_heda",))[0].restore()
+    # A truncated copy: one line naming the checkpoint and what is wrong, not an IndexError.
+    truncated = os.path.join(self.root, "truncated")
+    shutil.copytree(self.source_dir, truncated)
+    data = [n for n in os.listdir(truncated) if n.startswith("ckpt-3.data")][0]
+    with open(os.path.join(truncated, data), "r+b") as f:
+      f.truncate(os.path.getsize(os.path.join(truncated, data)) // 10)
+    with self.assertRaisesRegex(warm_start.WarmStartError,
+                                r"--warm_start_from=.*truncated/ckpt-3: checkpoint .*ckpt-3 "
+                                r"does not read back: its files are truncated or corrupt"):
+      self.target("from_truncated", init_checkpoint=os.path.join(truncated, "ckpt-3"))[0].restore()
 
 
 if __name__ == "__main__":
