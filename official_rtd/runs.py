@@ -5,6 +5,7 @@ run directory's model. The layers below (`methods/`, `training/`, `finetune/`) n
 import contextlib
 import dataclasses
 import functools
+import logging
 import os
 import re
 from typing import Callable, Optional, Sequence
@@ -77,7 +78,8 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = (),
   for path in files:
     before = _bindings()
     try:
-      gin.parse_config_files_and_bindings([path], None, finalize_config=False)
+      with _quiet_include_search():
+        gin.parse_config_files_and_bindings([path], None, finalize_config=False)
     except (ValueError, KeyError, SyntaxError, OSError) as e:
       message = " ".join(str(e).split())
       raise ValueError(f"bad gin configuration in {path}: {message}") from None
@@ -96,6 +98,46 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = (),
     if rebound:
       log(f"gin: {path} re-binds {len(rebound)} value(s) set by an earlier file: "
           + "; ".join(rebound))
+  with _quiet_include_search():
+    _parse_bindings(gin_params)
+  unbound = sorted({(value.config_key[0], set_by.get(key, "--gin_param"))
+                    for key, value in _references()
+                    if value.config_key[1] == "gin.macro"
+                    and value.config_key not in gin.config._CONFIG})  # pylint: disable=protected-access
+  if unbound:
+    name, where = unbound[0]
+    raise ValueError(f"{where} uses %{name}, which nothing binds: pass "
+                     f"--gin_param=\"{name} = '<value>'\" (e.g. the stage-1 run's model_dir for "
+                     "two-stage ELECTRA)")
+
+
+def _references():
+  """(binding key, value) of every binding whose value is a gin reference (`@fn`, `%MACRO`)."""
+  for (scope, selector), values in gin.config._CONFIG.items():  # pylint: disable=protected-access
+    for name, value in values.items():
+      if isinstance(value, gin.config.ConfigurableReference):
+        yield (scope, selector, name), value
+
+
+class _IncludeSearchFilter(logging.Filter):
+  """gin logs "Path not found: tasks/electra.gin" at ERROR for each search path an `include`
+  misses before the one that holds it: not an error of the run."""
+
+  def filter(self, record):
+    return not str(record.msg).startswith("Path not found:")
+
+
+@contextlib.contextmanager
+def _quiet_include_search():
+  root, quiet = logging.getLogger(), _IncludeSearchFilter()
+  root.addFilter(quiet)
+  try:
+    yield
+  finally:
+    root.removeFilter(quiet)
+
+
+def _parse_bindings(gin_params):
   for binding in gin_params or []:
     try:
       gin.parse_config_files_and_bindings(None, [binding], finalize_config=False)

@@ -59,12 +59,18 @@ def resolve_records(config: PretrainInputConfig) -> Tuple[List[str], bool, dict]
     sidecar = records.read_sidecar(records_dir)
     if sidecar["max_seq_length"] != config.seq_length:
       raise records.RecordsError(
-          f"records in {records_dir} have max_seq_length {sidecar['max_seq_length']} but the "
-          f"model expects seq_length {config.seq_length}")
+          f"records in {records_dir} have max_seq_length {sidecar['max_seq_length']} but the run "
+          f"trains at {config.seq_length} (TrainConfig.max_seq_length, or a phase's): pass "
+          f"--gin_param='TrainConfig.max_seq_length = {sidecar['max_seq_length']}' or rebuild "
+          f"the records with create_pretraining_data --max_seq_length={config.seq_length}")
     if sidecar["masked"] and sidecar["max_predictions_per_seq"] != config.max_predictions_per_seq:
       raise records.RecordsError(
           f"records in {records_dir} have max_predictions_per_seq "
-          f"{sidecar['max_predictions_per_seq']} but {config.max_predictions_per_seq} is expected")
+          f"{sidecar['max_predictions_per_seq']} but the run expects "
+          f"{config.max_predictions_per_seq} (TrainConfig.max_predictions_per_seq): pass "
+          f"--gin_param='TrainConfig.max_predictions_per_seq = "
+          f"{sidecar['max_predictions_per_seq']}' or rebuild the records with "
+          f"create_pretraining_data --max_predictions_per_seq={config.max_predictions_per_seq}")
     if config.vocab_sha256 and sidecar["vocab"]["sha256"] != config.vocab_sha256:
       raise records.RecordsError(
           f"records in {records_dir} were tokenized with a different vocab file "

@@ -164,6 +164,13 @@ def read_sidecar(records_dir: str) -> dict:
   path = os.path.join(records_dir, SIDECAR_NAME)
   if not os.path.isfile(path):
     shards = [n for n in os.listdir(records_dir)] if os.path.isdir(records_dir) else []
+    if os.path.isfile(records_dir):
+      sidecar_beside = os.path.join(os.path.dirname(records_dir) or ".", SIDECAR_NAME)
+      advice = (f"give its directory {os.path.dirname(records_dir) or '.'}"
+                if os.path.isfile(sidecar_beside) else
+                "records are the directory create_pretraining_data --output_dir wrote (text "
+                "becomes records with create_pretraining_data)")
+      raise RecordsError(f"{records_dir} is a file, not a records directory: {advice}")
     what = "does not exist" if not os.path.isdir(records_dir) else (
         "is empty" if not shards else f"has no {SIDECAR_NAME} (an interrupted run, or not "
         "written by create_pretraining_data)")

@@ -20,6 +20,7 @@ methods under "taking part in a multi-task run": each task family is written onc
 """
 import json
 import math
+import typing
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
@@ -226,6 +227,16 @@ def get(name: str) -> Type[Task]:
     raise ValueError(f"unknown fine-tuning task {name!r} (--task); one of: "
                      f"{', '.join(sorted(_TASKS)) or 'none'}")
   return _TASKS[name.lower()]
+
+
+def config_type(cls: Type[Task]) -> type:
+  """The config dataclass a task is built from (its `__init__`'s `config` annotation)."""
+  return typing.get_type_hints(cls.__init__)["config"]
+
+
+def names_for(config_class: type) -> List[str]:
+  """The registered tasks built from `config_class` (one tool's tasks)."""
+  return sorted(n for n, cls in _TASKS.items() if config_type(cls) is config_class)
 
 
 def num_steps(rows: int, batch_size: int, epochs: float) -> int:

@@ -18,6 +18,7 @@ from typing import Optional
 import gin
 import tensorflow as tf
 
+from official_rtd import checkpoint_files
 from official_rtd.methods import base
 from official_rtd.methods import objectives
 from official_rtd.methods import registry
@@ -72,8 +73,9 @@ def init_from_generator_checkpoint(model: ElectraPretrainer, checkpoint: str):
              {"encoder": model.discriminator})
   for target in targets:
     try:
-      tf.train.Checkpoint(model=tf.train.Checkpoint(**target)).read(
-          path).assert_existing_objects_matched().expect_partial()
+      with checkpoint_files.quiet_restore_warnings():  # the error below says it in one line
+        tf.train.Checkpoint(model=tf.train.Checkpoint(**target)).read(
+            path).assert_existing_objects_matched().expect_partial()
     except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
       raise ValueError(f"generator_init_checkpoint {path} does not fit this model's "
                        f"{'generator' if 'masked_lm' in target else 'discriminator'} (it must "

@@ -105,8 +105,29 @@ def plot(model_dirs, metric: str, output_file: str):
   return series
 
 
+def check_plot_path(path: str) -> None:
+  """Refuses a --plot path that cannot take the PNG, before any work."""
+  directory = os.path.dirname(os.path.abspath(path))
+  if os.path.isdir(path):
+    raise ValueError(f"--plot={path} is a directory: give a file name (e.g. {path.rstrip('/')}"
+                     "/curves.png)")
+  if not os.path.isdir(directory):
+    raise ValueError(f"--plot={path}: the directory {directory} does not exist (create it first)")
+  if not os.access(directory, os.W_OK):
+    raise ValueError(f"--plot={path}: the directory {directory} is not writable")
+
+
 def main(config):
-  print(compare(config.model_dirs, config.figures))
+  from official_rtd.interop import run_dir  # pylint: disable=g-import-not-at-top
+  if config.plot:
+    check_plot_path(config.plot)
+  without = [d for d in config.model_dirs
+             if not os.path.isfile(os.path.join(d, run_dir.RESULTS_NAME))]
+  if config.plot and config.metric.startswith("onset_") and without:
+    # An onset figure needs only onset.jsonl: the runs of the README's step 2 have no evaluation.
+    print(f"no table of evaluation figures: no {run_dir.RESULTS_NAME} in {', '.join(without)}")
+  else:
+    print(compare(config.model_dirs, config.figures))
   if config.plot:
     plot(config.model_dirs, config.metric, config.plot)
     print(f"wrote {config.plot} ({config.metric} against train FLOPs)")

@@ -62,6 +62,26 @@ def common_spec(config_class, help_texts, enums=None, **kwargs):
   return spec(config_class, {**COMMON_HELP, **help_texts}, enums, **kwargs)
 
 
+# Which tool fine-tunes the tasks built from each config (named in a refusal).
+TOOL_OF_CONFIG = {"GlueConfig": "run_glue", "TaggingConfig": "run_tagging",
+                  "SquadConfig": "run_squad", "MultipleChoiceConfig": "run_multiple_choice",
+                  "ParsingConfig": "run_parsing"}
+
+
+def check_task_belongs(config, tool_name: str) -> None:
+  """Refuses a `--task` registered for another tool (its config has other fields), naming the
+  tool's own tasks and the tool the task belongs to."""
+  from official_rtd.finetune import task as task_lib  # pylint: disable=g-import-not-at-top
+  if not config.task:
+    return
+  wanted = task_lib.config_type(task_lib.get(config.task))  # an unknown name: its own error
+  if not isinstance(config, wanted):
+    raise ValueError(
+        f"--task={config.task} is not a {tool_name} task (its tasks: "
+        f"{', '.join(task_lib.names_for(type(config)))}); {config.task} is fine-tuned by "
+        f"{TOOL_OF_CONFIG.get(wanted.__name__, 'another tool')}")
+
+
 def tool(module_name: str, tool_name: str, command_line, check=None):
   """The `run()` of a fine-tuning tool: its config's task (every task registered:
   `finetune.all_tasks`) through `runner.Runner`, then the median dev figures logged.
@@ -72,6 +92,7 @@ def tool(module_name: str, tool_name: str, command_line, check=None):
     from absl import logging  # pylint: disable=g-import-not-at-top
     from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
     from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
+    check_task_belongs(config, tool_name)
     if check is not None:
       check(config)
     summary = runner.Runner(config, log=logging.info).run()

@@ -1,8 +1,10 @@
 """ELECTRA's alternative training algorithms (dissertation §5.3.3–5.3.4): adversarial REINFORCE
 with a learned baseline, and two-stage training."""
+import dataclasses
 import os
 import tempfile
 
+import gin
 import numpy as np
 import tensorflow as tf
 
@@ -141,6 +143,20 @@ class TwoStageTest(tf.test.TestCase):
     for v in frozen_variables:
       self.assertAllEqual(v.numpy(), frozen[v.ref()], v.name)
     self.assertNotAllClose(model.discriminator.variables[3].numpy(), disc_before)
+    # Pointed at an ELECTRA run instead of an MLM one: one line, without TensorFlow's
+    # per-value restore warnings (hundreds of lines) before it.
+    with self.assertNoLogs("tensorflow", level="WARNING"):
+      with self.assertRaisesRegex(ValueError, r"generator_init_checkpoint .*stage2.* does not fit "
+                                  r"this model's generator \(it must be a masked-LM run"):
+        electra.build_electra_pretrainer(dataclasses.replace(TINY, vocab_size=stage2.vocab.size),
+                                         generator_size=1.0, embedding_sharing="none",
+                                         generator_init_checkpoint=os.path.join(tmp, "stage2"))
+    gin.clear_config()
+    with self.assertRaisesRegex(ValueError, r"gin/tasks/electra_two_stage.gin uses "
+                                r"%STAGE1_MODEL_DIR, which nothing binds: pass "
+                                r"--gin_param=\"STAGE1_MODEL_DIR = '<value>'\""):
+      runs.parse_gin(["gin/models/tiny.gin", "gin/tasks/electra_two_stage.gin"])
+    gin.clear_config()
 
   def test_errors(self):
     with self.assertRaisesRegex(ValueError, "freeze_generator needs embedding_sharing"):

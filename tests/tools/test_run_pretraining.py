@@ -30,12 +30,19 @@ class RunPretrainingCliTest(RecordsTestCase):
   def test_bad_gin_and_records_fail_before_training(self):
     model_dir = os.path.join(self.tmp, "bad")
     cases = [
-        (["--gin_param=EncoderConfig.hidden_sise = 3"], r"bad gin configuration: .*hidden_sise"),
+        (["--gin_param=EncoderConfig.hidden_sise = 3"],
+         r"bad --gin_param='EncoderConfig.hidden_sise = 3' \(.*hidden_sise"),
         (["--gin_file=gin/models/nope.gin"], r"gin file gin/models/nope.gin not found"),
         (["--gin_param=EncoderConfig.vocab_size = 100"],
          r"vocab_size 100 differs from the records' vocab size 5883"),
         (["--gin_param=TrainConfig.max_seq_length = 32"],
-         r"max_seq_length 64 but the model expects seq_length 32"),
+         r"max_seq_length 64 but the run trains at 32 \(TrainConfig.max_seq_length"),
+        ([f"--input_records={testutil.SAMPLE_CORPUS}"],
+         r"gutenberg_sample.txt is a file, not a records directory: records are the directory "
+         r"create_pretraining_data --output_dir wrote"),
+        (["--gin_file=gin/recipes/one_machine_sentences.gin", "--gin_file=gin/models/tiny.gin"],
+         r"--gin_file=gin/models/tiny.gin re-binds .* which the recipe "
+         r"gin/recipes/one_machine_sentences.gin set to"),
         (["--mode=eval"], r"--mode=eval needs --eval_input"),
         (["--gin_param=TrainConfig.mixed_precision = 'half'"],
          r"--mixed_precision must be one of \['bfloat16', 'float16', 'float32'\], got 'half'"),
@@ -58,9 +65,11 @@ class RunPretrainingCliTest(RecordsTestCase):
       gin_params = [a.split("=", 1)[1] for a in extra if a.startswith("--gin_param")]
       options = dict(a[2:].split("=", 1) for a in extra if a.startswith("--mode")
                      or a.startswith("--eval_input"))
+      records = next((a.split("=", 1)[1] for a in extra if a.startswith("--input_records")),
+                     self.records)
       try:
         with self.assertRaisesRegex(cli.USER_ERRORS, message):
-          runs.run_pretraining(gin_files, gin_params, self.records, model_dir,
+          runs.run_pretraining(gin_files, gin_params, records, model_dir,
                                log=lambda _: None, **options)
       finally:
         gin.clear_config()

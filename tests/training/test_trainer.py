@@ -179,7 +179,10 @@ class TrainerTest(RecordsTestCase):
                                 "vocab_size 999 differs from the records' vocab size 5883"):
       self._trainer(model_dir, encoder=EncoderConfig(vocab_size=999))
     with self.assertRaisesRegex(trainer_lib.TrainingSetupError,
-                                "max_seq_length 64 but the model expects seq_length 128"):
+                                r"max_seq_length 64 but the run trains at 128 \(TrainConfig."
+                                r"max_seq_length, or a phase's\): pass --gin_param='TrainConfig."
+                                r"max_seq_length = 64' or rebuild the records with "
+                                r"create_pretraining_data --max_seq_length=128"):
       self._trainer(model_dir, max_seq_length=128)
     empty = tempfile.mkdtemp()
     with self.assertRaisesRegex(trainer_lib.TrainingSetupError, f"{empty} is empty"):
