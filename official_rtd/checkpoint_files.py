@@ -121,12 +121,28 @@ def save(manager: tf.train.CheckpointManager, step: int) -> str:
       else:
         with contextlib.suppress(OSError):
           os.remove(debris)
+    if "No space left" in str(e) or getattr(e, "errno", None) == errno.ENOSPC:
+      raise OSError(errno.ENOSPC, f"no space left on the disk holding {directory} "
+                    f"({_free_megabytes(directory)} MB free): could not write checkpoint {step}; "
+                    "its partial files were removed and the earlier checkpoints kept; free some "
+                    "space and run the same command again to go on") from None
     message = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
     first = next((line for line in str(message).splitlines() if line.strip()), type(e).__name__)
-    number = errno.ENOSPC if "No space left" in str(e) else getattr(e, "errno", None) or errno.EIO
-    raise OSError(number, f"could not write checkpoint {step} ({first.strip()[:200]}); the "
-                  "partial files were removed, the earlier checkpoints are kept",
-                  directory) from None
+    first = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", first.strip())
+    raise OSError(getattr(e, "errno", None) or errno.EIO,
+                  f"could not write checkpoint {step} ({first[:200]}); the partial files were "
+                  "removed, the earlier checkpoints are kept", directory) from None
+
+
+def _free_megabytes(directory: str) -> str:
+  """Free space on the disk of `directory` (or of its nearest existing parent), in MB."""
+  while directory and not os.path.isdir(directory):
+    directory = os.path.dirname(directory)
+  try:
+    stat = os.statvfs(directory or ".")
+  except OSError:
+    return "?"
+  return f"{stat.f_bavail * stat.f_frsize / 1e6:.1f}"
 
 
 def write(checkpoint: tf.train.Checkpoint, prefix: str) -> str:

@@ -77,6 +77,14 @@ def write_atomic(path: str, write) -> None:
     raise
 
 
+def umask_mode(path: str) -> None:
+  """Gives `path` the mode a plain `open` would (0666 less the umask): libraries that write
+  through a private temporary file (safetensors) leave 0600, unreadable to others."""
+  mask = os.umask(0)
+  os.umask(mask)
+  os.chmod(path, 0o666 & ~mask)
+
+
 def write_lines_atomic(path: str, lines) -> None:
   """Writes `lines` (each followed by a newline) to a temporary file renamed to `path`."""
   write_atomic(path, lambda f: f.write("".join(line + "\n" for line in lines)))

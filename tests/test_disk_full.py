@@ -146,6 +146,8 @@ class DiskFullTest(tf.test.TestCase):
           save_checkpoints_steps=1), log=lambda _: None).run()
     self.assertEqual(raised.exception.errno, errno.ENOSPC)
     self.assertIn(model_dir, str(raised.exception))
+    self.assertIn("no space left on the disk holding", str(raised.exception))
+    self.assertNotIn("function_node", str(raised.exception))
     self.assertEqual(os.listdir(disk), [])  # no ckpt-1_temp/, no fingerprint: as it was found
 
 

@@ -99,6 +99,8 @@ def read_conllu(path: str, check: bool = True) -> List[Sentence]:
     current.xpos.append(columns[4])
   if current is not None:
     sentences.append(current)
+  if not sentences:
+    raise ConlluError(f"{path} holds no sentence (an empty CoNLL-U file)")
   if check:
     for sentence in sentences:
       check_tree(sentence, path)

@@ -104,12 +104,25 @@ def with_scheme(sentences: Sequence[Sentence], scheme: str) -> List[Sentence]:
 def load_task(task: TaggingTask, data_dir: str, label_column: int = -1, train_file: str = "",
               dev_file: str = "", carve_dev_sentences: int = 1000
               ) -> Tuple[List[Sentence], List[Sentence]]:
-  """`(train, dev)` sentences; with no dev file the last `carve_dev_sentences` of train are dev."""
-  train = read_conll(os.path.join(data_dir, train_file or task.train_file), label_column,
-                     task.spans)
+  """`(train, dev)` sentences; with no dev file the last `carve_dev_sentences` of train are dev.
+
+  Raises:
+    FileNotFoundError: a file of the task is missing (naming the layout `data_dir` must have).
+    ValueError: a file holds no sentence or a bad line (`read_conll`).
+  """
+  def read(name):
+    path = os.path.join(data_dir, name)
+    if not os.path.isfile(path):
+      files = [f for f in (train_file or task.train_file, dev_file or task.dev_file) if f]
+      raise FileNotFoundError(
+          f"{task.name}: {path} not found (the data folder must hold the task's "
+          f"{' and '.join(files)}, e.g. ../shared/data/tagging/{task.folder})")
+    return read_conll(path, label_column, task.spans)
+
+  train = read(train_file or task.train_file)
   dev_name = dev_file or task.dev_file
   if dev_name:
-    return train, read_conll(os.path.join(data_dir, dev_name), label_column, task.spans)
+    return train, read(dev_name)
   if not 0 < carve_dev_sentences < len(train):
     raise ValueError(f"--carve_dev_sentences={carve_dev_sentences} must be in (0, "
                      f"{len(train)}) for {task.train_file}")

@@ -188,6 +188,7 @@ def _write(directory, tensors, config, vocab: vocab_lib.Vocab, do_lower_case, ma
     if not found:
       raise
     raise OSError(int(found.group(2)), os.strerror(int(found.group(2))), path) from None
+  textio.umask_mode(path)
   config = dict(config, pad_token_id=vocab.pad_id)
   with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
     json.dump(config, f, indent=2)

@@ -295,7 +295,9 @@ def run_main(main, tool_name: str, spec: Flags, probe_devices: bool = True):
       if message is None:
         raise
       sys.stderr.write(f"{tool_name}: error: {message}\n")
-      sys.exit(1)
+      # Without the interpreter's teardown: a failed restore's status, still referenced by the
+      # error, would otherwise log TensorFlow's per-value warnings (hundreds) after our line.
+      _exit_now(1)
 
   app.run(wrapped)
 

@@ -118,6 +118,21 @@ class RunCvtTest(tf.test.TestCase):
     self.assertTrue(np.isfinite(supervised["median"]["chunk"]["f1"]))
 
 
+  def test_missing_or_empty_data_is_named(self):
+    tmp = tempfile.mkdtemp()
+    with self.assertRaisesRegex(FileNotFoundError, r"chunk: .*train.txt not found \(the data "
+                                r"folder must hold the task's train.txt, e\.g\. "
+                                r"\.\./shared/data/tagging/chunk_conll2000\)"):
+      runner.CvtRunner(self.config(os.path.join(tmp, "m"), data_dir=tmp), lambda _: None)
+    for name in ("x-ud-train.conllu", "x-ud-dev.conllu"):
+      testutil.write_text(os.path.join(tmp, name), "")
+    with self.assertRaisesRegex(conllu.ConlluError, r"x-ud-train.conllu holds no sentence"):
+      runner.CvtRunner(self.config(os.path.join(tmp, "m"), tasks="dep", data_dir=tmp),
+                       lambda _: None)
+    testutil.write_text(os.path.join(tmp, "train.txt"), "\n\n")
+    with self.assertRaisesRegex(ValueError, r"train.txt: no sentences"):
+      runner.CvtRunner(self.config(os.path.join(tmp, "m"), data_dir=tmp), lambda _: None)
+
   def test_patience_stops_at_the_dev_selected_step(self):
     """With learning rate 0 the dev figure never improves after the first evaluation: the
     trial stops `patience` evaluations later and reports the first one (its weights kept)."""

@@ -61,6 +61,8 @@ class ConlluTest(tf.test.TestCase):
          r"sentence s2.*2 roots \(\[1, 2\]\)"),
         (GOOD.replace("ca\tcan\tAUX\tMD\t_\t3", "ca\tcan\tAUX\tMD\t_\t1").replace(
             "I\tI\tPRON\tPRP\t_\t3", "I\tI\tPRON\tPRP\t_\t2"), r"sentence s1.*cycle"),
+        ("", r"t.conllu holds no sentence \(an empty CoNLL-U file\)"),
+        ("# sent_id = only a comment\n\n", r"t.conllu holds no sentence"),
     ]
     for text, message in cases:
       with self.assertRaisesRegex(conllu.ConlluError, message):

@@ -84,6 +84,19 @@ class HuggingFaceExportTest(tf.test.TestCase):
     self.assertAllEqual(hf_tokenizer(TEXTS, padding="max_length", max_length=24)["input_ids"],
                         batch["input_word_ids"])
 
+  def test_files_are_readable_by_others_as_the_umask_says(self):
+    previous = os.umask(0o022)
+    try:
+      out = os.path.join(tempfile.mkdtemp(), "hf")
+      huggingface.export_huggingface(tiny_electra(self.vocab), self.vocab, out)
+    finally:
+      os.umask(previous)
+    modes = {os.path.relpath(os.path.join(root, name), out):
+             oct(os.stat(os.path.join(root, name)).st_mode & 0o777)
+             for root, _, names in os.walk(out) for name in names}
+    self.assertIn(os.path.join("discriminator", "model.safetensors"), modes)
+    self.assertEqual(set(modes.values()), {"0o644"}, modes)  # safetensors alone wrote 0o600
+
   def test_shared_layers_are_unrolled(self):
     import transformers  # pylint: disable=g-import-not-at-top
     model = tiny_electra(self.vocab, share_layers=True)

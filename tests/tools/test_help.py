@@ -1,4 +1,5 @@
 """Every console script and script entry point answers `--help` / `-h` with its own flags."""
+import ast
 import os
 import re
 import subprocess
@@ -64,6 +65,31 @@ class HelpTest(tf.test.TestCase):
     self.assertCountEqual(console_scripts(), KEY_FLAGS)
     for tool, flags in KEY_FLAGS.items():
       self.assert_lists_flags([tool, "--help"], flags, tool)
+
+  def test_every_tool_quiets_tensorflow_before_importing_it(self):
+    """`tools/cli.py` sets TF_CPP_MIN_LOG_LEVEL (unless the user has) at import: every tool
+    imports it before anything that imports TensorFlow, so no C++ start-up lines show."""
+    with open(os.path.join(testutil.REPO, "setup.py")) as f:
+      modules = set(re.findall(r'"\w+=official_rtd\.tools\.(\w+):run"', f.read()))
+    self.assertGreater(len(modules), 15)
+    for module in sorted(modules):
+      path = os.path.join(testutil.REPO, "official_rtd", "tools", f"{module}.py")
+      with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+      imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+      first = next(node for node in imports
+                   if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                       ("official_rtd", "tensorflow", "tf_keras"))
+                   or isinstance(node, ast.Import) and any(
+                       a.name.startswith(("official_rtd", "tensorflow", "tf_keras"))
+                       for a in node.names))
+      self.assertTrue(isinstance(first, ast.ImportFrom) and first.module == "official_rtd.tools"
+                      and [a.name for a in first.names] == ["cli"],
+                      f"{module}.py imports {ast.unparse(first)} before official_rtd.tools.cli")
+    result = subprocess.run(["run_pretraining", "--model_dir=/nonexistent"], capture_output=True,
+                            text=True, timeout=300, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.stderr.strip().splitlines(),
+                     ["run_pretraining: error: --gin_file is required"])
 
   def test_script_entry_points_and_short_option(self):
     for script, tool in (("finetune/run_glue.py", "run_glue"),

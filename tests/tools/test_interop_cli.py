@@ -161,6 +161,26 @@ class ImportCheckpointCliTest(tf.test.TestCase):
       import_checkpoint.main(import_checkpoint.ImportCheckpointConfig(
           source="model_garden", checkpoint=path, vocab_file=vocab, output_dir=f"{tmp}/mg"))
 
+  def test_a_checkpoint_of_other_sizes_fails_in_one_line(self):
+    """Model Garden's checkpoint of other sizes than the gin file's: our line is the last one,
+    without TensorFlow's per-value restore warnings (243 lines, each twice, after it before)."""
+    from official_rtd.interop import model_garden  # pylint: disable=g-import-not-at-top
+    from tests.interop.test_model_garden import CONFIG  # pylint: disable=g-import-not-at-top
+    tmp = tempfile.mkdtemp()
+    mg = model_garden.model_garden_electra(CONFIG, generator_size=0.5)
+    mg(model_garden._dummy_batch())  # pylint: disable=protected-access
+    path = tf.train.Checkpoint(model=mg).write(os.path.join(tmp, "ckpt"))
+    vocab = testutil.write_text(os.path.join(tmp, "vocab.txt"), "\n".join(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(75)]) + "\n")
+    result = run("import_checkpoint", "--source=model_garden", f"--checkpoint={path}",
+                 f"--vocab_file={vocab}", "--gin_file=gin/models/tiny.gin",
+                 f"--output_dir={tmp}/out")
+    error = one_error(self, result, "import_checkpoint")
+    self.assertIn("does not fit a Model Garden ELECTRA of these sizes", error)
+    self.assertEqual(result.stderr.strip().splitlines()[-1], error)
+    self.assertNotIn("could not be found", result.stderr)
+    self.assertFalse(os.path.exists(f"{tmp}/out"))
+
   def test_huggingface_directories_import(self):
     from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
     from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
