@@ -3,6 +3,7 @@ against train FLOPs)."""
 import os
 import subprocess
 import tempfile
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -79,6 +80,34 @@ class PlotTest(tf.test.TestCase):
       compare_runs.plot(dirs, "rtd_auc", out)
     with open(out, "rb") as f:
       self.assertEqual(f.read(), b"old")
+
+  def test_onset_rows_alone_plot_as_the_readme_says(self):
+    """README step 2: a run trained without --mode=train_and_eval has onset.jsonl only."""
+    tmp = tempfile.mkdtemp(dir=self.get_temp_dir())
+    run = os.path.join(tmp, "mlm_s0")
+    for step, flops, value in ((1000, 9e12, 0.02), (2000, 1.8e13, 0.14)):
+      run_dir.append_result(run, {"step": step, "train_flops": flops,
+                                  "onset_attn_next_max": value}, run_dir.ONSET_NAME)
+    out = os.path.join(tmp, "onset.png")
+    with mock.patch("builtins.print") as printed:
+      compare_runs.main(compare_runs.CompareRunsConfig(
+          model_dirs=[run], plot=out, metric="onset_attn_next_max"))
+    lines = [call.args[0] for call in printed.call_args_list]
+    self.assertEqual(lines[0], f"no table of evaluation figures: no eval_results.jsonl in {run}")
+    self.assertIn(f"wrote {out}", lines[-1])
+    self.assertGreater(os.path.getsize(out), 1000)
+    # Without --plot there is nothing to show: the missing evaluation rows are the error.
+    with self.assertRaisesRegex(FileNotFoundError, "has no eval_results.jsonl"):
+      compare_runs.main(compare_runs.CompareRunsConfig(model_dirs=[run]))
+
+  def test_plot_paths_that_cannot_take_the_png(self):
+    tmp = tempfile.mkdtemp(dir=self.get_temp_dir())
+    dirs = write_runs(tmp)
+    for plot, message in ((tmp, rf"--plot={tmp} is a directory: give a file name"),
+                          (os.path.join(tmp, "missing", "c.png"),
+                           rf"the directory {tmp}/missing does not exist \(create it first\)")):
+      with self.assertRaisesRegex(ValueError, message):
+        compare_runs.main(compare_runs.CompareRunsConfig(model_dirs=dirs, plot=plot))
 
   def test_cli(self):
     tmp = tempfile.mkdtemp(dir=self.get_temp_dir())

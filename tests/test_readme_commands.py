@@ -1,0 +1,97 @@
+"""The README's step-by-step commands ("Pre-training on one machine") run as a new user types
+them, in order, on slices of the shared data: each command is the README's own text (its quoted
+globs and paths as written, run from a folder beside `shared/`), with only the flags of
+`SHRINK` appended so that the same run is a few steps long."""
+import glob
+import itertools
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+
+import tensorflow as tf
+
+from tests import testutil
+
+# Appended to the README's command of each tool: the same run at test size.
+SHRINK = {
+    "build_vocab": ["--vocab_size=600"],
+    "run_pretraining": ["--gin_param=TrainConfig.train_flops_budget = 3e10",
+                        "--gin_param=OnsetConfig.every_steps = 2"],
+    "run_probes": ["--random_init_seeds=0"],
+    "run_glue": ["--num_train_epochs=1"],
+}
+
+
+def readme_steps():
+  """The commands of the README's "Step by step" block, continuation lines joined."""
+  with open(os.path.join(testutil.REPO, "README.md"), encoding="utf-8") as f:
+    block = re.search(r"Step by step:\s*```bash\n(.*?)```", f.read(), re.S).group(1)
+  text = re.sub(r"\\\n\s*", "", block)
+  return [shlex.split(line) for line in text.splitlines()
+          if line.strip() and not line.lstrip().startswith("#")]
+
+
+def head_blocks(source: str, target: str, blocks: int, header: bool = False):
+  """The first `blocks` blank-line-separated blocks (or lines, for a flat file) of `source`."""
+  os.makedirs(os.path.dirname(target), exist_ok=True)
+  with open(source, encoding="utf-8") as f:
+    lines = f.readlines()
+  if header or not any(not line.strip() for line in lines[:200]):
+    kept = lines[:blocks + int(header)]
+  else:
+    groups = [list(g) for blank, g in itertools.groupby(lines, lambda l: not l.strip())
+              if not blank]
+    kept = [line for group in groups[:blocks] for line in group + ["\n"]]
+  with open(target, "w", encoding="utf-8") as f:
+    f.writelines(kept)
+
+
+@testutil.requires(testutil.SHARED_DATA)
+class ReadmeCommandsTest(tf.test.TestCase):
+
+  def test_step_by_step_runs_as_typed(self):
+    shared = testutil.SHARED_DATA
+    root = tempfile.mkdtemp()
+    data = os.path.join(root, "shared", "data")
+    head_blocks(os.path.join(shared, "wiki", "wiki_00.txt"), f"{data}/wiki/wiki_00.txt", 400)
+    head_blocks(os.path.join(shared, "wiki", "wiki_60.txt"), f"{data}/wiki/wiki_60.txt", 60)
+    paradigm = sorted(glob.glob(os.path.join(shared, "blimp", "*.jsonl")))[0]
+    head_blocks(paradigm, f"{data}/blimp/{os.path.basename(paradigm)}", 12)
+    for split, count in (("train", 120), ("dev", 40)):
+      head_blocks(f"{shared}/tagging/pos_ptb/{split}.tsv",
+                  f"{data}/tagging/pos_ptb/{split}.tsv", count)
+      head_blocks(f"{shared}/glue/SST-2/{split}.tsv", f"{data}/glue/SST-2/{split}.tsv", count,
+                  header=True)
+      head_blocks(f"{shared}/parsing/ud_ewt/en_ewt-ud-{split}.conllu",
+                  f"{data}/parsing/ud_ewt/en_ewt-ud-{split}.conllu", count)
+    work = os.path.join(root, "main")  # where a user stands: beside shared/
+    os.makedirs(work)
+    steps = readme_steps()
+    self.assertEqual([s[0] for s in steps],
+                     ["build_vocab", "create_pretraining_data", "create_pretraining_data",
+                      "run_pretraining", "compare_runs", "score_pairs", "run_probes",
+                      "run_glue"])
+    pv = os.path.join(root, "pv")
+    for step in steps:
+      args = [a.replace("/tmp/pv", pv) for a in step] + SHRINK.get(step[0], [])
+      result = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=900,
+                              stdin=subprocess.DEVNULL)
+      self.assertEqual(result.returncode, 0, f"{' '.join(args)}\n{result.stderr[-3000:]}")
+    # What each step promises is there.
+    self.assertTrue(os.path.isfile(f"{pv}/vocab.txt"))
+    with open(f"{pv}/mlm_s0/onset.jsonl", encoding="utf-8") as f:
+      self.assertIn("onset_attn_next_max", json.loads(f.readline()))
+    self.assertGreater(os.path.getsize(f"{pv}/onset.png"), 1000)
+    self.assertTrue(os.path.isfile(f"{pv}/mlm_s0/export/encoder_config.json"))
+    self.assertTrue(glob.glob(f"{pv}/eval/mlm_s0/blimp_pll/*"))
+    with open(f"{pv}/eval/mlm_s0/probes.json", encoding="utf-8") as f:
+      probes = json.load(f)
+    self.assertTrue(any("pos" in key for key in json.dumps(probes).split('"')), probes)
+    self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/sst2/eval_results.json"))
+
+
+if __name__ == "__main__":
+  tf.test.main()
