@@ -6,7 +6,8 @@ loss, labels smoothed by 0.1, dropout 0.5), then an unlabeled minibatch: every t
 primary module, no dropout, held fixed) and the student loss of its auxiliary modules with
 dropout 0.2 (cvt_text's `unlabeled_keep_prob` 0.8: Table 4.1's "0.5 / 0.8" are keep
 probabilities), summed over tasks. `word_dropout` instead trains the primary module on the input
-with words replaced by REMOVED (p 0.1); `supervised` skips unlabeled steps. SGD with momentum 0.9,
+with words replaced by REMOVED (p 0.1); `supervised` skips unlabeled steps. SGD with momentum 0.9
+(lazy for the word embeddings' rows, as `cvt_text`'s sparse momentum),
 lr 0.5 / (1 + 0.005·√t), gradient clipping 1.0; an exponential moving average (0.998) of the
 weights is what is evaluated and exported.
 """
@@ -58,6 +59,27 @@ class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):
     return dataclasses.asdict(self.config)
 
 
+class LazyMomentumSGD(tf_keras.optimizers.SGD):
+  """SGD with momentum whose sparse gradients (the word-embedding rows of a batch) update only
+  those rows and their velocities, as `cvt_text`'s TF1 `MomentumOptimizer` did (a sparse apply):
+  with the vocabulary covering the unlabeled text (54k words) a dense update of the table and its
+  velocity cost more than the rest of a labeled step. For the rows of a batch (duplicates summed),
+  m ← μ·m − lr·g and w ← w + m; every other row, and its velocity, is left as it is. Dense
+  gradients update as SGD does (same slots, so checkpoints are interchangeable)."""
+
+  def update_step(self, gradient, variable):
+    if not isinstance(gradient, tf.IndexedSlices):
+      return super().update_step(gradient, variable)
+    lr = tf.cast(self.learning_rate, variable.dtype)
+    momentum = tf.cast(self.momentum, variable.dtype)
+    velocity = self.momentums[self._index_dict[self._var_key(variable)]]
+    rows, position = tf.unique(gradient.indices)
+    summed = tf.math.unsorted_segment_sum(gradient.values, position, tf.shape(rows)[0])
+    new_rows = momentum * tf.gather(velocity, rows) - lr * summed
+    velocity.scatter_update(tf.IndexedSlices(new_rows, rows))
+    return variable.scatter_add(tf.IndexedSlices(new_rows, rows))
+
+
 class ExponentialMovingAverage:
   """shadow ← d·shadow + (1 − d)·variable after each update, started at the initial weights,
   with d = min(decay, (1 + n) / (10 + n)) after n updates (TensorFlow's `num_updates` rule, so a
@@ -103,8 +125,7 @@ class CvtSteps:
 
   def __init__(self, model, tasks: Dict[str, object], config: CvtTrainConfig, removed_id: int):
     self.model, self.tasks, self.config, self.removed_id = model, tasks, config, removed_id
-    self.optimizer = tf_keras.optimizers.SGD(learning_rate=LearningRate(config),
-                                             momentum=config.momentum)
+    self.optimizer = LazyMomentumSGD(learning_rate=LearningRate(config), momentum=config.momentum)
     self.ema = None  # created after the model's variables (`start`)
     self._labeled = {name: tf.function(functools.partial(self._labeled_step, name=name),
                                        input_signature=[INPUTS, task.target_spec])

@@ -134,3 +134,36 @@ class LossesTest(tf.test.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+class LazyMomentumTest(tf.test.TestCase):
+
+  def test_sparse_rows_and_dense_weights_against_numpy(self):
+    """Two steps on a 5-row table (rows 1 and 3 in the first batch, row 1 twice; row 3 in the
+    second) and a dense weight: only the batch's rows and their velocities move; a dense weight
+    moves as SGD with momentum does (v ← μv − lr·g, w ← w + v)."""
+    table = tf.Variable(np.arange(10, dtype=np.float32).reshape(5, 2))
+    dense = tf.Variable(np.ones([2], np.float32))
+    optimizer = training.LazyMomentumSGD(learning_rate=0.1, momentum=0.9)
+    optimizer.build([table, dense])
+    grads = [(tf.IndexedSlices(tf.constant([[1., 2.], [3., 4.], [5., 6.]]),
+                               tf.constant([1, 3, 1])), tf.constant([0.5, -1.0])),
+             (tf.IndexedSlices(tf.constant([[1., 1.]]), tf.constant([3])),
+              tf.constant([1.0, 1.0]))]
+    w, v = table.numpy().copy(), np.zeros([5, 2], np.float32)
+    d, dv = dense.numpy().copy(), np.zeros([2], np.float32)
+    for sparse, dense_grad in grads:
+      optimizer.apply_gradients([(sparse, table), (dense_grad, dense)])
+      summed = {}
+      for row, value in zip(sparse.indices.numpy(), sparse.values.numpy()):
+        summed[row] = summed.get(row, 0) + value
+      for row, value in summed.items():
+        v[row] = 0.9 * v[row] - 0.1 * value
+        w[row] += v[row]
+      dv = 0.9 * dv - 0.1 * dense_grad.numpy()
+      d += dv
+    self.assertAllClose(table.numpy(), w)
+    self.assertAllClose(dense.numpy(), d)
+    self.assertAllEqual(table.numpy()[[0, 2, 4]], np.arange(10).reshape(5, 2)[[0, 2, 4]])
+    # Row 1 kept its velocity from step 1 through step 2 (lazy): it did not move in step 2.
+    self.assertAllClose(optimizer.momentums[0].numpy()[1], -0.1 * np.array([6., 8.]))
