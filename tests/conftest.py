@@ -25,7 +25,8 @@ SLOW_MODULES = (
     "tests/training/test_distributed.py", "tests/training/test_long_runs.py",
     "tests/data/test_beam_pipeline.py", "tests/cvt/test_runner.py", "tests/cvt/test_parsing.py",
     "tests/finetune/test_multitask.py", "tests/finetune/test_fingerprint.py",
-    "tests/test_conftest.py")
+    "tests/test_conftest.py", "tests/test_readme_commands.py",
+    "tests/training/test_xla_step.py")
 
 
 def pytest_configure(config):
