@@ -73,10 +73,12 @@ class PretrainDataloaderTest(tf.test.TestCase):
     self.assertTrue(a and b)
 
   def test_mismatches_fail_clearly(self):
-    with self.assertRaisesRegex(records.RecordsError, "max_seq_length 32 but the model expects "
-                                "seq_length 64"):
+    with self.assertRaisesRegex(records.RecordsError, "max_seq_length 32 but the run trains at "
+                                "64 .*TrainConfig.max_seq_length = 32.*--max_seq_length=64"):
       loader.load_pretraining_dataset(self._config("masked", seq_length=64))
-    with self.assertRaisesRegex(records.RecordsError, "max_predictions_per_seq 5 but 7"):
+    with self.assertRaisesRegex(records.RecordsError, "max_predictions_per_seq 5 but the run "
+                                "expects 7 .*TrainConfig.max_predictions_per_seq = 5.*"
+                                "--max_predictions_per_seq=7"):
       loader.load_pretraining_dataset(self._config("masked", max_predictions_per_seq=7))
     with self.assertRaisesRegex(records.RecordsError, "different vocab file"):
       loader.load_pretraining_dataset(self._config("masked", vocab_sha256="0" * 64))
