@@ -72,13 +72,14 @@ def check_task_belongs(config, tool_name: str) -> None:
   """Refuses a `--task` registered for another tool (its config has other fields), naming the
   tool's own tasks and the tool the task belongs to."""
   from official_rtd.finetune import task as task_lib  # pylint: disable=g-import-not-at-top
-  if not config.task:
+  name = config.task_name
+  if not name:
     return
-  wanted = task_lib.config_type(task_lib.get(config.task))  # an unknown name: its own error
+  wanted = task_lib.config_type(task_lib.get(name))  # an unknown name: its own error
   if not isinstance(config, wanted):
     raise ValueError(
-        f"--task={config.task} is not a {tool_name} task (its tasks: "
-        f"{', '.join(task_lib.names_for(type(config)))}); {config.task} is fine-tuned by "
+        f"--task={name} is not a {tool_name} task (its tasks: "
+        f"{', '.join(task_lib.names_for(type(config)))}); {name} is fine-tuned by "
         f"{TOOL_OF_CONFIG.get(wanted.__name__, 'another tool')}")
 
 
