@@ -46,11 +46,16 @@ def resolve_gin_file(path: str) -> str:
   raise FileNotFoundError(f"gin file {path} not found (also looked in {REPO_GIN_DIR})")
 
 
+def _each_binding():
+  """((scope, configurable, parameter), value) of every gin binding so far."""
+  for (scope, selector), values in gin.config._CONFIG.items():  # pylint: disable=protected-access
+    for name, value in values.items():
+      yield (scope, selector, name), value
+
+
 def _bindings() -> dict:
   """Every gin binding so far: {(scope, configurable, parameter): repr(value)}."""
-  return {(scope, selector, name): repr(value)
-          for (scope, selector), values in gin.config._CONFIG.items()  # pylint: disable=protected-access
-          for name, value in values.items()}
+  return {key: repr(value) for key, value in _each_binding()}
 
 
 def _binding_name(key) -> str:
@@ -101,22 +106,15 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = (),
   with _quiet_include_search():
     _parse_bindings(gin_params)
   unbound = sorted({(value.config_key[0], set_by.get(key, "--gin_param"))
-                    for key, value in _references()
-                    if value.config_key[1] == "gin.macro"
+                    for key, value in _each_binding()
+                    if isinstance(value, gin.config.ConfigurableReference)
+                    and value.config_key[1] == "gin.macro"
                     and value.config_key not in gin.config._CONFIG})  # pylint: disable=protected-access
   if unbound:
     name, where = unbound[0]
     raise ValueError(f"{where} uses %{name}, which nothing binds: pass "
                      f"--gin_param=\"{name} = '<value>'\" (e.g. the stage-1 run's model_dir for "
                      "two-stage ELECTRA)")
-
-
-def _references():
-  """(binding key, value) of every binding whose value is a gin reference (`@fn`, `%MACRO`)."""
-  for (scope, selector), values in gin.config._CONFIG.items():  # pylint: disable=protected-access
-    for name, value in values.items():
-      if isinstance(value, gin.config.ConfigurableReference):
-        yield (scope, selector, name), value
 
 
 class _IncludeSearchFilter(logging.Filter):

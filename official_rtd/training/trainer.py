@@ -384,11 +384,17 @@ class Trainer:
     """
     rows, paths = [], self.checkpointer.evaluation_paths(all_checkpoints)
     for path in paths:
-      damaged = checkpoint_files.problem(path) if all_checkpoints else None
-      if damaged:
-        self.log(f"skipped checkpoint {path}: {damaged}")
+      try:
+        with checkpoint_files.quiet_restore_warnings():
+          self.checkpointer.checkpoint.restore(path).assert_existing_objects_matched()
+      except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
+        if not all_checkpoints:
+          raise
+        # Diagnosed only on failure: `problem` reads every value once.
+        what = checkpoint_files.problem(path) or next(
+            (line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        self.log(f"skipped checkpoint {path}: {what}")
         continue
-      self.checkpointer.checkpoint.restore(path).assert_existing_objects_matched()
       rows.append(self.evaluate(evaluator, self.step))
     if not rows:
       raise errors.TrainingSetupError(f"none of the {len(paths)} checkpoints in "
