@@ -20,7 +20,7 @@ from absl import logging
 import numpy as np
 
 from official_rtd.data import pretraining_data
-from official_rtd.finetune import glue
+from official_rtd.finetune.glue import task as glue
 from official_rtd.finetune import runner as runner_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -26,13 +26,13 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
-from official_rtd.finetune import glue
+from official_rtd.finetune.glue import task as glue
 from official_rtd.finetune import runner as runner_lib
-from official_rtd.finetune import squad
+from official_rtd.finetune.squad import task as squad
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.interop import export
 
-from official_rtd.finetune import span_head
+from official_rtd.finetune.squad import span_head
 from official_rtd.finetune import trials
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 

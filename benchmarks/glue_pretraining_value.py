@@ -15,7 +15,7 @@ from absl import logging
 
 from official_rtd.finetune import runner as runner_lib
 
-from official_rtd.finetune import glue
+from official_rtd.finetune.glue import task as glue
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = {"cola": "CoLA", "sst-2": "SST-2", "mrpc": "MRPC", "sts-b": "STS-B", "rte": "RTE"}

@@ -24,8 +24,8 @@ from absl import logging
 
 from official_rtd.finetune import runner as runner_lib
 
-from official_rtd.finetune import multiple_choice
-from official_rtd.finetune import tagging
+from official_rtd.finetune.race import task as multiple_choice
+from official_rtd.finetune.tagging import task as tagging
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")

@@ -8,6 +8,7 @@ from official_rtd.methods import electra_tt
 from official_rtd.methods import electric
 from official_rtd.methods import mlm
 from official_rtd.methods import noise_generator
+from official_rtd.methods import registry
 from official_rtd.methods import replace_mlm
 from official_rtd.methods import script
 from official_rtd.methods import teams
@@ -15,4 +16,4 @@ from official_rtd.modeling import encoder_config
 from official_rtd.training import evaluation
 from official_rtd.training import optimization
 from official_rtd.training import structure_monitor
-from official_rtd.training import trainer
+from official_rtd.training import train_config

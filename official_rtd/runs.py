@@ -15,13 +15,14 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd import configurables  # pylint: disable=unused-import; registers the configurables
-from official_rtd import checkpoint_files
-from official_rtd import run_lock
-from official_rtd import textio
+from official_rtd.utils import checkpoint_files
+from official_rtd.utils import run_lock
+from official_rtd.utils import textio
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
-from official_rtd.finetune import probe
+from official_rtd.probes import probe
 from official_rtd.methods import base
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.interop import run_dir
 from official_rtd.training import ema
@@ -225,7 +226,7 @@ def build_trainer(model_dir: str, input_path: str, strategy: tf.distribute.Strat
     with precision.policy(train_config.mixed_precision):
       resources = {} if model_fn else {"vocab": inputs.vocab, "token_counts": functools.partial(
           inputs.token_counts, strategies.is_chief(strategy), log)}
-      model = (model_fn or trainer_lib.pretraining_model)(
+      model = (model_fn or registry.pretraining_model)(
           encoder_config=inputs.encoder_config, **resources)
       model(base.dummy_inputs(train_config.max_seq_length, train_config.max_predictions_per_seq),
             training=False)  # creates the variables
@@ -287,7 +288,7 @@ def load_model(model_dir: str, weight_average: bool = False):
   gin.clear_config()
   try:  # the run's bindings are used to build the model, then dropped again
     gin.parse_config_file(config_path)
-    model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+    model = registry.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
     train_config = trainer_lib.TrainConfig()
   except (ValueError, KeyError) as e:
     raise run_dir.RunDirError(f"{config_path} does not build a model: {' '.join(str(e).split())}"

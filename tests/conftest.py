@@ -21,10 +21,10 @@ def clean_gin():
 # everything): tests that run the tools as processes, several processes, Beam, a tmpfs, or whole
 # pre-training and fine-tuning runs.
 SLOW_MODULES = (
-    "tests/tools/", "tests/test_disk_full.py", "tests/test_run_lock.py",
+    "tests/tools/", "tests/test_disk_full.py", "tests/utils/test_run_lock.py",
     "tests/training/test_distributed.py", "tests/training/test_long_runs.py",
     "tests/data/test_beam_pipeline.py", "tests/cvt/test_runner.py", "tests/cvt/test_parsing.py",
-    "tests/finetune/test_multitask.py", "tests/finetune/test_fingerprint.py",
+    "tests/finetune/bam/test_multitask.py", "tests/finetune/test_fingerprint.py",
     "tests/test_conftest.py", "tests/test_readme_commands.py",
     "tests/training/test_xla_step.py")
 

@@ -10,7 +10,7 @@ import gin
 import tensorflow as tf
 
 from official_rtd import runs
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.data import build_vocab
 from official_rtd.tools import export_model
 from tests import testutil
@@ -133,7 +133,7 @@ class DiskFullTest(tf.test.TestCase):
   def test_fine_tuning_removes_a_partial_checkpoint(self):
     disk = mount_small_tmpfs(self, size="400k")
     model_dir = os.path.join(disk, "rte")
-    from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top
+    from official_rtd.finetune.glue import task as glue  # pylint: disable=g-import-not-at-top
     from official_rtd.finetune import runner as runner_lib  # pylint: disable=g-import-not-at-top
     glue_dir = os.path.join(testutil.SHARED_DATA, "glue", "RTE")
     reason = testutil.missing_data_reason(glue_dir)

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from official_rtd import runs
+from official_rtd.methods import registry
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
@@ -35,7 +36,7 @@ class GinFilesTest(tf.test.TestCase):
                                  "EncoderConfig.intermediate_size = 64"])
       for mixed_precision in ("float32", "bfloat16"):
         with precision.policy(mixed_precision):
-          model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size),
+          model = registry.pretraining_model(EncoderConfig(vocab_size=vocab.size),
                                                 vocab=vocab,
                                                 token_counts=lambda: np.arange(vocab.size))
           ids = tf.constant([[vocab.cls_id, 10, 11, 12, 13, 14, vocab.sep_id, vocab.pad_id]])
@@ -215,7 +216,7 @@ class RecipeFilesTest(tf.test.TestCase):
         config = trainer_lib.TrainConfig()
         masking = trainer_lib.dynamic_masking(config.max_predictions_per_seq)
         encoder = EncoderConfig()
-        model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+        model = registry.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
       finally:
         gin.clear_config()
       self.assertEqual((config.train_batch_size, config.max_seq_length), (16, 64))

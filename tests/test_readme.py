@@ -23,8 +23,10 @@ class ReadmeTest(tf.test.TestCase):
 
   def test_links_lead_somewhere(self):
     pages = [os.path.join(testutil.REPO, "README.md"),
-             *sorted(glob.glob(os.path.join(testutil.REPO, "docs", "*.md")))]
-    self.assertGreater(len(pages), 5)
+             *sorted(glob.glob(os.path.join(testutil.REPO, "docs", "*.md"))),
+             os.path.join(testutil.REPO, "benchmarks", "RESULTS.md"),
+             *sorted(glob.glob(os.path.join(testutil.REPO, "benchmarks", "results", "*.md")))]
+    self.assertGreater(len(pages), 12)
     for page in pages:
       with open(page, encoding="utf-8") as f:
         text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
@@ -39,6 +41,16 @@ class ReadmeTest(tf.test.TestCase):
             headings = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
                         for h in re.findall(r"^#+ (.*)$", f.read(), re.M)}
           self.assertIn(anchor, headings, f"{page}: link {target}: no such heading")
+
+  def test_results_is_a_headline_table_and_a_contents_list_of_topic_pages(self):
+    with open(os.path.join(testutil.REPO, "benchmarks", "RESULTS.md"), encoding="utf-8") as f:
+      text = f.read()
+    self.assertLessEqual(len(text.splitlines()), 300)
+    self.assertIn("## Headline figures", text)
+    topics = glob.glob(os.path.join(testutil.REPO, "benchmarks", "results", "*.md"))
+    self.assertGreater(len(topics), 5)
+    for page in topics:
+      self.assertIn(f"](results/{os.path.basename(page)})", text, page)
 
   def test_the_readme_is_a_front_page(self):
     with open(os.path.join(testutil.REPO, "README.md"), encoding="utf-8") as f:

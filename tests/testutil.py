@@ -83,7 +83,7 @@ def record_stateless_seeds():
 def fine_tune_rte(test, export_dir: str, model_dir: str):
   """Fine-tunes `export_dir` with `run_glue`'s runner on 64 RTE examples (1 epoch, 4 steps) and
   checks it ran; skips (fails under CI) without ../shared. Returns the summary."""
-  from official_rtd.finetune import glue  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune.glue import task as glue  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import runner as runner_lib  # pylint: disable=g-import-not-at-top
   glue_dir = os.path.join(SHARED_DATA, "glue", "RTE")
   reason = missing_data_reason(glue_dir)

@@ -9,7 +9,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.data import corpus
 
 PAD, UNK, REMOVED = "<pad>", "<unk>", "<removed>"  # REMOVED: the word-dropout baseline's token

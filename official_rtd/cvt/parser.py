@@ -27,8 +27,8 @@ import tf_keras
 
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import task as task_lib
-from official_rtd.finetune import conllu
-from official_rtd.finetune import parsing_data
+from official_rtd.data import conllu
+from official_rtd.data import parsing_data
 from official_rtd.finetune import parsing_metrics
 from official_rtd.modeling.layers.edge_scorer import EdgeScorer
 from official_rtd.modeling.layers.edge_scorer import edge_log_probabilities

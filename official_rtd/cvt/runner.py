@@ -24,9 +24,9 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd import checkpoint_files
-from official_rtd import progress
-from official_rtd import textio
+from official_rtd.utils import checkpoint_files
+from official_rtd.utils import progress
+from official_rtd.utils import textio
 from official_rtd.cvt import all_tasks  # pylint: disable=unused-import
 from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import encoder as encoder_lib
@@ -348,9 +348,7 @@ class CvtRunner:
     task's labels, the model's sizes), then runs the trials and writes `eval_results.json`."""
     cfg = self.config
     # A re-run resumes only this same run; another run's directory is refused, nothing written.
-    with fingerprint.holding(cfg.model_dir, self.log):
-      fingerprint.check_or_record(cfg.model_dir, fingerprint.fingerprint(type(self).__name__, cfg),
-                                  fingerprint.field_defaults(cfg))
+    with fingerprint.this_run_only(cfg.model_dir, type(self).__name__, cfg, self.log):
       return self._trials_and_summary()
 
   def _trials_and_summary(self) -> dict:
@@ -363,9 +361,8 @@ class CvtRunner:
         cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
         lambda r: ", ".join(f"{t} {primary[t]}={r['dev'][t][primary[t]]:.4f}" for t in primary)
         + f" (best of {len(r['dev_curve'])} evaluations, step {r['best_step']})")
-    median, spread = {}, {}
-    for task in primary:
-      median[task], spread[task] = trials_lib.median_and_spread([t["dev"][task] for t in trials])
+    median, spread = trials_lib.median_and_spread(
+        [{task: t["dev"][task] for task in primary} for t in trials])
     summary = {"tasks": list(primary), "primary_metrics": primary, "mode": cfg.mode,
                "median": median, "spread": spread, "trials": trials,
                "flags": dataclasses.asdict(cfg), "vocab_words": len(self.vocab.words)}

@@ -18,7 +18,7 @@ import tf_keras
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import task as task_lib
 from official_rtd.finetune import tag_predictions
-from official_rtd.finetune import tagging_data
+from official_rtd.data import tagging_data
 
 AUXILIARY = ("fwd", "bwd", "future", "past", "full")
 

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.cvt import losses
+from official_rtd.utils import subsets
 
 _TASKS: Dict[str, type] = {}
 
@@ -138,10 +139,7 @@ def subset(examples: list, rng: np.random.Generator, fraction: float, limit: int
   keep = len(examples) if fraction >= 1.0 else max(1, int(round(fraction * len(examples))))
   if limit:
     keep = min(keep, limit)
-  if keep == len(examples):
-    return list(examples)
-  chosen = rng.permutation(len(examples))[:keep]
-  return [examples[i] for i in sorted(chosen)]
+  return subsets.random_subset(examples, keep, rng)
 
 
 class PerWordTask(CvtTask):

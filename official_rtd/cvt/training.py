@@ -18,6 +18,8 @@ from typing import Dict, List
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.utils import ranges
+
 MODES = ("cvt", "supervised", "word_dropout")
 
 
@@ -36,8 +38,17 @@ class CvtTrainConfig:
   ema_decay: float = 0.998
 
   def __post_init__(self):
+    ranges.check_ranges(self, TRAIN_CONFIG_RANGES)
     if self.mode not in MODES:
       raise ValueError(f"--mode must be one of {MODES}, got {self.mode!r}")
+
+
+# Valid values of CvtTrainConfig's numbers (`ranges.Range`).
+TRAIN_CONFIG_RANGES = {
+    "learning_rate": (0, None, False), "lr_decay": (0, None, True), "warmup_steps": (0, None, True),
+    "momentum": (0, 1, True), "clip_norm": (0, None, True), "label_smoothing": (0, 1, True),
+    "labeled_dropout": (0, 1, True), "unlabeled_dropout": (0, 1, True),
+    "word_dropout": (0, 1, True), "ema_decay": (0, 1, True)}
 
 
 class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):

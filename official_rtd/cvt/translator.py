@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import losses
 from official_rtd.cvt import task as task_lib
@@ -422,7 +422,7 @@ def translate_lines(lines: Sequence[str], vocab, model, target_vocab: TargetVoca
   """Detokenized German of each English line (an empty line stays empty), batched by length,
   with progress and an ETA every 30 s."""
   import time  # pylint: disable=g-import-not-at-top
-  from official_rtd import progress  # pylint: disable=g-import-not-at-top
+  from official_rtd.utils import progress  # pylint: disable=g-import-not-at-top
   from official_rtd.cvt import data as data_lib  # pylint: disable=g-import-not-at-top
   head = model.heads["translate"]
 

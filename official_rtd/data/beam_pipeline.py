@@ -40,7 +40,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 import tensorflow as tf
 
-from official_rtd import progress
+from official_rtd.utils import progress
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import paths
 from official_rtd.data import records

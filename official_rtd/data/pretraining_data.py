@@ -16,8 +16,8 @@ from typing import Callable, List, Optional
 
 import tensorflow as tf
 
-from official_rtd import run_lock
-from official_rtd import progress as progress_lib
+from official_rtd.utils import run_lock
+from official_rtd.utils import progress as progress_lib
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import data_config
 from official_rtd.data import example_encoder

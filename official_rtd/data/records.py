@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from official_rtd import textio
+from official_rtd.utils import textio
 
 SIDECAR_NAME = "pretraining_data.json"
 SHARD_PREFIX = "pretrain"

@@ -2,9 +2,9 @@
 (`task.register`): what the fine-tuning tools import instead of naming modules in each `main`. A new
 task module adds its import here."""
 # pylint: disable=unused-import
-from official_rtd.finetune import glue
-from official_rtd.finetune import multiple_choice
-from official_rtd.finetune import multitask
-from official_rtd.finetune import parsing
-from official_rtd.finetune import squad
-from official_rtd.finetune import tagging
+from official_rtd.finetune.glue import task as glue
+from official_rtd.finetune.race import task as multiple_choice
+from official_rtd.finetune.bam import multitask
+from official_rtd.finetune.parsing import task as parsing
+from official_rtd.finetune.squad import task as squad
+from official_rtd.finetune.tagging import task as tagging

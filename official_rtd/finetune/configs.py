@@ -5,7 +5,7 @@ head options."""
 import dataclasses
 from typing import Optional
 
-from official_rtd import ranges
+from official_rtd.utils import ranges
 
 
 # Valid values of the numeric settings every fine-tuning tool shares: (lowest, highest, whether
@@ -71,7 +71,7 @@ class FinetuneConfig:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GlueConfig(FinetuneConfig):
   """`run_glue`: `--task` (single-task, the ELECTRA protocol) or `--tasks` (BAM multi-task
-  fine-tuning and distillation, `multitask.py`). `num_train_epochs` None is 3 (10 for RTE and
+  fine-tuning and distillation, `bam/multitask.py`). `num_train_epochs` None is 3 (10 for RTE and
   STS-B), 6 multi-task."""
   task: str = ""
   tasks: str = ""

@@ -12,7 +12,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.finetune import configs
 
 ANNEALING = ("linear", "fixed")

@@ -5,6 +5,7 @@ that changes results (the config's fields but `RESUMABLE`) and a digest of the c
 input the settings name (the export, the data files or directories). A re-run resumes only the
 same run; otherwise it stops before writing anything, naming what differs.
 """
+import contextlib
 import dataclasses
 import glob
 import hashlib
@@ -12,8 +13,8 @@ import json
 import os
 from typing import Callable, Dict, List, Optional
 
-from official_rtd import run_lock
-from official_rtd import textio
+from official_rtd.utils import run_lock
+from official_rtd.utils import textio
 
 FILE = "run_fingerprint.json"
 # Settings a re-run may change: more trials extend a run; logging, checkpoint intervals, the
@@ -123,3 +124,13 @@ def holding(model_dir: str, log: Callable[[str], None] = print):
   """The run's lock on `model_dir` (`run_lock.holding`): a second run into it is refused, and a
   start that fails before any trial progress leaves the directory as it was (or absent)."""
   return run_lock.holding(model_dir, "--model_dir", keep=has_progress, log=log)
+
+
+@contextlib.contextmanager
+def this_run_only(model_dir: str, tool: str, config, log: Callable[[str], None] = print):
+  """Holds `model_dir` (`holding`) for a run of `tool` with `config`, after checking that a
+  directory already there was written by this same run (`check_or_record`; another run's is
+  refused before anything is written)."""
+  with holding(model_dir, log):
+    check_or_record(model_dir, fingerprint(tool, config), field_defaults(config))
+    yield

@@ -5,7 +5,7 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-from official_rtd.finetune import tag_schemes
+from official_rtd.data import tag_schemes
 
 
 def accuracy(labels, predictions) -> float:
@@ -60,7 +60,6 @@ def spearman(x, y) -> float:
 PRIMARY = {"cola": "mcc", "sst-2": "accuracy", "mrpc": "accuracy", "sts-b": "spearman",
            "qqp": "accuracy", "mnli": "accuracy", "qnli": "accuracy", "rte": "accuracy",
            "wnli": "accuracy"}
-GLUE_SCORE_TASKS = ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "qnli", "rte")
 
 
 def task_metrics(task: str, labels: Sequence, predictions: Sequence) -> Dict[str, float]:
@@ -73,18 +72,6 @@ def task_metrics(task: str, labels: Sequence, predictions: Sequence) -> Dict[str
   if task in ("mrpc", "qqp"):
     out["f1"] = f1(labels, predictions)
   return out
-
-
-def glue_score(primary_by_task: Dict[str, float]) -> float:
-  """Average of the 8 tasks' primary figures (WNLI excluded), in percent.
-
-  Raises:
-    ValueError: naming the tasks that are missing.
-  """
-  missing = [t for t in GLUE_SCORE_TASKS if t not in primary_by_task]
-  if missing:
-    raise ValueError(f"the GLUE score needs all of {list(GLUE_SCORE_TASKS)}; missing {missing}")
-  return float(100.0 * np.mean([primary_by_task[t] for t in GLUE_SCORE_TASKS]))
 
 
 def _prf(correct: int, predicted: int, gold: int) -> Dict[str, float]:

@@ -7,7 +7,7 @@ dissertation's PTB figures, where punctuation is excluded).
 """
 from typing import Dict, Sequence
 
-from official_rtd.finetune.conllu import Sentence
+from official_rtd.data.conllu import Sentence
 
 PUNCTUATION = ("include", "exclude")
 

@@ -9,7 +9,7 @@ from typing import Callable, List, Optional, Type
 
 import tf_keras
 
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.finetune import fingerprint
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
@@ -95,11 +95,8 @@ class Runner:
     this same run (`fingerprint`: another run's directory is refused before anything is
     written); then the best trial's files, the task's finish and `eval_results.json`."""
     cfg = self.config
-    with fingerprint.holding(cfg.model_dir, self.log):
-      fingerprint.check_or_record(
-          cfg.model_dir,
-          fingerprint.fingerprint(self.task.run_name or type(self.task).__name__, cfg),
-          fingerprint.field_defaults(cfg))
+    with fingerprint.this_run_only(cfg.model_dir, self.task.run_name or type(self.task).__name__,
+                                   cfg, self.log):
       return self._trials_and_summary()
 
   def _trials_and_summary(self) -> dict:
@@ -116,13 +113,7 @@ class Runner:
   def summary(self, trials: List[dict], best: dict) -> dict:
     """The results file: the task's fields, median and spread of each dev split's metrics (or of
     the flat `dev` dict), the trials, the flags and the resolved defaults."""
-    devs = [t["dev"] for t in trials]
-    if all(isinstance(v, dict) for v in devs[0].values()):
-      median, spread = {}, {}
-      for split in devs[0]:
-        median[split], spread[split] = trials_lib.median_and_spread([d[split] for d in devs])
-    else:
-      median, spread = trials_lib.median_and_spread(devs)
+    median, spread = trials_lib.median_and_spread([t["dev"] for t in trials])
     return {**self.task.summary_fields(median), "primary_metric": self.task.primary_metric,
             "best_trial": best["trial"],
             "init_checkpoint": os.path.abspath(self.config.init_checkpoint),

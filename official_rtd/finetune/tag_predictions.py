@@ -1,12 +1,12 @@
-"""Predicted tags as written and scored, shared by fine-tuned taggers (`tagging.py`) and CVT's
+"""Predicted tags as written and scored, shared by fine-tuned taggers (`tagging/task.py`) and CVT's
 (`cvt/tagger.py`): IOB2 output for span tasks, token accuracy or conlleval span P/R/F1, and the
 conlleval input file."""
 from typing import List
 
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.finetune import metrics as metrics_lib
-from official_rtd.finetune import tag_schemes
-from official_rtd.finetune import tagging_data
+from official_rtd.data import tag_schemes
+from official_rtd.data import tagging_data
 
 
 def output_tags(task: tagging_data.TaggingTask, tags: List[List[str]]) -> List[List[str]]:

@@ -15,7 +15,7 @@ task is one module:
     def evaluate(self, model, trial_dir): ...
 
 and the runner picks it by `config.task_name`. The same class takes part in multi-task (BAM)
-runs (`multitask.py`, `run_glue --tasks=...`) when it sets `multitask = True` and implements the
+runs (`bam/multitask.py`, `run_glue --tasks=...`) when it sets `multitask = True` and implements the
 methods under "taking part in a multi-task run": each task family is written once.
 """
 import json
@@ -23,10 +23,10 @@ import math
 import typing
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
 
-import numpy as np
 import tensorflow as tf
 
 from official_rtd.finetune import trials as trials_lib
+from official_rtd.utils import subsets
 
 
 class Task:
@@ -184,10 +184,7 @@ class Task:
 def subset_rows(count: int, config) -> List[int]:
   """Indices (ascending) of a `--max_train_examples` random subset of `count` rows (seeded by
   `--seed`), or all of them."""
-  if not config.max_train_examples:
-    return list(range(count))
-  keep = np.random.default_rng(config.seed).permutation(count)
-  return sorted(int(i) for i in keep[:config.max_train_examples])
+  return subsets.random_rows(count, config.max_train_examples, config.seed)
 
 
 _TASKS: Dict[str, Type[Task]] = {}

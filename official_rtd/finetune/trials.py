@@ -7,9 +7,9 @@ from typing import Callable, Dict, List
 import numpy as np
 import tensorflow as tf
 
-from official_rtd import checkpoint_files
-from official_rtd import progress
-from official_rtd import textio
+from official_rtd.utils import checkpoint_files
+from official_rtd.utils import progress
+from official_rtd.utils import textio
 from official_rtd.modeling.layers import dropout
 from official_rtd.finetune import layerwise_decay
 from official_rtd.training import optimization
@@ -105,10 +105,14 @@ def trial_dir(model_dir: str, trial: int, *names: str) -> str:
   return os.path.join(model_dir, f"trial_{trial}", *names)
 
 
-def median_and_spread(values_by_trial: List[Dict[str, float]]):
-  """`({metric: median}, {metric: {mean, min, max, std, n}})` over trials' metric dicts."""
+def median_and_spread(values_by_trial: List[Dict]):
+  """`({metric: median}, {metric: {mean, min, max, std, n}})` over trials' metric dicts; a
+  nested dict (metrics per dev split, per task) gives nested results."""
   median, spread = {}, {}
   for metric in values_by_trial[0]:
+    if isinstance(values_by_trial[0][metric], dict):
+      median[metric], spread[metric] = median_and_spread([t[metric] for t in values_by_trial])
+      continue
     values = np.array([t[metric] for t in values_by_trial], np.float64)
     median[metric] = float(np.median(values))
     spread[metric] = {"mean": float(values.mean()), "min": float(values.min()),

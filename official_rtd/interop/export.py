@@ -4,8 +4,8 @@ import shutil
 
 import tensorflow as tf
 
-from official_rtd import checkpoint_files
-from official_rtd import textio
+from official_rtd.utils import checkpoint_files
+from official_rtd.utils import textio
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.methods import base

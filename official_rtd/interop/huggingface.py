@@ -19,7 +19,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import bert_layout
 from official_rtd.methods import electra

@@ -14,7 +14,7 @@ import tf_keras
 from official.nlp.modeling import models as mg_models
 from official.nlp.modeling import networks as mg_networks
 
-from official_rtd import checkpoint_files
+from official_rtd.utils import checkpoint_files
 from official_rtd.interop.electra_tf1 import CheckpointImportError
 from official_rtd.methods import base
 from official_rtd.methods import electra

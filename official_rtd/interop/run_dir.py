@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.data import vocab as vocab_lib
 
 OPERATIVE_CONFIG = "operative_config.gin"

@@ -18,7 +18,7 @@ from typing import Optional
 import gin
 import tensorflow as tf
 
-from official_rtd import checkpoint_files
+from official_rtd.utils import checkpoint_files
 from official_rtd.methods import base
 from official_rtd.methods import objectives
 from official_rtd.methods import registry

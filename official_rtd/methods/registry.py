@@ -12,6 +12,8 @@ need them).
 import dataclasses
 from typing import Callable, Dict, Optional, Tuple
 
+import gin
+
 RESOURCES = ("vocab", "token_counts")
 
 
@@ -69,3 +71,12 @@ def build(name: str, encoder_config, vocab=None, token_counts: Optional[Callable
     raise ValueError(f"method {name!r} needs {', '.join(missing)}")
   resources = {need: available[need]() for need in method.needs}
   return method.builder(encoder_config=encoder_config, **resources, **options)
+
+
+@gin.configurable
+def pretraining_model(encoder_config, vocab=None, token_counts: Optional[Callable] = None,
+                      method: str = gin.REQUIRED):
+  """The method the task gin file names (`pretraining_model.method = "electra"`), built with the
+  run's resources it declares: the vocab, and the training records' token counts (a callable, so
+  only methods that need them pay for the counting pass). Returns a `base.PretrainingModel`."""
+  return build(method, encoder_config, vocab=vocab, token_counts=token_counts)

@@ -24,7 +24,14 @@ from typing import Dict, Optional
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.utils import ranges
+
 STRATEGIES = {"electra": (0.85, 0.0), "bert": (0.8, 0.1), "mask_only": (1.0, 0.0)}
+
+
+# Valid values of MaskingConfig's numbers (`ranges.Range`; None, an unset final rate, passes).
+MASKING_CONFIG_RANGES = {"mask_prob": (0, 1, False), "final_mask_prob": (0, 1, False),
+                         "schedule_steps": (0, None, True), "max_predictions_per_seq": (1, None, True)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,15 +50,7 @@ class MaskingConfig:
       raise ValueError(f"rounding must be 'round' or 'ceil', got {self.rounding!r}")
     if self.strategy not in STRATEGIES:
       raise ValueError(f"mask strategy must be one of {sorted(STRATEGIES)}, got {self.strategy!r}")
-    if not 0.0 < self.mask_prob <= 1.0:
-      raise ValueError(f"mask_prob must be in (0, 1], got {self.mask_prob}")
-    if self.final_mask_prob is not None:
-      if not 0.0 < self.final_mask_prob <= 1.0:
-        raise ValueError(f"final_mask_prob must be in (0, 1], got {self.final_mask_prob}")
-      if self.schedule_steps < 0:
-        raise ValueError(f"schedule_steps must be >= 0, got {self.schedule_steps}")
-    if self.max_predictions_per_seq < 1:
-      raise ValueError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+    ranges.check_ranges(self, MASKING_CONFIG_RANGES, "{name}={value}")
 
   def rate_at(self, step) -> tf.Tensor:
     """The masking rate (float64 scalar) at `step` (a scalar tensor; None: step 0)."""

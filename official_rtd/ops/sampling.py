@@ -156,3 +156,8 @@ def unmask(inputs: dict) -> tf.Tensor:
   """`[batch, seq_len]` original ids: `input_word_ids` with `masked_lm_ids` put back."""
   return scatter_positions(inputs["input_word_ids"], inputs["masked_lm_positions"],
                            inputs["masked_lm_ids"], inputs["masked_lm_weights"])
+
+
+def original_ids(batch: dict) -> tf.Tensor:
+  """`[batch, seq_len]` the text's ids, from masked records (`unmask`) or unmasked ones."""
+  return unmask(batch) if "masked_lm_ids" in batch else batch["input_word_ids"]

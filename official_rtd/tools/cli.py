@@ -117,7 +117,7 @@ class Flags:
 
   def flags(self) -> List[Flag]:
     """The flags, in `help`'s order."""
-    from official_rtd import ranges as ranges_lib  # pylint: disable=g-import-not-at-top
+    from official_rtd.utils import ranges as ranges_lib  # pylint: disable=g-import-not-at-top
     fields = {f.name: f for f in dataclasses.fields(self.config)}
     out = []
     for name, text in self.help.items():
@@ -158,7 +158,7 @@ class Flags:
     """The `config` of the parsed flags, after the renamed flags' values moved to their new
     names and the required ones were checked; ranges checked."""
     from absl import flags  # pylint: disable=g-import-not-at-top
-    from official_rtd import ranges as ranges_lib  # pylint: disable=g-import-not-at-top
+    from official_rtd.utils import ranges as ranges_lib  # pylint: disable=g-import-not-at-top
     given = {}
     for flag in self.flags():
       value = flags.FLAGS[flag.name].value
@@ -385,7 +385,7 @@ def staged_output_dir(path: str, overwrite: bool, flag: str = "--output_dir"):
   An occupied `path` without `overwrite` is refused before the body runs."""
   import glob  # pylint: disable=g-import-not-at-top
   import shutil  # pylint: disable=g-import-not-at-top
-  from official_rtd import textio  # pylint: disable=g-import-not-at-top
+  from official_rtd.utils import textio  # pylint: disable=g-import-not-at-top
   if overwrite:
     _check_not_a_file(path, flag)
   else:

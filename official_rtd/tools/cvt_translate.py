@@ -11,7 +11,7 @@ import dataclasses
 from absl import logging
 
 from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up output
-from official_rtd import textio
+from official_rtd.utils import textio
 
 
 @dataclasses.dataclass(frozen=True)

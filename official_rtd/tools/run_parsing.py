@@ -4,7 +4,7 @@ r"""Fine-tunes an exported encoder on dependency parsing (a Universal Dependenci
       --model_dir=/runs/ud [--random_init] [--num_trials=3]
 
 --data_dir holds one `*-ud-train.conllu` and one `*-ud-dev.conllu`. The head is CVT's edge scorer
-(`finetune/parsing.py`). Writes `<model_dir>/eval_results.json` (UAS and LAS with and without
+(`finetune/parsing/task.py`). Writes `<model_dir>/eval_results.json` (UAS and LAS with and without
 punctuation, per trial and median) and the best trial's `predictions.conllu`. Re-running resumes
 with the first unfinished trial.
 """

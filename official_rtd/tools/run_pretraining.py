@@ -68,11 +68,11 @@ COMMAND_LINE = cli.Flags(RunPretrainingConfig, {
     "warm_start_from": "Warm start: a run_pretraining model_dir, an import_checkpoint "
                        "output_dir or a checkpoint prefix whose weights start this run (ignored "
                        "once the run has checkpoints of its own). Its vocab.txt must be the "
-                       "records' vocab. Same as TrainConfig.init_checkpoint.",
+                       "records' vocab. Same as TrainConfig.warm_start_from.",
     "warm_start_allow_missing": "Components (checkpoint path parts, e.g. mws_head,mws_layer) "
                                 "that may be absent from --warm_start_from and then start "
                                 "freshly initialised; any other missing or mis-shaped variable "
-                                "is an error. Same as TrainConfig.init_checkpoint_allow_missing.",
+                                "is an error. Same as TrainConfig.warm_start_allow_missing.",
     "onset_monitor": "Measure the structure-onset figures (largest head's attention on the "
                      "previous/next token, attention entropy ratio, order sensitivity) of the "
                      "encoder every OnsetConfig.every_steps steps and at the end, on rows of "
@@ -94,9 +94,9 @@ def main(config):
   if config.jit_compile is not None:
     gin_params.append(f"TrainConfig.jit_compile = {config.jit_compile}")
   if config.warm_start_from is not None:
-    gin_params.append(f"TrainConfig.init_checkpoint = {config.warm_start_from!r}")
+    gin_params.append(f"TrainConfig.warm_start_from = {config.warm_start_from!r}")
   if config.warm_start_allow_missing is not None:
-    gin_params.append("TrainConfig.init_checkpoint_allow_missing = "
+    gin_params.append("TrainConfig.warm_start_allow_missing = "
                       f"{tuple(config.warm_start_allow_missing)!r}")
   runs.run_pretraining(list(config.gin_file), gin_params, config.input_records,
                        config.model_dir, config.distribution_strategy, config.tpu,

@@ -8,7 +8,7 @@ Probes (logistic regression on features the encoder computes and never updates, 
 `train.tsv` / `dev.tsv`) and a GLUE sentence classification task (`--glue_task`, mean-pooled
 sequence output over `--glue_max_train_examples` training rows) and `ud` (dependency parsing: a
 bilinear head selector on each word's first-piece vector, `--ud_data_dir` with `*-ud-train.conllu`
-/ `*-ud-dev.conllu`, dev UAS; `finetune/parsing_probe.py`). Every probe also runs on an
+/ `*-ud-dev.conllu`, dev UAS; `probes/parsing_probe.py`). Every probe also runs on an
 encoder of the export's shape with random weights (seeds `--seed` ..), the baseline its figure
 needs. Writes one JSON object: `{"pretrained": {...}, "random_init": {...}}`.
 """
@@ -17,7 +17,7 @@ import dataclasses
 from absl import logging
 
 from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up output
-from official_rtd import textio
+from official_rtd.utils import textio
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +61,9 @@ def main(config):
   import time  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
-  from official_rtd.finetune import probe as probe_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.probes import probe as probe_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import export as export_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.finetune import parsing_probe  # pylint: disable=g-import-not-at-top
+  from official_rtd.probes import parsing_probe  # pylint: disable=g-import-not-at-top
   if not (config.pos_data_dir or config.glue_data_dir or config.ud_data_dir):
     raise ValueError("give at least one of --pos_data_dir, --glue_data_dir and --ud_data_dir")
   export = export_lib.Export(config.init_checkpoint)

@@ -17,7 +17,7 @@ from typing import List
 from absl import logging
 
 from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up output
-from official_rtd import textio
+from official_rtd.utils import textio
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Callable, List, Optional
 
 import tensorflow as tf
 
-from official_rtd import checkpoint_files
+from official_rtd.utils import checkpoint_files
 from official_rtd.training.errors import TrainingSetupError
 
 MILESTONES = "milestones"

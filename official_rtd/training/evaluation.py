@@ -139,8 +139,7 @@ class Evaluator:
   def _fixed_noise_figures(self) -> Dict[str, float]:
     originals, masks, types = [], [], []
     for batch in self._batches():  # one pass over the held-out set
-      originals.append(sampling.unmask(batch).numpy() if "masked_lm_ids" in batch
-                       else batch["input_word_ids"].numpy())
+      originals.append(sampling.original_ids(batch).numpy())
       masks.append(batch["input_mask"].numpy())
       types.append(batch["input_type_ids"].numpy())
     special = self.vocab.is_special()
@@ -170,8 +169,7 @@ class Evaluator:
     originals, swapped = [], []
     rng = np.random.default_rng(cfg.seed)
     for batch in self._batches():
-      for row in (sampling.unmask(batch).numpy() if "masked_lm_ids" in batch
-                  else batch["input_word_ids"].numpy()):
+      for row in sampling.original_ids(batch).numpy():
         pieces = [t for t in row[1:] if not special[t]][:cfg.pll_max_tokens]
         while pieces and cont[pieces[-1]]:
           pieces.pop()  # end at a word boundary

@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from official_rtd import progress
+from official_rtd.utils import progress
 from official_rtd.training import scoring
 
 TIE_RULE = "a pair whose two sentences score equally counts 1/2 (ties are also counted apart)"

@@ -8,7 +8,7 @@ import tensorflow as tf
 import tf_keras
 from official.modeling import optimization
 
-from official_rtd import ranges
+from official_rtd.utils import ranges
 
 # Variables whose name contains one of these get no weight decay (ELECTRA/BERT).
 NO_DECAY = ["LayerNorm", "layer_norm", "bias"]

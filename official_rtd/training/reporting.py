@@ -18,7 +18,7 @@ from typing import Callable, Dict, List
 
 import tensorflow as tf
 
-from official_rtd import progress
+from official_rtd.utils import progress
 from official_rtd.interop import run_dir
 
 Listener = Callable[[str, dict], None]

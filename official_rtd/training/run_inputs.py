@@ -12,7 +12,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from official_rtd import checkpoint_files
+from official_rtd.utils import checkpoint_files
 from official_rtd.data import pretrain_dataloader
 from official_rtd.data import records
 from official_rtd.data import vocab as vocab_lib
@@ -175,7 +175,7 @@ class RunInputs:
     config = dataclasses.replace(self.input_config, is_training=False, global_batch_size=1024)
     counts = np.zeros([self.vocab.size], np.int64)
     for batch in pretrain_dataloader.load_pretraining_dataset(config):
-      ids = (sampling.unmask(batch) if "masked_lm_ids" in batch else batch["input_word_ids"])
+      ids = sampling.original_ids(batch)
       ids = ids.numpy()[batch["input_mask"].numpy() > 0]
       counts += np.bincount(ids, minlength=self.vocab.size)
     if is_chief:

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official_rtd import textio
+from official_rtd.utils import textio
 from official_rtd.methods import base
 from official_rtd.methods import objectives
 

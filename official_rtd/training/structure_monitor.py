@@ -24,6 +24,7 @@ import numpy as np
 from official_rtd.data import pretrain_dataloader
 from official_rtd.modeling.networks import attention_maps
 from official_rtd.ops import sampling
+from official_rtd.utils import ranges
 
 PREFIX = "onset_"
 FIGURES = ("attn_prev_max", "attn_next_max", "attn_entropy_ratio", "order_sensitivity")
@@ -89,9 +90,12 @@ class OnsetConfig:
   order_rows: int = 8
 
   def __post_init__(self):
-    if self.every_steps < 0 or self.num_rows < 1 or self.width < 3 or self.order_rows < 1:
-      raise ValueError(f"OnsetConfig: every_steps >= 0, num_rows >= 1, width >= 3 and "
-                       f"order_rows >= 1 are needed, got {self}")
+    ranges.check_ranges(self, ONSET_CONFIG_RANGES, "OnsetConfig.{name} = {value}")
+
+
+# Valid values of OnsetConfig's numbers (`ranges.Range`).
+ONSET_CONFIG_RANGES = {"every_steps": (0, None, True), "num_rows": (1, None, True),
+                       "width": (3, None, True), "order_rows": (1, None, True)}
 
 
 def rows_from_records(input_config: pretrain_dataloader.PretrainInputConfig, vocab, width: int,
@@ -102,7 +106,7 @@ def rows_from_records(input_config: pretrain_dataloader.PretrainInputConfig, voc
 
   def batches():
     for batch in pretrain_dataloader.load_pretraining_dataset(config):
-      ids = sampling.unmask(batch) if "masked_lm_ids" in batch else batch["input_word_ids"]
+      ids = sampling.original_ids(batch)
       yield {"input_word_ids": ids.numpy(), "input_mask": batch["input_mask"].numpy()}
   return heldout_rows(batches(), vocab.cls_id, vocab.sep_id, num_rows, width)
 

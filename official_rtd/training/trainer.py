@@ -14,128 +14,27 @@ change at given steps (`phases`); milestones and an average of the weights (`ema
 kept.
 """
 import contextlib
-import dataclasses
 import os
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict
 
-import gin
 import tensorflow as tf
 
-from official_rtd import checkpoint_files
-from official_rtd import ranges
+from official_rtd.utils import checkpoint_files
 from official_rtd.methods import base
-from official_rtd.methods import registry
 from official_rtd.interop import export
-from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import checkpointing
 from official_rtd.training import ema
 from official_rtd.training import errors
 from official_rtd.training import nonfinite
 from official_rtd.training import optimization
+from official_rtd.training import periodic
 from official_rtd.training import reporting
 from official_rtd.training import run_inputs
 from official_rtd.training import strategies
+from official_rtd.training import train_config as train_config_lib
 from official_rtd.training import train_step
 from official_rtd.training import warm_start
-
-
-@gin.configurable
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-  # Examples per micro-batch over all replicas; an optimizer update takes
-  # gradient_accumulation_steps of them (the effective batch is their product).
-  train_batch_size: int = 128
-  num_train_steps: int = 1_000_000
-  max_seq_length: int = 128
-  max_predictions_per_seq: int = 20
-  save_checkpoints_steps: int = 1000
-  keep_checkpoint_max: int = 5
-  # > 0: also keep the checkpoint of every multiple of this step for good, in <model_dir>/milestones
-  # (hard links, no copy), for evaluating a long run's curve later.
-  keep_checkpoint_every_steps: int = 0
-  log_every_steps: int = 100
-  shuffle_buffer_size: int = 10000
-  seed: int = 0
-  # > 0: train for as many steps as fit in this many section 5.2.2 FLOPs (overrides
-  # num_train_steps, so the learning rate decays to its end at the budget).
-  train_flops_budget: float = 0.0
-  mixed_precision: str = "float32"  # or bfloat16, float16 (with dynamic loss scaling)
-  jit_compile: bool = False  # XLA-compile each replica's forward and backward pass
-  # Warm start (`training/warm_start.py`): the weights of another run's or an imported checkpoint
-  # when this run has none of its own; the components left fresh if the source lacks them.
-  init_checkpoint: str = ""
-  init_checkpoint_allow_missing: Tuple[str, ...] = ()
-  # k > 1: each update sums the gradients of k micro-batches of train_batch_size run one after
-  # another, every loss normalised over all k (equal to one batch of k·train_batch_size).
-  gradient_accumulation_steps: int = 1
-  # A step whose loss or gradient norm is not finite never changes a weight. Then: "skip" goes on
-  # with the next batch (and stops after nonfinite_patience such steps in a row), "rollback"
-  # restores the last checkpoint and goes on with the next batches (stops after
-  # nonfinite_patience rollbacks), "stop" stops at once. Each names the step and the loss.
-  on_nonfinite: str = "skip"
-  nonfinite_patience: int = 10
-  # > 0: keep an exponential moving average of the weights (e.g. 0.999), in the checkpoints, used
-  # for held-out evaluation and exported to <model_dir>/export_ema.
-  ema_decay: float = 0.0
-  # Later phases of one run: dicts with "start_step" and any of "input_records",
-  # "max_seq_length", "train_batch_size", "max_predictions_per_seq" (unset: the previous
-  # phase's), e.g. BERT's 90% of the steps at 128 tokens, then 512. The step, optimizer state and
-  # schedule carry on; the first phase is the run's own input and the fields above.
-  phases: Tuple[dict, ...] = ()
-
-  def __post_init__(self):
-    ranges.check_ranges(self, TRAIN_CONFIG_RANGES, "TrainConfig.{name} = {value}")
-    if self.on_nonfinite not in NONFINITE_POLICIES:
-      raise ValueError(f"TrainConfig.on_nonfinite = {self.on_nonfinite!r} must be one of "
-                       f"{NONFINITE_POLICIES}")
-    previous = 0
-    for index, phase in enumerate(self.phases):
-      where = f"TrainConfig.phases[{index}]"
-      if not isinstance(phase, dict) or "start_step" not in phase:
-        raise ValueError(f"{where} = {phase!r} must be a dict with a 'start_step'")
-      unknown = sorted(set(phase) - set(PHASE_FIELDS))
-      if unknown:
-        raise ValueError(f"{where} has unknown keys {unknown}; known: {list(PHASE_FIELDS)}")
-      start = phase["start_step"]
-      if not isinstance(start, int) or not previous < start < self.num_train_steps:
-        raise ValueError(f"{where}['start_step'] = {start!r} must be an int after the previous "
-                         f"phase's start ({previous}) and before num_train_steps "
-                         f"({self.num_train_steps})")
-      previous = start
-      for name in ("max_seq_length", "train_batch_size", "max_predictions_per_seq"):
-        if name in phase:
-          low = TRAIN_CONFIG_RANGES[name][0]
-          if not isinstance(phase[name], int) or phase[name] < low:
-            raise ValueError(f"{where}['{name}'] = {phase[name]!r} must be an int >= {low}")
-    if self.phases and self.train_flops_budget:
-      raise ValueError("TrainConfig.train_flops_budget and TrainConfig.phases cannot be combined: "
-                       "set num_train_steps")
-
-
-NONFINITE_POLICIES = ("skip", "rollback", "stop")
-PHASE_FIELDS = ("start_step", "input_records", "max_seq_length", "train_batch_size",
-                "max_predictions_per_seq")
-
-
-# Valid values of TrainConfig's numbers (`ranges.Range`), checked when the config is built.
-TRAIN_CONFIG_RANGES = {
-    "train_batch_size": (1, None, True), "num_train_steps": (1, None, True),
-    "max_seq_length": (3, None, True), "max_predictions_per_seq": (1, None, True),
-    "save_checkpoints_steps": (1, None, True), "keep_checkpoint_max": (1, None, True),
-    "keep_checkpoint_every_steps": (0, None, True),
-    "log_every_steps": (1, None, True), "shuffle_buffer_size": (1, None, True),
-    "train_flops_budget": (0, None, True), "gradient_accumulation_steps": (1, None, True),
-    "nonfinite_patience": (1, None, True), "ema_decay": (0, 1, True)}
-
-
-@gin.configurable
-def pretraining_model(encoder_config: EncoderConfig, vocab=None, token_counts=None,
-                      method: str = gin.REQUIRED) -> base.PretrainingModel:
-  """The method the task gin file names (`pretraining_model.method = "electra"`), built with the
-  run's resources it declares (`methods.registry`): the vocab, and the training records' token
-  counts (a callable, so only methods that need them pay for the counting pass)."""
-  return registry.build(method, encoder_config, vocab=vocab, token_counts=token_counts)
 
 
 EMA_EXPORT_DIR = "export_ema"
@@ -144,8 +43,9 @@ EMA_EXPORT_DIR = "export_ema"
 MAX_CHUNK_SECONDS = 10.0
 
 
-# Re-exported: the errors live in `errors.py`, the milestone helpers in `checkpointing.py`, the
+# Re-exported: the run's settings live in `train_config.py`, the errors in `errors.py`, the milestone helpers in `checkpointing.py`, the
 # inputs (phases, the masking configurable) in `run_inputs.py`.
+TrainConfig = train_config_lib.TrainConfig
 TrainingSetupError = errors.TrainingSetupError
 NonFiniteError = errors.NonFiniteError
 Phase = run_inputs.Phase
@@ -202,6 +102,8 @@ class Trainer:
                                                self.checkpointer, optimizer_config.learning_rate,
                                                log)
     self._skipped_at_log = 0
+    self.extra_actions = []  # add_action()
+    self.last_row = {}
     self.iterator = None  # set by restore()
     clip = optimizer_config.clip_norm
     self.log(f"gradients clipped to global norm {clip:g} by the trainer after the cross-replica "
@@ -230,17 +132,17 @@ class Trainer:
 
   def restore(self) -> int:
     """Restores the latest checkpoint in `model_dir`, if any (else warm-starts from
-    `init_checkpoint`, if given), and positions the input after the batches its steps consumed;
+    `warm_start_from`, if given), and positions the input after the batches its steps consumed;
     returns the step."""
     cfg = self.train_config
     latest = self.checkpointer.restore_latest()
     if latest:
       self.log(f"restored {latest} (step {self.step})"
-               + (" (this run's own checkpoint: init_checkpoint is not read again)"
-                  if cfg.init_checkpoint else ""))
-    elif cfg.init_checkpoint:
-      warm_start.warm_start(self.model, cfg.init_checkpoint, self.vocab,
-                            cfg.init_checkpoint_allow_missing, self.log)
+               + (" (this run's own checkpoint: warm_start_from is not read again)"
+                  if cfg.warm_start_from else ""))
+    elif cfg.warm_start_from:
+      warm_start.warm_start(self.model, cfg.warm_start_from, self.vocab,
+                            cfg.warm_start_allow_missing, self.log)
       if self.weight_average is not None:
         self.weight_average.reset()
     self.iterator = self.input_iterator(self.step)
@@ -282,27 +184,46 @@ class Trainer:
                  f"{export_dir}")
     return last
 
-  def _train_loop(self, train_steps, writer, evaluator, eval_every: int,
-                  monitor=None) -> Dict[str, float]:
+  def add_action(self, action: periodic.PeriodicAction) -> None:
+    """Adds a `periodic.PeriodicAction`, run after the run's own (phase switch, log, save, onset,
+    evaluation) at the steps it is due."""
+    self.extra_actions.append(action)
+
+  def _actions(self, writer, evaluator, eval_every: int, monitor) -> list:
+    """The run's periodic actions, in the order they run at a step where several are due."""
     cfg = self.train_config
-    step, last = self.step, {}
-    start_step, start_time = step, time.time()
-    interval_start, interval_steps = time.time(), 0
-    seconds_per_step = None
-    skipped = self._skipped_at_log = int(self.step_fn.skipped_steps.numpy())
-    keep = cfg.keep_checkpoint_every_steps  # a milestone is saved even between regular saves
+    actions = [
+        periodic.PeriodicAction("phase", self._switch_phase, at_end=False,
+                                at_steps=[p.start_step for p in self.phases if p.start_step > 0]),
+        periodic.PeriodicAction("log", lambda step: self._log(writer, step),
+                                periods=(cfg.log_every_steps,)),
+        # A milestone is saved even between regular saves.
+        periodic.PeriodicAction("save", self._save, periods=(
+            cfg.save_checkpoints_steps, cfg.keep_checkpoint_every_steps))]
     # A run killed between an evaluation and its next checkpoint re-trains those steps when it
     # resumes (bit for bit): their rows are not written twice.
-    evaluated = self.reporter.recorded_steps() if evaluator is not None else set()
-    onset_done = self.reporter.recorded_steps(onset=True) if monitor is not None else set()
-    while step < cfg.num_train_steps:
-      n = min(cfg.log_every_steps - step % cfg.log_every_steps,
-              cfg.save_checkpoints_steps - step % cfg.save_checkpoints_steps,
-              cfg.num_train_steps - step, *([keep - step % keep] if keep else []),
-              *([eval_every - step % eval_every] if eval_every else []),
-              *([monitor.every_steps - step % monitor.every_steps]
-                if monitor is not None and monitor.every_steps else []),
-              *[p.start_step - step for p in self.phases if p.start_step > step][:1])
+    if monitor is not None and self.is_chief:
+      actions.append(periodic.PeriodicAction(
+          "onset", lambda step: self.report_onset(monitor, step, writer),
+          periods=(monitor.every_steps,),
+          skip=self.reporter.recorded_steps(onset=True).__contains__))
+    if evaluator is not None and self.is_chief:
+      actions.append(periodic.PeriodicAction(
+          "evaluate", lambda step: self.evaluate(evaluator, step), periods=(eval_every,),
+          skip=self.reporter.recorded_steps().__contains__))
+    return actions + self.extra_actions
+
+  def _train_loop(self, train_steps, writer, evaluator, eval_every: int,
+                  monitor=None) -> Dict[str, float]:
+    last_step = self.train_config.num_train_steps
+    actions = self._actions(writer, evaluator, eval_every, monitor)
+    step = self.step
+    self._timing = _Timing(step)
+    self.last_row = {}
+    seconds_per_step = None
+    skipped = self._skipped_at_log = int(self.step_fn.skipped_steps.numpy())
+    while step < last_step:
+      n = periodic.steps_to_next(actions, step, last_step)
       # A signal is handled between calls: keep each call short (the first, which traces the
       # loop, runs one step and measures it).
       if seconds_per_step is None:
@@ -316,33 +237,24 @@ class Trainer:
         self.nonfinite.check_weights(step + n)
         raise
       seconds_per_step = (time.time() - chunk_start) / n
-      step, interval_steps = step + n, interval_steps + n
+      step = step + n
+      self._timing.steps_run += n
       if int(self.step_fn.skipped_steps.numpy()) != skipped:
         step = self._on_nonfinite(step)
         skipped = int(self.step_fn.skipped_steps.numpy())
-      phase = self.inputs.phase_at(step)
-      if phase.start_step == step and step > 0 and step < cfg.num_train_steps:
-        self.iterator = self.input_iterator(step)
-        self.log(f"phase {self.phases.index(phase) + 1} of {len(self.phases)} from step {step}: "
-                 f"{phase.input_config.input_path}, batch {phase.train_batch_size} × "
-                 f"{phase.max_seq_length} tokens")
-      saving = (step % cfg.save_checkpoints_steps == 0 or step == cfg.num_train_steps
-                or (keep and step % keep == 0))
-      if saving:
-        self.nonfinite.check_weights(step)  # one pass over all weights, only before a save
-      if step % cfg.log_every_steps == 0 or step == cfg.num_train_steps:
-        last = self._log(writer, step, interval_steps, time.time() - interval_start,
-                         (time.time() - start_time) / max(step - start_step, 1))
-        interval_start, interval_steps = time.time(), 0
-      if saving:
-        self.checkpointer.save(step)
-      if (monitor is not None and self.is_chief and monitor.due(step, cfg.num_train_steps)
-          and step not in onset_done):
-        self.report_onset(monitor, step, writer)
-      if evaluator is not None and self.is_chief and step not in evaluated and (
-          (eval_every and step % eval_every == 0) or step == cfg.num_train_steps):
-        self.evaluate(evaluator, step)
-    return last
+      periodic.run_due(actions, step, last_step)
+    return self.last_row
+
+  def _switch_phase(self, step: int) -> None:
+    phase = self.inputs.phase_at(step)
+    self.iterator = self.input_iterator(step)
+    self.log(f"phase {self.phases.index(phase) + 1} of {len(self.phases)} from step {step}: "
+             f"{phase.input_config.input_path}, batch {phase.train_batch_size} × "
+             f"{phase.max_seq_length} tokens")
+
+  def _save(self, step: int) -> None:
+    self.nonfinite.check_weights(step)  # one pass over all weights, only before a save
+    self.checkpointer.save(step)
 
   def _on_nonfinite(self, step: int) -> int:
     """Applies `TrainConfig.on_nonfinite` after a skipped update; returns the step to go on
@@ -401,8 +313,13 @@ class Trainer:
                                       f"{self.checkpointer.model_dir} reads back")
     return rows
 
-  def _log(self, writer, step, steps, seconds, seconds_per_step) -> Dict[str, float]:
-    """Reports the training row of `step` (`Reporter.train_row`) and resets the metrics."""
+  def _log(self, writer, step: int) -> None:
+    """Reports the training row of `step` (`Reporter.train_row`), keeps it in `last_row` and
+    resets the metrics."""
+    timing, now = self._timing, time.time()
+    steps, seconds = timing.steps_run - timing.steps_at_log, now - timing.log_time
+    seconds_per_step = (now - timing.start_time) / max(step - timing.start_step, 1)
+    timing.steps_at_log, timing.log_time = timing.steps_run, now
     values = {name: float(metric.result()) for name, metric in self.metrics.items()}
     phase = self.inputs.phase_at(step - 1)
     examples_per_s = steps * self.inputs.examples_per_step(phase) / max(seconds, 1e-9)
@@ -412,6 +329,14 @@ class Trainer:
     self._skipped_at_log = skipped
     for metric in self.metrics.values():
       metric.reset_state()
-    return self.reporter.train_row(writer, step, self.train_config.num_train_steps, values,
-                                   self.nonfinite.learning_rate(), examples_per_s, phase.max_seq_length,
-                                   skipped, seconds_per_step)
+    self.last_row = self.reporter.train_row(
+        writer, step, self.train_config.num_train_steps, values, self.nonfinite.learning_rate(),
+        examples_per_s, phase.max_seq_length, skipped, seconds_per_step)
+
+
+class _Timing:
+  """The loop's clock: steps run (rolled-back ones too) and when the last row was logged."""
+
+  def __init__(self, start_step: int):
+    self.start_step, self.start_time = start_step, time.time()
+    self.steps_run, self.steps_at_log, self.log_time = 0, 0, self.start_time

@@ -1,4 +1,4 @@
-"""Warm start (`run_pretraining --warm_start_from`, gin `TrainConfig.init_checkpoint`): a new
+"""Warm start (`run_pretraining --warm_start_from`, gin `TrainConfig.warm_start_from`): a new
 run's weights from another run's checkpoint or an imported one (`import_checkpoint`), before its
 first step.
 
@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official_rtd import checkpoint_files
+from official_rtd.utils import checkpoint_files
 from official_rtd.data import vocab as vocab_lib
 
 ROOT = "model"  # the trainer's `tf.train.Checkpoint(model=...)`

@@ -13,7 +13,7 @@ from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import losses
 from official_rtd.cvt import parser as parser_lib
 from official_rtd.cvt import runner
-from official_rtd.finetune import conllu
+from official_rtd.data import conllu
 from tests import testutil
 
 SMALL = encoder_lib.CvtConfig(word_dim=12, char_dim=4, lstm1_size=10, lstm2_size=8,

@@ -9,13 +9,13 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.cvt import runner
-from official_rtd.finetune import conllu
-from official_rtd.finetune import tagging_data
+from official_rtd.data import conllu
+from official_rtd.data import tagging_data
 from official_rtd.interop import export
 from tests import testutil
 from tests.cvt.test_data import SAMPLE
-from tests.finetune.test_squad import write_export
-from tests.finetune.test_tagging_data import TAGGING
+from tests.finetune.squad.test_task import write_export
+from tests.data.test_tagging_data import TAGGING
 
 
 @testutil.requires(TAGGING)

@@ -16,8 +16,8 @@ from official_rtd.data import pretraining_data
 from official_rtd.data import records
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
-from official_rtd.finetune import squad_data
-from official_rtd.finetune import tagging_data
+from official_rtd.finetune.squad import data as squad_data
+from official_rtd.data import tagging_data
 from official_rtd.methods import electra
 from official_rtd.ops import masking
 from official_rtd.ops import sampling

@@ -10,7 +10,7 @@ import tensorflow as tf
 from official_rtd.finetune import all_tasks  # pylint: disable=unused-import
 from official_rtd.finetune import configs
 from official_rtd.finetune import runner as runner_lib
-from official_rtd import textio
+from official_rtd.utils import textio
 from tests import testutil
 
 FIXTURE = os.path.join(testutil.REPO, "tests", "testdata", "finetune_run_1adce74")

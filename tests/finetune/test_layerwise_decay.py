@@ -2,7 +2,7 @@
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.finetune import classifier
+from official_rtd.finetune.glue import classifier
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.finetune import layerwise_decay

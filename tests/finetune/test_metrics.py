@@ -31,17 +31,11 @@ class MetricsTest(tf.test.TestCase):
     self.assertAllClose(metrics.pearson(x, y), stats.pearsonr(x, y)[0])
     self.assertAllClose(metrics.spearman(x, y), stats.spearmanr(x, y)[0])
 
-  def test_task_metrics_and_glue_score(self):
+  def test_task_metrics(self):
     self.assertEqual(set(metrics.task_metrics("cola", [1, 0], [1, 0])), {"accuracy", "mcc"})
     self.assertEqual(set(metrics.task_metrics("qqp", [1, 0], [1, 0])), {"accuracy", "f1"})
     self.assertEqual(set(metrics.task_metrics("sts-b", [1.0, 2.0], [1.0, 3.0])),
                      {"pearson", "spearman"})
-    primary = {t: 0.5 for t in metrics.GLUE_SCORE_TASKS}
-    primary["wnli"] = 0.0  # excluded
-    self.assertAllClose(metrics.glue_score(primary), 50.0)
-    with self.assertRaisesRegex(ValueError, "missing \\['rte'\\]"):
-      metrics.glue_score({t: 0.5 for t in metrics.GLUE_SCORE_TASKS if t != "rte"})
-
 
 if __name__ == "__main__":
   tf.test.main()

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.finetune import classifier
+from official_rtd.finetune.glue import classifier
 from official_rtd.finetune import trials
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
@@ -104,3 +104,17 @@ class DivergenceTest(tf.test.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+class SummaryTest(tf.test.TestCase):
+
+  def test_median_and_spread_flat_and_nested_by_hand(self):
+    devs = [{"acc": 0.5, "mnli": {"m": 1.0, "mm": 4.0}},
+            {"acc": 0.9, "mnli": {"m": 3.0, "mm": 2.0}},
+            {"acc": 0.7, "mnli": {"m": 2.0, "mm": 6.0}}]
+    median, spread = trials.median_and_spread(devs)
+    self.assertAllClose(median, {"acc": 0.7, "mnli": {"m": 2.0, "mm": 4.0}})
+    self.assertAllClose(spread["acc"], {"mean": 0.7, "min": 0.5, "max": 0.9,
+                                        "std": np.sqrt(0.08 / 3), "n": 3})
+    self.assertAllClose(spread["mnli"]["mm"], {"mean": 4.0, "min": 2.0, "max": 6.0,
+                                               "std": np.sqrt(8 / 3), "n": 3})

@@ -7,7 +7,7 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd.interop import export
-from tests.finetune.test_squad import write_export
+from tests.finetune.squad.test_task import write_export
 
 
 class LoadEncoderTest(tf.test.TestCase):

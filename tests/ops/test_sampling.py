@@ -48,6 +48,10 @@ class SamplingTest(tf.test.TestCase):
     inputs = {"input_word_ids": tf.constant([[2, 4, 9, 3]]), "masked_lm_positions": tf.constant([[1, 0]]),
               "masked_lm_ids": tf.constant([[17, 0]]), "masked_lm_weights": tf.constant([[1.0, 0.0]])}
     self.assertAllEqual(sampling.unmask(inputs), [[2, 17, 9, 3]])
+    self.assertAllEqual(sampling.original_ids(inputs), [[2, 17, 9, 3]])
+    # Unmasked records: the ids as they are.
+    self.assertAllEqual(sampling.original_ids({"input_word_ids": tf.constant([[2, 4, 9, 3]])}),
+                        [[2, 4, 9, 3]])
 
   def test_global_weighted_mean(self):
     values, weights = tf.constant([1.0, 2.0, 3.0]), tf.constant([1.0, 0.0, 1.0])

@@ -9,7 +9,7 @@ import time
 
 import tensorflow as tf
 
-from official_rtd import run_lock
+from official_rtd.utils import run_lock
 from official_rtd.data import pretraining_data
 from official_rtd.data import records
 from tests import testutil

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from official_rtd import runs
 from official_rtd.data import vocab as vocab_lib
-from official_rtd.finetune import probe
+from official_rtd.probes import probe
 from official_rtd.methods import electra
 from official_rtd.methods import teams
 from official_rtd.training import evaluation

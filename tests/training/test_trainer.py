@@ -16,6 +16,7 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.interop import export
 from official_rtd.ops import sampling
 from official_rtd.training import optimization
+from official_rtd.training import periodic
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 
@@ -144,6 +145,21 @@ class TrainerTest(RecordsTestCase):
     self.assertEqual(kept, [3, 6])
     reader = tf.train.load_checkpoint(os.path.join(milestones, "ckpt-6"))
     self.assertEqual(int(reader.get_tensor("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE")), 6)
+
+  def test_a_registered_action_runs_at_its_steps_without_touching_the_loop(self):
+    # Every 3 steps and at step 4, on a run that logs and saves every 5: the loop stops at each
+    # due step (the optimizer's step is the action's step) and the run's own actions still run.
+    model_dir = os.path.join(self.tmp, "registered_action")
+    trainer = self._trainer(model_dir, steps=10, save_checkpoints_steps=5, log_every_steps=5)
+    logged = capture_logs(trainer)
+    seen = []
+    trainer.add_action(periodic.PeriodicAction(
+        "probe", lambda step: seen.append((step, int(trainer.optimizer.iterations))),
+        periods=(3,), at_steps=(4,), at_end=False))
+    trainer.train()
+    self.assertEqual(seen, [(3, 3), (4, 4), (6, 6), (9, 9)])
+    self.assertEqual([row["step"] for row in logged], [5, 10])
+    self.assertEqual(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1], "10")
 
   def test_resume_restores_step_optimizer_state_and_data_position(self):
     model_dir = os.path.join(self.tmp, "resume")

@@ -34,7 +34,7 @@ class WarmStartTest(tf.test.TestCase):
   def target(self, name, model_fn=electra.build_electra_pretrainer, **train_config):
     model_dir = os.path.join(self.root, name)
     trainer, _ = text_trainer(model_dir, self.records, model_fn, steps=2, log_every_steps=2,
-                              **dict({"init_checkpoint": self.source_dir}, **train_config))
+                              **dict({"warm_start_from": self.source_dir}, **train_config))
     lines = []
     trainer.log = lines.append
     return trainer, lines
@@ -53,9 +53,9 @@ class WarmStartTest(tf.test.TestCase):
     self.assertNotIn("unused in the checkpoint", lines[0])  # same model: every tensor used
     trainer.train()
     # Resuming the warm-started run reads its own checkpoint, never the (now bogus) init one.
-    again, lines = self.target("warm", init_checkpoint=os.path.join(self.root, "nowhere"))
+    again, lines = self.target("warm", warm_start_from=os.path.join(self.root, "nowhere"))
     self.assertEqual(again.restore(), 2)
-    self.assertIn("init_checkpoint is not read again", lines[0])
+    self.assertIn("warm_start_from is not read again", lines[0])
 
   def test_shared_source_into_gdes(self):
     trainer, lines = self.target(
@@ -77,15 +77,15 @@ class WarmStartTest(tf.test.TestCase):
     source, _ = text_trainer(source_dir, self.records, gdes, steps=2, log_every_steps=2)
     source.train()
     shutil.copyfile(VOCAB.path, os.path.join(source_dir, "vocab.txt"))
-    trainer, _ = self.target("shared_from_gdes", init_checkpoint=source_dir)
+    trainer, _ = self.target("shared_from_gdes", warm_start_from=source_dir)
     before = [v.numpy() for v in trainer.model.weights]
     with self.assertRaisesRegex(warm_start.WarmStartError,
                                 r"embedding_sharing = 'gdes'.*E_G \+ E_Δ .*delta"):
       trainer.restore()
     for v, b in zip(trainer.model.weights, before):  # nothing was assigned
       self.assertAllEqual(v, b)
-    trainer, lines = self.target("shared_from_gdes_2", init_checkpoint=source_dir,
-                                 init_checkpoint_allow_missing=("delta",))
+    trainer, lines = self.target("shared_from_gdes_2", warm_start_from=source_dir,
+                                 warm_start_allow_missing=("delta",))
     trainer.restore()
     self.assertAllEqual(trainer.model.discriminator.get_embedding_table(),
                         source.model.generator.get_embedding_table())  # E_G, as asked
@@ -99,7 +99,7 @@ class WarmStartTest(tf.test.TestCase):
     for part in ("mws_head/", "mws_layer/", "missing", "the checkpoint has generator/"):
       self.assertIn(part, message)
     allowed = ("mws_head", "mws_layer", "generator", "masked_lm")
-    trainer, lines = self.target("teams", build, init_checkpoint_allow_missing=allowed)
+    trainer, lines = self.target("teams", build, warm_start_allow_missing=allowed)
     trainer.restore()
     ours, theirs = trainer.model.discriminator.weights, self.source.model.discriminator.weights
     self.assertLen(ours, len(theirs))
@@ -114,27 +114,27 @@ class WarmStartTest(tf.test.TestCase):
     wider = dataclasses.replace(TINY, hidden_size=32)
     trainer, _ = text_trainer(os.path.join(self.root, "wider"), self.records,
                               electra.build_electra_pretrainer, steps=2, encoder_config=wider,
-                              init_checkpoint=self.source_dir)
+                              warm_start_from=self.source_dir)
     with self.assertRaisesRegex(warm_start.WarmStartError,
                                 r"variable\(s\) cannot be restored: .*\[.*32.*\]: the checkpoint "
                                 r"has .*\[.*64.*\]"):
       trainer.restore()
     with self.assertRaisesRegex(warm_start.WarmStartError, "no checkpoint there"):
-      self.target("nothing", init_checkpoint=os.path.join(self.root, "nowhere"))[0].restore()
+      self.target("nothing", warm_start_from=os.path.join(self.root, "nowhere"))[0].restore()
     other = os.path.join(self.root, "other_vocab")
     shutil.copytree(self.source_dir, other)
     with open(os.path.join(other, "vocab.txt"), "a", encoding="utf-8") as f:
       f.write("[unused_extra_token]\n")
     with self.assertRaisesRegex(warm_start.WarmStartError,
                                 "records were built with .* rebuild the records"):
-      self.target("vocab", init_checkpoint=other)[0].restore()
+      self.target("vocab", warm_start_from=other)[0].restore()
     self.assertFalse(os.path.exists(os.path.join(self.root, "vocab", "checkpoint")))
     # A component name that matches nothing (a typo) is refused, the real names listed.
     with self.assertRaisesRegex(warm_start.WarmStartError,
                                 r"--warm_start_allow_missing: mws_heda names no component of "
                                 r"this model's or the checkpoint's variables; the names are: "
                                 r".*discriminator"):
-      self.target("typo", init_checkpoint_allow_missing=("mws_heda",))[0].restore()
+      self.target("typo", warm_start_allow_missing=("mws_heda",))[0].restore()
     # A truncated copy: one line naming the checkpoint and what is wrong, not an IndexError.
     truncated = os.path.join(self.root, "truncated")
     shutil.copytree(self.source_dir, truncated)
@@ -144,8 +144,28 @@ class WarmStartTest(tf.test.TestCase):
     with self.assertRaisesRegex(warm_start.WarmStartError,
                                 r"--warm_start_from=.*truncated/ckpt-3: checkpoint .*ckpt-3 "
                                 r"does not read back: its files are truncated or corrupt"):
-      self.target("from_truncated", init_checkpoint=os.path.join(truncated, "ckpt-3"))[0].restore()
+      self.target("from_truncated", warm_start_from=os.path.join(truncated, "ckpt-3"))[0].restore()
 
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+class DeprecatedNameTest(tf.test.TestCase):
+
+  def test_old_gin_names_still_set_the_warm_start_with_a_deprecation_line(self):
+    import gin  # pylint: disable=g-import-not-at-top
+    from official_rtd.training import train_config  # pylint: disable=g-import-not-at-top
+    gin.clear_config()
+    self.addCleanup(gin.clear_config)
+    gin.parse_config(["TrainConfig.init_checkpoint = '/runs/a'",
+                      "TrainConfig.init_checkpoint_allow_missing = ['delta']"])
+    with self.assertLogs(level="WARNING") as logs:
+      config = train_config.TrainConfig()
+    self.assertEqual(config.warm_start_from, "/runs/a")
+    self.assertEqual(config.warm_start_allow_missing, ("delta",))
+    self.assertNotIn("init_checkpoint", [f.name for f in dataclasses.fields(config)])
+    self.assertIn("TrainConfig.init_checkpoint is deprecated: it is now "
+                  "TrainConfig.warm_start_from", "\n".join(logs.output))
+    with self.assertRaisesRegex(ValueError, "disagree"):
+      train_config.TrainConfig(warm_start_from="/runs/b", init_checkpoint="/runs/a")

@@ -49,7 +49,7 @@ def built_step(task: str, vocab, batch, jit: bool):
   gin.clear_config()
   runs.parse_gin(["gin/models/tiny.gin", f"gin/tasks/{task}"], SIZES, log=lambda _: None)
   tf_keras.utils.set_random_seed(0)
-  model = trainer_lib.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab,
+  model = registry.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab,
                                         token_counts=lambda: np.arange(vocab.size))
   model(batch, training=False)
   # ε = 1: AdamW's first update is ≈ −lr·g (with the default 1e-6 it is ±lr wherever g is not

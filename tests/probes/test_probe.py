@@ -1,0 +1,115 @@
+"""Linear probes: the token probe's features are each word's first piece (checked by hand on
+unpadded sentences), and `run_probes` probes an export next to random initialisations."""
+import json
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.probes import probe as probe_lib
+from official_rtd.data import tagging_data
+from official_rtd.methods import mlm
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.interop import export
+from tests import testutil
+
+POS_DIR = os.path.join(testutil.SHARED_DATA, "tagging", "pos_ptb")
+SST2_DIR = os.path.join(testutil.SHARED_DATA, "glue", "SST-2")
+UD_DIR = os.path.join(testutil.SHARED_DATA, "parsing", "ud_ewt")
+
+
+def tiny_export(directory):
+  vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+  tf_keras.utils.set_random_seed(3)
+  model = mlm.build_mlm_pretrainer(EncoderConfig(
+      hidden_size=32, num_layers=1, num_attention_heads=2, intermediate_size=64,
+      embedding_size=32, max_position_embeddings=64, vocab_size=vocab.size))
+  model.encoder({"input_word_ids": tf.ones([1, 4], tf.int32),
+                 "input_mask": tf.ones([1, 4], tf.int32),
+                 "input_type_ids": tf.zeros([1, 4], tf.int32)})
+  return export.export_encoder(model, vocab, directory, max_seq_length=64)
+
+
+class TokenProbeFeaturesTest(tf.test.TestCase):
+
+  def test_first_piece_of_each_word(self):
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    tokenizer = tokenizer_lib.WordPieceTokenizer(vocab)
+    encoder = export.load_encoder(tiny_export(tempfile.mkdtemp()))
+    sentences = [tagging_data.Sentence(("Unbelievably", "quick", "foxes", "."),
+                                       ("RB", "JJ", "NNS", ".")),
+                 tagging_data.Sentence(("She", "sat"), ("PRP", "VBD"))]
+    windows = tagging_data.encode(sentences, tokenizer, 32, {"RB": 0, "JJ": 1, "NNS": 2, ".": 3,
+                                                             "PRP": 4, "VBD": 5})
+    features, labels = probe_lib.TokenProbe.features(encoder, windows)
+    self.assertAllEqual(labels, [0, 1, 2, 3, 4, 5])
+    expected, split = [], False
+    for sentence in sentences:
+      ids, firsts = [vocab.cls_id], []
+      for word in sentence.words:
+        firsts.append(len(ids))
+        pieces = tokenizer.tokenize_to_lists([word])[0]
+        split |= len(pieces) > 1
+        ids += pieces
+      row = tf.constant([ids + [vocab.sep_id]])
+      out = encoder({"input_word_ids": row, "input_mask": tf.ones_like(row),
+                     "input_type_ids": tf.zeros_like(row)}, training=False)["sequence_output"]
+      expected.append(out.numpy()[0, firsts])
+    self.assertTrue(split)  # a word of several pieces: its first one is what the probe reads
+    self.assertAllClose(features, np.concatenate(expected), atol=1e-5)
+
+
+@testutil.requires(testutil.SHARED_DATA)
+class RunProbesTest(tf.test.TestCase):
+
+  def test_probes_an_export_and_random_inits(self):
+    tmp = tempfile.mkdtemp()
+    path = tiny_export(tmp)
+    out = os.path.join(tmp, "probes.json")
+    result = subprocess.run(
+        ["run_probes", f"--init_checkpoint={path}", f"--pos_data_dir={POS_DIR}",
+         f"--glue_data_dir={SST2_DIR}", "--pos_max_train_sentences=60",
+         f"--ud_data_dir={UD_DIR}", "--ud_max_train_sentences=60",
+         "--glue_max_train_examples=60", "--max_seq_length=64", "--random_init_seeds=2",
+         f"--output_file={out}"], cwd=testutil.REPO, capture_output=True, text=True,
+        timeout=900, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    with open(out) as f:
+      report = json.load(f)
+    for key in ("probe_pos_accuracy", "probe_sst-2_accuracy", "probe_ud_uas"):
+      self.assertBetween(report["pretrained"][key], 0.0, 1.0)
+      self.assertLen(report["random_init"][key + "_all"], 2)
+      self.assertAllClose(report["random_init"][key],
+                          np.median(report["random_init"][key + "_all"]))
+    # POS from 60 sentences is far above chance (45 tags) even for random features.
+    self.assertGreater(report["pretrained"]["probe_pos_accuracy"], 0.3)
+    self.assertIn("probe_pos_accuracy: pretrained", result.stdout)
+    result = subprocess.run(
+        ["run_probes", f"--init_checkpoint={path}", "--max_seq_length=512",
+         f"--pos_data_dir={POS_DIR}", f"--output_file={out}"], cwd=testutil.REPO,
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("exceeds the encoder's 64 positions", result.stderr)
+    result = subprocess.run(
+        ["run_probes", f"--init_checkpoint={path}", f"--output_file={out}"], cwd=testutil.REPO,
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("run_probes: error: give at least one of --pos_data_dir, --glue_data_dir and "
+                  "--ud_data_dir", result.stderr)
+    result = subprocess.run(
+        ["run_probes", f"--init_checkpoint={path}", f"--pos_data_dir={POS_DIR}",
+         "--max_seq_length=64", f"--output_file={out}"], cwd=testutil.REPO, capture_output=True,
+        text=True, timeout=300, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 1)
+    self.assertIn(f"--output_file={out} already exists: nothing was written", result.stderr)
+    with open(out) as f:
+      self.assertEqual(json.load(f), report)
+
+
+if __name__ == "__main__":
+  tf.test.main()
