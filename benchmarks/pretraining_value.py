@@ -39,7 +39,7 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(REPO, "..", "shared", "data")
+SHARED = os.path.join(REPO, "..", "shared", "data")  # --shared_data's default
 
 # recipe: (vocabulary size, sequence length, training-records flags, gin files after the task's)
 RECIPES = {
@@ -59,9 +59,14 @@ def parse_args(argv=None):
   parser.add_argument("--model_gin", default="gin/models/one_machine.gin")
   parser.add_argument("--sst2_train_examples", type=int, default=8000)
   parser.add_argument("--max_eval_batches", type=int, default=40)
-  parser.add_argument("--blimp_pairs", default=os.path.join(SHARED, "blimp"),
+  parser.add_argument("--shared_data", default=SHARED,
+                      help="The shared data folder (wiki/, blimp/, tagging/pos_ptb/, "
+                           "glue/SST-2/, parsing/ud_ewt/), e.g. slices of it.")
+  parser.add_argument("--vocab_size", type=int, default=0,
+                      help="Vocabulary size (0: the recipe's).")
+  parser.add_argument("--blimp_pairs", default="",
                       help="BLiMP files or directory (e.g. a subset: the first N pairs of each "
-                           "paradigm).")
+                           "paradigm); default <shared_data>/blimp.")
   parser.add_argument("--parallel", type=int, default=1)
   parser.add_argument("--stages",
                       default="data,pretrain,evaluate,representations,context,report")
@@ -69,6 +74,11 @@ def parse_args(argv=None):
   args = parser.parse_args(argv)
   if args.train_flops_budget <= 0 or args.parallel < 1 or args.sst2_train_examples < 1:
     parser.error("--train_flops_budget, --parallel and --sst2_train_examples must be positive")
+  if args.vocab_size < 0:
+    parser.error(f"--vocab_size={args.vocab_size} must be >= 0")
+  if not os.path.isdir(os.path.join(args.shared_data, "wiki")):
+    parser.error(f"--shared_data={args.shared_data} holds no wiki/ folder")
+  args.blimp_pairs = args.blimp_pairs or os.path.join(args.shared_data, "blimp")
   return args
 
 
@@ -104,9 +114,10 @@ def run_jobs(jobs, parallel):
 
 def stage_data(args):
   vocab_size, length, packing, _ = RECIPES[args.recipe]
+  vocab_size = args.vocab_size or vocab_size
   vocab = os.path.join(args.work_dir, "vocab.txt")
-  train = sorted(glob.glob(os.path.join(SHARED, "wiki", "wiki_[0-5]*.txt")))
-  heldout = sorted(glob.glob(os.path.join(SHARED, "wiki", "wiki_6*.txt")))
+  train = sorted(glob.glob(os.path.join(args.shared_data, "wiki", "wiki_[0-5]*.txt")))
+  heldout = sorted(glob.glob(os.path.join(args.shared_data, "wiki", "wiki_6*.txt")))
   jobs = []
   if not os.path.exists(vocab):
     run_jobs([("build_vocab", ["build_vocab", f"--input_files={','.join(train)}",
@@ -182,15 +193,15 @@ def stage_evaluate(args):
     if seed is not None and not os.path.exists(os.path.join(out, "probes.json")):
       jobs.append((f"{name} probes", [
           "run_probes", f"--init_checkpoint={export}",
-          f"--pos_data_dir={os.path.join(SHARED, 'tagging', 'pos_ptb')}",
-          f"--glue_data_dir={os.path.join(SHARED, 'glue', 'SST-2')}", "--random_init_seeds=1",
-          f"--ud_data_dir={os.path.join(SHARED, 'parsing', 'ud_ewt')}",
+          f"--pos_data_dir={os.path.join(args.shared_data, 'tagging', 'pos_ptb')}",
+          f"--glue_data_dir={os.path.join(args.shared_data, 'glue', 'SST-2')}", "--random_init_seeds=1",
+          f"--ud_data_dir={os.path.join(args.shared_data, 'parsing', 'ud_ewt')}",
           f"--max_seq_length={RECIPES[args.recipe][1]}",
           f"--seed={seed}", f"--output_file={os.path.join(out, 'probes.json')}"],
           os.path.join(out, "probes.log")))
     if not os.path.exists(os.path.join(out, "sst2", "eval_results.json")):
       jobs.append((f"{name} SST-2", [
-          "run_glue", "--task=sst-2", f"--data_dir={os.path.join(SHARED, 'glue', 'SST-2')}",
+          "run_glue", "--task=sst-2", f"--data_dir={os.path.join(args.shared_data, 'glue', 'SST-2')}",
           f"--init_checkpoint={export}", f"--model_dir={os.path.join(out, 'sst2')}",
           f"--max_train_examples={args.sst2_train_examples}", "--max_seq_length=64",
           "--num_trials=1", f"--seed={seed or 0}"], os.path.join(out, "sst2.log")))
@@ -227,7 +238,7 @@ def stage_representations(args):
   from official_rtd.finetune.glue import data as glue_data  # pylint: disable=g-import-not-at-top
   task = glue_data.get_task("sst-2")
   sentences = [e.text_a for e in glue_data.read_tsv(
-      os.path.join(SHARED, "glue", "SST-2", "dev.tsv"), task, "dev")[:128]]
+      os.path.join(args.shared_data, "glue", "SST-2", "dev.tsv"), task, "dev")[:128]]
   for name, out, encoder, tokenizer in pending_exports(args, "representations.json"):
     vocab = tokenizer.vocab
     vectors = []
@@ -255,7 +266,7 @@ def stage_context(args):
   context in order vs shuffled; 0: blind to order). `modeling/networks/attention_maps.py`."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling.networks import attention_maps  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(SHARED, "wiki", "wiki_63.txt"), encoding="utf-8") as f:
+  with open(os.path.join(args.shared_data, "wiki", "wiki_63.txt"), encoding="utf-8") as f:
     text = " ".join(line.strip() for _, line in zip(range(400), f))
   for name, out, encoder, tokenizer in pending_exports(args, "context.json"):
     vocab = tokenizer.vocab

@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import tempfile
 
 import tensorflow as tf
@@ -49,24 +50,61 @@ def head_blocks(source: str, target: str, blocks: int, header: bool = False):
     f.writelines(kept)
 
 
+def readme_pretraining_value_command():
+  """The README's one `benchmarks/pretraining_value.py` command (before "Step by step")."""
+  with open(os.path.join(testutil.REPO, "README.md"), encoding="utf-8") as f:
+    text = f.read()
+  block = re.search(r"```bash\n(python benchmarks/pretraining_value\.py.*?)```", text, re.S)
+  return shlex.split(re.sub(r"\\\n\s*", "", block.group(1)))
+
+
+def slice_shared_data(data: str):
+  """Slices of the shared data in `data`, laid out as `shared/data` is."""
+  shared = testutil.SHARED_DATA
+  head_blocks(os.path.join(shared, "wiki", "wiki_00.txt"), f"{data}/wiki/wiki_00.txt", 400)
+  head_blocks(os.path.join(shared, "wiki", "wiki_60.txt"), f"{data}/wiki/wiki_60.txt", 60)
+  head_blocks(os.path.join(shared, "wiki", "wiki_63.txt"), f"{data}/wiki/wiki_63.txt", 120)
+  paradigm = sorted(glob.glob(os.path.join(shared, "blimp", "*.jsonl")))[0]
+  head_blocks(paradigm, f"{data}/blimp/{os.path.basename(paradigm)}", 12)
+  for split, count in (("train", 120), ("dev", 40)):
+    head_blocks(f"{shared}/tagging/pos_ptb/{split}.tsv",
+                f"{data}/tagging/pos_ptb/{split}.tsv", count)
+    head_blocks(f"{shared}/glue/SST-2/{split}.tsv", f"{data}/glue/SST-2/{split}.tsv", count,
+                header=True)
+    head_blocks(f"{shared}/parsing/ud_ewt/en_ewt-ud-{split}.conllu",
+                f"{data}/parsing/ud_ewt/en_ewt-ud-{split}.conllu", count)
+
+
 @testutil.requires(testutil.SHARED_DATA)
 class ReadmeCommandsTest(tf.test.TestCase):
 
-  def test_step_by_step_runs_as_typed(self):
-    shared = testutil.SHARED_DATA
+  def test_pretraining_value_runs_as_typed(self):
+    # The README's command, only the size flags appended (argparse: the last value wins) and
+    # `--shared_data` pointing at the slices.
     root = tempfile.mkdtemp()
     data = os.path.join(root, "shared", "data")
-    head_blocks(os.path.join(shared, "wiki", "wiki_00.txt"), f"{data}/wiki/wiki_00.txt", 400)
-    head_blocks(os.path.join(shared, "wiki", "wiki_60.txt"), f"{data}/wiki/wiki_60.txt", 60)
-    paradigm = sorted(glob.glob(os.path.join(shared, "blimp", "*.jsonl")))[0]
-    head_blocks(paradigm, f"{data}/blimp/{os.path.basename(paradigm)}", 12)
-    for split, count in (("train", 120), ("dev", 40)):
-      head_blocks(f"{shared}/tagging/pos_ptb/{split}.tsv",
-                  f"{data}/tagging/pos_ptb/{split}.tsv", count)
-      head_blocks(f"{shared}/glue/SST-2/{split}.tsv", f"{data}/glue/SST-2/{split}.tsv", count,
-                  header=True)
-      head_blocks(f"{shared}/parsing/ud_ewt/en_ewt-ud-{split}.conllu",
-                  f"{data}/parsing/ud_ewt/en_ewt-ud-{split}.conllu", count)
+    slice_shared_data(data)
+    command = readme_pretraining_value_command()
+    self.assertEqual(command[:2], ["python", "benchmarks/pretraining_value.py"])
+    pv = os.path.join(root, "pv")
+    args = ([sys.executable, command[1]] + [a.replace("/tmp/pv", pv) for a in command[2:]]
+            + [f"--shared_data={data}", "--vocab_size=600", "--train_flops_budget=3e10",
+               "--methods=mlm", "--sst2_train_examples=100", "--max_eval_batches=2"])
+    result = subprocess.run(args, cwd=testutil.REPO, capture_output=True, text=True,
+                            timeout=1800, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 0, f"{' '.join(args)}\n{result.stdout[-3000:]}"
+                                           f"\n{result.stderr[-3000:]}")
+    for run in ("mlm_s0", "mlm_random"):
+      self.assertTrue(os.path.isfile(f"{pv}/{run}/export/encoder_config.json"), run)
+      self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/sst2/eval_results.json"), run)
+      self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/context.json"), run)
+    self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/probes.json"))
+    self.assertIn("mlm", result.stdout)
+
+  def test_step_by_step_runs_as_typed(self):
+    root = tempfile.mkdtemp()
+    data = os.path.join(root, "shared", "data")
+    slice_shared_data(data)
     work = os.path.join(root, "main")  # where a user stands: beside shared/
     os.makedirs(work)
     steps = readme_steps()

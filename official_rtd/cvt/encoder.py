@@ -185,19 +185,31 @@ class CnnBiLstmEncoder(tf_keras.layers.Layer):
 
   def call(self, inputs, dropout_rate: float = 0.0) -> Dict[str, tf.Tensor]:
     words, chars, lengths = inputs["words"], inputs["chars"], inputs["lengths"]
-    batch, time = tf.shape(chars)[0], tf.shape(chars)[1]
-    # Character positions past the longest word + the widest filter only add all-padding windows,
-    # which shorter words have anyway: cut them (the max-pooled features do not change).
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(chars > 0, tf.int32), -1))
-    chars = chars[:, :, :longest + max(self.config.char_filter_widths)]
-    char_vectors = self.char_embedding(tf.reshape(chars, [batch * time, -1]))
-    pooled = tf.concat([tf.reduce_max(cnn(char_vectors), axis=1) for cnn in self.char_cnns], -1)
-    v = self.word_embedding(words) + tf.reshape(pooled, [batch, time, self.config.word_dim])
+    time = tf.shape(chars)[1]
+    v = self.word_embedding(words) + self.char_features(chars)
     mask = tf.sequence_mask(lengths, time)
     fwd1, bwd1 = self.bilstm1(dropout(v, dropout_rate), lengths, mask)
     h1 = tf.concat([fwd1, bwd1], -1)
     fwd2, bwd2 = self.bilstm2(dropout(h1, dropout_rate), lengths, mask)
     return {"fwd1": fwd1, "bwd1": bwd1, "h1": h1, "h2": tf.concat([fwd2, bwd2], -1)}
+
+  def char_features(self, chars):
+    """`[batch, time, word_dim]`: each position's character CNN, max-pooled over the word, for
+    `chars` `[batch, time, max_word_length]`."""
+    batch, time = tf.shape(chars)[0], tf.shape(chars)[1]
+    # Character positions past the longest word + the widest filter only add all-padding windows,
+    # which shorter words have anyway: cut them (the max-pooled features do not change).
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(chars > 0, tf.int32), -1))
+    chars = tf.reshape(chars[:, :, :longest + max(self.config.char_filter_widths)],
+                       [batch * time, -1])
+    # The CNN runs once per distinct spelling in the batch (a batch repeats most of its words,
+    # and every padding position is the same empty row), then each position takes its row.
+    spellings, index = tf.unique(tf.strings.reduce_join(tf.strings.as_string(chars), -1,
+                                                        separator=" "))
+    distinct = tf.math.unsorted_segment_max(chars, index, tf.shape(spellings)[0])
+    char_vectors = self.char_embedding(distinct)  # [distinct, chars, char_dim]
+    pooled = tf.concat([tf.reduce_max(cnn(char_vectors), axis=1) for cnn in self.char_cnns], -1)
+    return tf.reshape(tf.gather(pooled, index), [batch, time, self.config.word_dim])
 
 
 def dropout(x, rate):

@@ -45,7 +45,7 @@ class CvtTrainConfig:
 
 # Valid values of CvtTrainConfig's numbers (`ranges.Range`).
 TRAIN_CONFIG_RANGES = {
-    "learning_rate": (0, None, False), "lr_decay": (0, None, True), "warmup_steps": (0, None, True),
+    "learning_rate": (0, None, True), "lr_decay": (0, None, True), "warmup_steps": (0, None, True),
     "momentum": (0, 1, True), "clip_norm": (0, None, True), "label_smoothing": (0, 1, True),
     "labeled_dropout": (0, 1, True), "unlabeled_dropout": (0, 1, True),
     "word_dropout": (0, 1, True), "ema_decay": (0, 1, True)}

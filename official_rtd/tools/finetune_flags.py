@@ -1,5 +1,5 @@
 """Flags of the fine-tuning tools (`run_glue`, `run_squad`, `run_tagging`,
-`run_multiple_choice`, `run_cvt`): their help texts; names, types and defaults are the fields of
+`run_multiple_choice`, `run_parsing`, `run_cvt`): their help texts; names, types and defaults are the fields of
 the tool's config dataclass (`finetune/configs.py`), as every tool's (`cli.Flags`); and the
 `run()` they share (`tool`)."""
 import functools
@@ -17,7 +17,7 @@ COMMON_HELP = {
     "eval_batch_size": "Evaluation / prediction batch size.",
     "num_train_epochs": "Epochs over the training set; unset: the tool's default (run_glue 3, "
                         "10 for RTE and STS-B; run_squad 2; run_tagging 3; "
-                        "run_multiple_choice 2).",
+                        "run_multiple_choice 2; run_parsing 3).",
     "learning_rate": "Default 3e-4 small / 1e-4 base / 5e-5 large.",
     "layerwise_lr_decay": "Default 0.8 (0.9 large).",
     "lr_decay_convention": "electra: the original code's exponents (top layer lr*d^2); "

@@ -102,6 +102,43 @@ class ViewsTest(tf.test.TestCase):
     for name in tagger.AUXILIARY + ("primary",):
       self.assertAllClose(alone[name][0], padded[name][0, :6], atol=1e-5)
 
+  def test_char_features_against_numpy_and_their_gradient_against_every_position(self):
+    # Repeated words and padding in one batch: the CNN runs once per spelling; each position
+    # must get its own word's features (numpy: embed, valid convolution, max over the word)
+    # and the gradient must count every position (TensorFlow's gradient of a per-position CNN).
+    model = Tagger()
+    batch = data.make_batch([SENTENCE, ["the", "zebra", "the"], ["x" * 19]],
+                            model.vocab).inputs()
+    chars = tf.constant(batch["chars"])
+    features = model.encoder.char_features(chars).numpy()
+    table = model.encoder.char_embedding.embeddings.numpy()
+    for row in range(chars.shape[0]):
+      for t in range(chars.shape[1]):
+        ids = batch["chars"][row, t]
+        x = table[ids[:max(1, int((ids > 0).sum())) + 4]]  # [chars, char_dim], cut as the model
+        expected = []
+        for cnn in model.encoder.char_cnns:
+          kernel, bias = (w.numpy() for w in cnn.weights)  # [width, char_dim, filters]
+          width = kernel.shape[0]
+          windows = np.stack([x[i:i + width] for i in range(len(x) - width + 1)])
+          expected.append((np.einsum("nwc,wcf->nf", windows, kernel) + bias).max(0))
+        self.assertAllClose(features[row, t], np.concatenate(expected), atol=1e-5)
+
+    def per_position(chars):
+      flat = tf.reshape(chars, [-1, chars.shape[-1]])
+      vectors = model.encoder.char_embedding(flat)
+      pooled = tf.concat([tf.reduce_max(cnn(vectors), 1) for cnn in model.encoder.char_cnns], -1)
+      return tf.reshape(pooled, list(chars.shape[:2]) + [-1])
+
+    weights = tf.random.stateless_normal(features.shape, [1, 2])
+    variables = [model.encoder.char_embedding.embeddings] + [
+        w for cnn in model.encoder.char_cnns for w in cnn.weights]
+    with tf.GradientTape(persistent=True) as tape:
+      ours = tf.reduce_sum(model.encoder.char_features(chars) * weights)
+      plain = tf.reduce_sum(per_position(chars) * weights)
+    for a, b in zip(tape.gradient(ours, variables), tape.gradient(plain, variables)):
+      self.assertAllClose(tf.convert_to_tensor(a), tf.convert_to_tensor(b), atol=1e-4)
+
   def test_char_filters_sum_to_word_dim(self):
     self.assertEqual(encoder_lib.CvtConfig().filters(), [100, 100, 100])  # Table 4.1
     self.assertEqual(encoder_lib.CvtConfig(word_dim=128).filters(), [43, 43, 42])

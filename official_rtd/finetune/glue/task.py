@@ -144,21 +144,35 @@ class GlueTask(task_lib.Task):
 
   # --- evaluation --------------------------------------------------------------------------------
   def evaluate(self, model, trial_dir):
-    dev = {split: metrics_lib.task_metrics(self.spec.name, glue_data.labels_of(examples),
-                                           self.predict(model, examples))
-           for split, examples in self.dev_splits}
+    dev = self.dev_metrics(lambda examples: self.scores(model, examples))
     if trial_dir is None:
       return dev
     if self.test_splits:
       textio.write_json_atomic(os.path.join(trial_dir, TEST_PREDICTIONS_NAME), {
           split: self.predict(model, examples) for split, examples in self.test_splits})
     if self.config.write_train_predictions:
-      distillation.write_predictions(
-          os.path.join(trial_dir, self.teacher_file), self.spec.name,
-          self.spec.num_classes, self.scores(model, self.all_train_examples, logits=True),
-          "sigmoid" if self.regression_scale else "linear" if self.spec.is_regression
-          else "softmax")
+      self.write_teacher(os.path.join(trial_dir, self.teacher_file),
+                         lambda examples: self.scores(model, examples, logits=True),
+                         "sigmoid" if self.regression_scale else "linear"
+                         if self.spec.is_regression else "softmax")
     return dev
+
+  def dev_metrics(self, scores_of) -> Dict[str, dict]:
+    """Metrics per dev split; `scores_of(examples)`: `[examples, classes]` scores (argmax taken)
+    or `[examples]` values on the label scale (single-task model or multi-task head alike)."""
+    dev = {}
+    for split, examples in self.dev_splits:
+      scores = scores_of(examples)
+      predictions = scores if self.spec.is_regression else scores.argmax(-1)
+      dev[split] = metrics_lib.task_metrics(self.spec.name, glue_data.labels_of(examples),
+                                            predictions.tolist())
+    return dev
+
+  def write_teacher(self, path: str, scores_of, function: str) -> None:
+    """The teacher file: `scores_of(examples)` (logits, or values on the label scale) of every
+    training example (whatever `--max_train_examples`), with the head's prediction function."""
+    distillation.write_predictions(path, self.spec.name, self.spec.num_classes,
+                                   scores_of(self.all_train_examples), function)
 
   def primary(self, dev) -> float:
     """The primary metric on the first dev split."""
@@ -259,26 +273,25 @@ class GlueTask(task_lib.Task):
       losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
     return losses, tf.ones_like(losses)
 
+  def head_scores(self, predict):
+    """`scores_of(examples)` of a multi-task head: logits, or values on the label scale."""
+
+    def scores_of(examples):
+      values = predict(encode(examples, self.tokenizer, self.config.max_seq_length),
+                       f"{self.name}: predicting {len(examples)} examples")
+      return values * REGRESSION_SCALE if self.spec.is_regression else values
+    return scores_of
+
   def evaluate_head(self, predict):
     """Metrics per dev split (`<task>` or `<task>:<split>` for MNLI's two); the primary metric
     of the first split (WNLI: not averaged, as GLUE's average)."""
-    dev, primary = {}, None
-    for position, (split, examples) in enumerate(self.dev_splits):
-      values = predict(encode(examples, self.tokenizer, self.config.max_seq_length),
-                       f"{self.name}: predicting {len(examples)} examples")
-      predictions = values * REGRESSION_SCALE if self.spec.is_regression else values.argmax(-1)
-      key = self.name if len(self.dev_splits) == 1 else f"{self.name}:{split}"
-      dev[key] = metrics_lib.task_metrics(self.name, glue_data.labels_of(examples),
-                                          predictions.tolist())
-      if position == 0 and self.name != "wnli":
-        primary = dev[key][metrics_lib.PRIMARY[self.name]]
-    return dev, primary
+    by_split = self.dev_metrics(self.head_scores(predict))
+    dev = {self.name if len(by_split) == 1 else f"{self.name}:{split}": metrics
+           for split, metrics in by_split.items()}
+    first = next(iter(by_split.values()))
+    return dev, (None if self.name == "wnli" else first[metrics_lib.PRIMARY[self.name]])
 
   def write_head_teacher(self, path: str, predict) -> None:
     """Logits, or regression values on the label scale, for every training row."""
-    values = predict(encode(self.all_train_examples, self.tokenizer, self.config.max_seq_length),
-                     f"{self.name}: predicting {len(self.all_train_examples)} training examples")
-    if self.spec.is_regression:
-      values = values * REGRESSION_SCALE
-    distillation.write_predictions(path, self.name, self.spec.num_classes, values,
-                                   "sigmoid" if self.spec.is_regression else "softmax")
+    self.write_teacher(path, self.head_scores(predict),
+                       "sigmoid" if self.spec.is_regression else "softmax")

@@ -163,24 +163,30 @@ class TokenTagging(task_lib.Task):
 
   # --- evaluation --------------------------------------------------------------------------------
   def evaluate(self, model, trial_dir):
-    predicted = self.predict(model)
+    predict = self.predictor(model)
+    predicted = self.dev_tags(predict, model.transitions.numpy() if model.crf else None)
     if trial_dir is not None:
       tag_predictions.write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME),
                                         self.dev_sentences, predicted)
       if self.config.write_train_predictions:
-        self.write_teacher(model, os.path.join(trial_dir, teacher_file(self.spec.name)))
+        self.write_head_teacher(os.path.join(trial_dir, teacher_file(self.spec.name)), predict)
     return tag_predictions.evaluate(self.spec, self.dev_sentences, predicted)
 
-  def window_logits(self, model, windows: tagging_data.Windows, label: str) -> np.ndarray:
-    return trials_lib.predict(lambda batch: model(batch, training=False), windows.inputs,
-                              self.config.eval_batch_size, self.log, label)["word_logits"]
+  def predictor(self, model):
+    """`predict(features, label)`: a single-task model's `[windows, seq_len, tags]` word logits
+    over numpy features (a multi-task run hands its own)."""
 
-  def write_teacher(self, model, path: str):
-    """Every training sentence's word logits (all of them, whatever `--max_train_examples`)."""
-    windows = self.all_train_windows()
-    logits = self.window_logits(model, windows, f"tagging {len(windows)} training windows")
-    write_teacher(path, self.spec.name, self.labels,
-                  sentence_word_logits(windows, logits, self.all_train))
+    def predict(features, label):
+      return trials_lib.predict(lambda batch: model(batch, training=False), features,
+                                self.config.eval_batch_size, self.log, label)["word_logits"]
+    return predict
+
+  def dev_tags(self, predict, transitions=None) -> List[List[str]]:
+    """Each dev sentence's predicted tags (IOB2 for span tasks; Viterbi with CRF `transitions`)."""
+    logits = predict(self.dev_windows.inputs,
+                     f"{self.name}: tagging {len(self.dev_windows)} windows")
+    return predicted_tags(self.spec, self.labels, self.dev_windows, logits, self.dev_sentences,
+                          transitions)
 
   def all_train_windows(self) -> tagging_data.Windows:
     """Every training sentence's windows (whatever `--max_train_examples`), encoded once."""
@@ -193,19 +199,12 @@ class TokenTagging(task_lib.Task):
   def brief(self, dev) -> str:
     return f"{self.primary_metric}={dev[self.primary_metric]:.4f}"
 
-  def predict(self, model) -> List[List[str]]:
-    """Each dev sentence's predicted tags (IOB2 for span tasks)."""
-    logits = self.window_logits(model, self.dev_windows,
-                                f"tagging {len(self.dev_windows)} windows")
-    return predicted_tags(self.spec, self.labels, self.dev_windows, logits, self.dev_sentences,
-                          model.transitions.numpy() if model.crf else None)
-
   def summary_fields(self, median):
     return {"task": self.spec.name, "labels": self.labels}
 
   # --- in a multi-task (BAM) run ----------------------------------------------------------------
   def read_teacher(self, path: str) -> None:
-    probabilities = distillation.softmax(read_teacher(path, self.name, self.all_train,
+    probabilities = distillation.softmax(read_teacher_file(path, self.name, self.all_train,
                                                       self.labels)).astype(np.float32)
     offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in self.all_train])])
     windows = self.train_windows
@@ -250,17 +249,16 @@ class TokenTagging(task_lib.Task):
     return tf.reduce_sum(losses * owned, -1), tf.cast(lengths, tf.float32)
 
   def evaluate_head(self, predict):
-    logits = predict(self.dev_windows.inputs, f"{self.name}: tagging {len(self.dev_windows)} windows")
-    metrics = tag_predictions.evaluate(self.spec, self.dev_sentences,
-                       predicted_tags(self.spec, self.labels, self.dev_windows, logits,
-                                      self.dev_sentences))
+    metrics = tag_predictions.evaluate(self.spec, self.dev_sentences, self.dev_tags(predict))
     return {self.name: metrics}, metrics["f1" if self.spec.spans else "accuracy"]
 
   def write_head_teacher(self, path: str, predict) -> None:
+    """Every training sentence's word logits (all of them, whatever `--max_train_examples`): the
+    teacher file of a single-task or a multi-task run."""
     windows = self.all_train_windows()
     logits = predict(windows.inputs, f"{self.name}: tagging {len(windows)} training windows")
-    write_teacher(path, self.name, self.labels,
-                  sentence_word_logits(windows, logits, self.all_train))
+    write_teacher_file(path, self.name, self.labels,
+                       sentence_word_logits(windows, logits, self.all_train))
 
 
 def predicted_tags(task: tagging_data.TaggingTask, labels: Sequence[str],
@@ -286,7 +284,7 @@ def sentence_word_logits(windows: tagging_data.Windows, logits: np.ndarray, sent
   return [np.asarray(row, np.float32).reshape(len(row), logits.shape[-1]) for row in rows]
 
 
-def write_teacher(path: str, task: str, labels: Sequence[str], per_sentence: List[np.ndarray]):
+def write_teacher_file(path: str, task: str, labels: Sequence[str], per_sentence: List[np.ndarray]):
   """A tagging teacher file (`.npz`, written atomically): `logits` `[words, tags]` of every
   training word in order, `sentence_lengths`, `labels` (the tag of each column), `task`."""
   tmp = f"{path}.tmp-{os.getpid()}"
@@ -298,7 +296,7 @@ def write_teacher(path: str, task: str, labels: Sequence[str], per_sentence: Lis
   os.replace(tmp, path)
 
 
-def read_teacher(path: str, task: str, sentences, labels: Sequence[str]) -> np.ndarray:
+def read_teacher_file(path: str, task: str, sentences, labels: Sequence[str]) -> np.ndarray:
   """A tagging teacher's `[words, tags]` logits in the order of the student's `labels`, checked
   against the student's training sentences and tags (the teacher's must be among them).
 

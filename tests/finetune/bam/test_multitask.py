@@ -323,7 +323,7 @@ class BamEndToEndTest(tf.test.TestCase):
     # A teacher of other sentences is refused before training, naming its file.
     bad = os.path.join(self.tmp, "bad_pos_teacher")
     os.makedirs(bad)
-    tagging.write_teacher(os.path.join(bad, "train_predictions_pos.npz"), "pos", labels,
+    tagging.write_teacher_file(os.path.join(bad, "train_predictions_pos.npz"), "pos", labels,
                           [np.zeros([len(s.words), len(labels)]) for s in sentences[:-1]])
     with self.assertRaisesRegex(ValueError, "bad_pos_teacher/train_predictions_pos.npz does not "
                                 "match.*holds 59 sentences but the pos training set has 60"):
@@ -340,7 +340,7 @@ class BamEndToEndTest(tf.test.TestCase):
     row = np.where(np.array(labels) == rare, 8.0, 0.0)
     teacher_dir = os.path.join(self.tmp, "rare_tag_teacher")
     os.makedirs(teacher_dir)
-    tagging.write_teacher(os.path.join(teacher_dir, "train_predictions_pos.npz"), "pos", labels,
+    tagging.write_teacher_file(os.path.join(teacher_dir, "train_predictions_pos.npz"), "pos", labels,
                           [np.tile(row, [len(s.words), 1]) for s in sentences])
     share = {}
     for lam, student_dir in self.distilled_students("pos", teacher_dir, max_seq_length=32):
