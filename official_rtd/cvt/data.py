@@ -5,10 +5,12 @@ documents) or from a file of one sentence per line."""
 import collections
 import dataclasses
 import re
+import time
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from official_rtd.utils import progress
 from official_rtd.utils import textio
 from official_rtd.data import corpus
 
@@ -202,3 +204,23 @@ def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
     rng.shuffle(buffer)
     yield from buffer
     buffer = []
+
+
+def run_in_length_batches(indices: Sequence[int], length_of: Callable[[int], int],
+                          batch_size: int, run_batch: Callable[[List[int]], None],
+                          log: Callable[[str], None], what: str) -> float:
+  """Calls `run_batch(chunk)` on batches of `indices` of similar lengths (sorted by
+  `length_of`), logging `"<what> <done>/<total> (<rate>/s), ETA ..."` every 30 s; returns the
+  seconds it took (prediction and translation alike)."""
+  order = sorted(indices, key=length_of)
+  start = last = time.time()
+  for begin in range(0, len(order), batch_size):
+    chunk = order[begin:begin + batch_size]
+    run_batch(chunk)
+    done, now = begin + len(chunk), time.time()
+    if now - last >= 30 and done < len(order):
+      rate = done / (now - start)
+      log(f"{what} {done}/{len(order)} ({rate:.1f}/s), ETA "
+          f"{progress.format_duration((len(order) - done) / rate)}")
+      last = now
+  return time.time() - start

@@ -17,7 +17,6 @@ import itertools
 import json
 import os
 import shutil
-import time
 from typing import Callable, Dict, List
 
 import numpy as np
@@ -25,7 +24,6 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.utils import checkpoint_files
-from official_rtd.utils import progress
 from official_rtd.utils import textio
 from official_rtd.cvt import all_tasks  # pylint: disable=unused-import
 from official_rtd.cvt import data as data_lib
@@ -326,21 +324,16 @@ class CvtRunner:
                    ) -> List[Dict[str, np.ndarray]]:
     """Task `name`'s `predict` outputs for every encoded sentence, one row each, in order
     (batched by length; progress and ETA logged every 30 s)."""
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
     rows: List[Dict[str, np.ndarray]] = [None] * len(encoded)
-    start = last = time.time()
-    for begin in range(0, len(order), batch_size):
-      chunk = order[begin:begin + batch_size]
+
+    def run_batch(chunk):
       out = steps.predict(data_lib.pad_batch([encoded[i] for i in chunk]).inputs(), name)
       out = {k: v.numpy() for k, v in out.items()}
       for j, i in enumerate(chunk):
         rows[i] = {k: v[j] for k, v in out.items()}
-      done, now = begin + len(chunk), time.time()
-      if now - last >= 30 and done < len(order):
-        rate = done / (now - start)
-        self.log(f"{name}: predicted {done}/{len(order)} ({rate:.1f}/s), ETA "
-                 f"{progress.format_duration((len(order) - done) / rate)}")
-        last = now
+
+    data_lib.run_in_length_batches(range(len(encoded)), lambda i: len(encoded[i][0]),
+                                   batch_size, run_batch, self.log, f"{name}: predicted")
     return rows
 
   def run(self) -> dict:

@@ -421,8 +421,6 @@ def translate_lines(lines: Sequence[str], vocab, model, target_vocab: TargetVoca
                     ) -> List[str]:
   """Detokenized German of each English line (an empty line stays empty), batched by length,
   with progress and an ETA every 30 s."""
-  import time  # pylint: disable=g-import-not-at-top
-  from official_rtd.utils import progress  # pylint: disable=g-import-not-at-top
   from official_rtd.cvt import data as data_lib  # pylint: disable=g-import-not-at-top
   head = model.heads["translate"]
 
@@ -435,19 +433,15 @@ def translate_lines(lines: Sequence[str], vocab, model, target_vocab: TargetVoca
                        banned=(ids[PAD], ids[UNK], ids[BOS]))[:2]
 
   tokens = [tokenize(line, SOURCE) for line in lines]
-  todo = sorted((i for i, t in enumerate(tokens) if t), key=lambda i: len(tokens[i]))
+  todo = [i for i, t in enumerate(tokens) if t]
   out = [""] * len(lines)
-  start = last = time.time()
-  for begin in range(0, len(todo), batch_size):
-    chunk = todo[begin:begin + batch_size]
+
+  def run_batch(chunk):
     ids, _ = search(data_lib.make_batch([tokens[i] for i in chunk], vocab).inputs())
     for row, i in zip(ids.numpy(), chunk):
       out[i] = detokenize(target_vocab.decode(row), TARGET)
-    done, now = begin + len(chunk), time.time()
-    if now - last >= 30 and done < len(todo):
-      rate = done / (now - start)
-      log(f"translated {done}/{len(todo)} ({rate:.1f} sentences/s), ETA "
-          f"{progress.format_duration((len(todo) - done) / rate)}")
-      last = now
-  log(f"translated {len(todo)} sentences in {time.time() - start:.1f} s")
+
+  seconds = data_lib.run_in_length_batches(todo, lambda i: len(tokens[i]), batch_size,
+                                           run_batch, log, "translated")
+  log(f"translated {len(todo)} sentences in {seconds:.1f} s")
   return out

@@ -77,3 +77,12 @@ class BatchesTest(tf.test.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+class LengthBatchesTest(tf.test.TestCase):
+
+  def test_every_index_once_in_batches_of_similar_length(self):
+    lengths = {0: 5, 2: 1, 3: 9, 5: 2, 6: 5, 8: 7, 9: 3}
+    seen = []
+    data.run_in_length_batches(list(lengths), lengths.get, 3, seen.append, print, "x")
+    self.assertEqual(seen, [[2, 5, 9], [0, 6, 8], [3]])  # by hand: sorted by length, stable

@@ -14,6 +14,7 @@ import tf_keras
 
 from official_rtd import runs
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
 from official_rtd.training import train_step
@@ -64,7 +65,6 @@ def built_step(task: str, vocab, batch, jit: bool):
 class XlaStepTest(tf.test.TestCase):
 
   def test_every_method_is_covered(self):
-    from official_rtd.methods import registry  # pylint: disable=g-import-not-at-top
     covered = set()
     for task in TASKS:
       gin.clear_config()
