@@ -6,8 +6,16 @@ from typing import Optional
 
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import packing
+from official_rtd.utils import ranges
 
 MIN_SEQ_LENGTH = 5  # [CLS] a [SEP] b [SEP]
+
+
+# Valid values of DataConfig's numbers (`ranges.Range`); the relational checks are in `validate`.
+DATA_CONFIG_RANGES = {
+    "dupe_factor": (0, None, True), "mask_prob": (0, 1, False), "short_seq_prob": (0, 1, True),
+    "single_segment_prob": (0, 1, True), "sentences_per_example": (0, None, True),
+    "num_shards": (1, None, True), "num_workers": (0, None, True), "chunk_bytes": (1, None, True)}
 
 
 class ConfigError(ValueError):
@@ -49,6 +57,10 @@ class DataConfig:
   def validate(self):
     from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
     from official_rtd.ops import masking  # pylint: disable=g-import-not-at-top
+    try:
+      ranges.check_ranges(self, DATA_CONFIG_RANGES)
+    except ValueError as e:
+      raise ConfigError(str(e)) from None
     checks = [
         (bool(self.input_files) != bool(self.input_tfds),
          "give exactly one of --input_files and --input_tfds"),
@@ -59,8 +71,6 @@ class DataConfig:
         (self.max_seq_length >= MIN_SEQ_LENGTH,
          f"--max_seq_length={self.max_seq_length} is too small: an example needs at least "
          f"{MIN_SEQ_LENGTH} positions ([CLS] a [SEP] b [SEP])"),
-        (self.dupe_factor >= 0, f"--dupe_factor={self.dupe_factor} must be >= 0"),
-        (0.0 < self.mask_prob <= 1.0, f"--mask_prob={self.mask_prob} must be in (0, 1]"),
         (1 <= self.max_predictions_per_seq <= self.max_seq_length,
          f"--max_predictions_per_seq={self.max_predictions_per_seq} must be in "
          f"[1, --max_seq_length={self.max_seq_length}]"),
@@ -68,19 +78,11 @@ class DataConfig:
          f"--mask_strategy={self.mask_strategy} must be one of {sorted(masking.STRATEGIES)}"),
         (self.tokenizer in tokenizer_lib.TOKENIZERS,
          f"--tokenizer={self.tokenizer} must be one of {list(tokenizer_lib.TOKENIZERS)}"),
-        (0.0 <= self.short_seq_prob <= 1.0, f"--short_seq_prob={self.short_seq_prob} must be in [0, 1]"),
-        (0.0 <= self.single_segment_prob <= 1.0,
-         f"--single_segment_prob={self.single_segment_prob} must be in [0, 1]"),
         (self.packing in packing.PACKING_MODES,
          f"--packing={self.packing} must be one of {list(packing.PACKING_MODES)}"),
-        (self.sentences_per_example >= 0,
-         f"--sentences_per_example={self.sentences_per_example} must be >= 0"),
         (self.packing == "sentences" or self.sentences_per_example == 1,
          f"--sentences_per_example={self.sentences_per_example} applies only with "
          f"--packing=sentences (got --packing={self.packing})"),
-        (self.num_shards >= 1, f"--num_shards={self.num_shards} must be >= 1"),
-        (self.num_workers >= 0, f"--num_workers={self.num_workers} must be >= 0"),
-        (self.chunk_bytes >= 1, f"--chunk_bytes={self.chunk_bytes} must be >= 1"),
         (self.on_decode_error in corpus_lib.DECODE_ERROR_POLICIES,
          f"--on_decode_error={self.on_decode_error} must be one of "
          f"{list(corpus_lib.DECODE_ERROR_POLICIES)}"),
