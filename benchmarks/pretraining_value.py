@@ -28,6 +28,8 @@ Stages (each skipped when its output exists, so a killed run resumes):
             order sensitivity (1 − cosine of a token's vector with its context shuffled);
   report    the table (median and [min, max] over seeds) in Markdown.
 `--parallel=2` runs two processes at a time, one core each (taskset).
+`--shared_data` points at another copy of the shared data folder (e.g. slices of it, as the test of
+the README's command does); `--vocab_size` overrides the recipe's.
 """
 import argparse
 import glob

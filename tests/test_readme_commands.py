@@ -75,6 +75,19 @@ def slice_shared_data(data: str):
                 f"{data}/parsing/ud_ewt/en_ewt-ud-{split}.conllu", count)
 
 
+class PretrainingValueFlagsTest(tf.test.TestCase):
+
+  def test_bad_data_folder_and_vocab_size_are_refused_naming_the_flag(self):
+    script = os.path.join(testutil.REPO, "benchmarks", "pretraining_value.py")
+    for flag, message in (("--shared_data=/nonexistent", "--shared_data=/nonexistent holds no wiki/"),
+                          ("--vocab_size=-3", "--vocab_size=-3 must be >= 0")):
+      result = subprocess.run([sys.executable, script, "--work_dir=/tmp/unused", flag],
+                              capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+      self.assertEqual(result.returncode, 2, result.stderr)
+      self.assertIn(message, result.stderr.strip().splitlines()[-1])
+
+
 @testutil.requires(testutil.SHARED_DATA)
 class ReadmeCommandsTest(tf.test.TestCase):
 
