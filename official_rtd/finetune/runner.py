@@ -5,12 +5,13 @@ which."""
 import dataclasses
 import os
 import shutil
-from typing import Callable, List, Optional, Type
+from typing import Callable, List, Optional, Type, Union
 
 import tf_keras
 
 from official_rtd.utils import textio
 from official_rtd.finetune import fingerprint
+from official_rtd.finetune import multihead
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
 from official_rtd.interop import export as export_lib
@@ -28,10 +29,12 @@ class Runner:
   """
 
   def __init__(self, config, log: Callable[[str], None] = print,
-               task_class: Optional[Type[task_lib.Task]] = None):
+               task_class: Optional[Type[Union[task_lib.Task, task_lib.Head]]] = None):
     self.config = config
     self.log = log
     task_class = task_class or task_lib.get(config.task_name)
+    if issubclass(task_class, task_lib.Head):  # run alone: a one-member multi-task run
+      task_class = multihead.HeadsRun
     precision.check(config.mixed_precision)
     precision.warn_if_emulated(config.mixed_precision, log)
     self.export = export_lib.Export(config.init_checkpoint)
@@ -80,7 +83,8 @@ class Runner:
     final_loss = trials_lib.train(model, optimizer, dataset, self.steps, self.task.loss, self.log,
                                   cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}",
                                   cfg.jit_compile, checkpoint_dir, cfg.save_checkpoints_steps,
-                                  evaluate_now, eval_every_steps, seed=seed)
+                                  evaluate_now, eval_every_steps, seed=seed,
+                                  older_layouts=self.task.older_layouts(model))
     shutil.rmtree(checkpoint_dir, ignore_errors=True)  # the trial's results replace it
     result = {"trial": trial, "seed": seed, "train_steps": self.steps,
               "final_train_loss": final_loss,

@@ -2,7 +2,7 @@
 optimizer, and N resumable trials summarised by their median and spread."""
 import os
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -124,7 +124,8 @@ def median_and_spread(values_by_trial: List[Dict]):
 def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str], None],
           log_every_steps: int, label: str, jit_compile: bool = False,
           checkpoint_dir: str = "", save_every_steps: int = 0, callback=None,
-          callback_every_steps: int = 0, seed: int = 0) -> float:
+          callback_every_steps: int = 0, seed: int = 0,
+          older_layouts: Optional[Dict[str, tf.Module]] = None) -> float:
   """Runs `num_steps` steps of `loss_fn(model, batch, progress)` over `dataset` (`progress`: the
   0-based step / (num_steps - 1), a float32 scalar in [0, 1]), logging the running loss
   and an ETA; returns the mean loss of the last 10 steps (of this process). A float16
@@ -136,7 +137,8 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
   deterministic (seeded shuffles), so skipping the steps done replays the same batches.
   `callback(step)` runs every `callback_every_steps` steps before the last (e.g. a dev
   evaluation). Dropout masks are drawn from (`seed`, step) (`dropout.step_seeded`), so a resumed
-  run ends bit-identical to an uninterrupted one.
+  run ends bit-identical to an uninterrupted one. `older_layouts` (`task.Task.older_layouts`)
+  restore a checkpoint that older code wrote under other variable names.
   """
 
   def forward_backward(batch, step_seed, fraction):
@@ -170,14 +172,17 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
     return step
 
   checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+  older = {marker: tf.train.Checkpoint(model=view, optimizer=optimizer)
+           for marker, view in (older_layouts or {}).items()}
   losses = run_steps(begin, num_steps, log, log_every_steps, label, checkpoint, checkpoint_dir,
-                     save_every_steps, callback, callback_every_steps)["loss"]
+                     save_every_steps, callback, callback_every_steps, older)["loss"]
   return float(np.mean(losses[-10:])) if losses else float("nan")
 
 
 def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_every_steps: int,
               label: str, checkpoint: tf.train.Checkpoint = None, checkpoint_dir: str = "",
-              save_every_steps: int = 0, callback=None, callback_every_steps: int = 0
+              save_every_steps: int = 0, callback=None, callback_every_steps: int = 0,
+              older_checkpoints: Optional[Dict[str, tf.train.Checkpoint]] = None
               ) -> Dict[str, List[float]]:
   """The resumable step loop of every fine-tuning trial (`train`) and of CVT.
 
@@ -186,14 +191,16 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
   examples)` for steps k = done + 1 .. num_steps (the caller replays its data from `done`).
   Logs each value's running mean, examples/s (when counted) and an ETA every `log_every_steps`;
   `callback(k)` runs every `callback_every_steps` steps before the last (e.g. a dev evaluation)
-  and ends the loop by returning True; `checkpoint` is saved every `save_every_steps` steps before the last. Returns every value of
-  each name, in order (this process's steps).
+  and ends the loop by returning True; `checkpoint` is saved every `save_every_steps` steps
+  before the last. A checkpoint holding a key that starts with one of `older_checkpoints`' markers
+  was written with an older layout and is restored through that checkpoint (the same objects
+  under their older names). Returns every value of each name, in order (this process's steps).
   """
   done, manager = 0, None
   if checkpoint is not None and checkpoint_dir and save_every_steps:
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
     if manager.latest_checkpoint:
-      checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+      restore_any_layout(checkpoint, manager.latest_checkpoint, older_checkpoints or {})
       done = int(manager.latest_checkpoint.rsplit("-", 1)[1])
       log(f"{label}: resuming at step {done} from {manager.latest_checkpoint}")
   step_fn = begin(done)
@@ -220,6 +227,18 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
     if manager and step % save_every_steps == 0 and step < num_steps:
       checkpoint_files.save(manager, step)
   return history
+
+
+def restore_any_layout(checkpoint: tf.train.Checkpoint, path: str,
+                       older: Dict[str, tf.train.Checkpoint]) -> None:
+  """Restores `path` into `checkpoint`, or into the first of `older` whose marker begins one of
+  its keys; every object of the one used must be matched."""
+  keys = [name for name, _ in tf.train.list_variables(path)]
+  for marker, older_checkpoint in older.items():
+    if any(key.startswith(marker) for key in keys):
+      older_checkpoint.restore(path).assert_existing_objects_matched()
+      return
+  checkpoint.restore(path).assert_existing_objects_matched()
 
 
 def predict(model_fn, inputs: Dict[str, np.ndarray], batch_size: int,

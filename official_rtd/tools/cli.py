@@ -8,7 +8,7 @@ import signal
 import sys
 import textwrap
 import typing
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 # Keep TensorFlow's C++ start-up chatter out of the tools' output unless the user asks for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -105,6 +105,8 @@ class Flags:
     aliases: `{alias: field}`: other names of a field.
     whole: repeatable fields whose every value is kept whole (not split at commas), e.g. gin
       bindings, whose values hold commas.
+    notes: `{field: text()}`: the end of a field's help, computed when the flags are listed (e.g.
+      read from a registry whose import is not free).
   """
   config: type
   help: Dict[str, str]
@@ -114,6 +116,7 @@ class Flags:
   renamed: Dict[str, str] = dataclasses.field(default_factory=dict)
   aliases: Dict[str, str] = dataclasses.field(default_factory=dict)
   whole: Sequence[str] = ()
+  notes: Dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
 
   def flags(self) -> List[Flag]:
     """The flags, in `help`'s order."""
@@ -128,6 +131,8 @@ class Flags:
         default = field.default_factory()
       else:
         default = None
+      if name in self.notes:
+        text = f"{text}{self.notes[name]()}"
       if name in self.ranges:
         text = f"{text} ({ranges_lib.range_text(self.ranges[name])})"
       kind = "enum" if name in self.enums else _kind(field.type)

@@ -15,9 +15,7 @@ COMMON_HELP = {
     "train_batch_size": "Batch size; unset: 32 (run_multiple_choice 16 questions, multi-task "
                         "run_glue 128).",
     "eval_batch_size": "Evaluation / prediction batch size.",
-    "num_train_epochs": "Epochs over the training set; unset: the tool's default (run_glue 3, "
-                        "10 for RTE and STS-B; run_squad 2; run_tagging 3; "
-                        "run_multiple_choice 2; run_parsing 3).",
+    "num_train_epochs": "Epochs over the training set; unset: the task's default, ",
     "learning_rate": "Default 3e-4 small / 1e-4 base / 5e-5 large.",
     "layerwise_lr_decay": "Default 0.8 (0.9 large).",
     "lr_decay_convention": "electra: the original code's exponents (top layer lr*d^2); "
@@ -58,8 +56,25 @@ def spec(config_class, help_texts, enums=None, **kwargs):
 
 
 def common_spec(config_class, help_texts, enums=None, **kwargs):
-  """`spec` of the shared `FinetuneConfig` flags followed by the tool's own."""
-  return spec(config_class, {**COMMON_HELP, **help_texts}, enums, **kwargs)
+  """`spec` of the shared `FinetuneConfig` flags followed by the tool's own; the help of
+  `--num_train_epochs` ends with the tool's tasks' defaults, read from the task registry."""
+  return spec(config_class, {**COMMON_HELP, **help_texts}, enums,
+              notes={"num_train_epochs": functools.partial(epochs_defaults, config_class)},
+              **kwargs)
+
+
+def epochs_defaults(config_class) -> str:
+  """The default epochs of the tasks built from `config_class` (`task.epochs_defaults_text`),
+  and its protocols' where it has `--protocol`."""
+  from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
+  from official_rtd.finetune import task as task_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import trials  # pylint: disable=g-import-not-at-top
+  text = task_lib.epochs_defaults_text(config_class)
+  accepted = {p for name in task_lib.names_for(config_class)
+              for p in task_lib.get(name).protocols}
+  protocols = ", ".join(f"{p} {n:g}" for p, n in sorted(trials.PROTOCOL_EPOCHS.items())
+                        if p in accepted)
+  return text + (f"; --protocol={protocols.replace(', ', ', --protocol=')}" if protocols else "") + "."
 
 
 # Which tool fine-tunes the tasks built from each config (named in a refusal).

@@ -2,8 +2,8 @@
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.finetune.glue import classifier
 from official_rtd.modeling.encoder_config import EncoderConfig
+from tests.finetune import toy_classifier
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.finetune import layerwise_decay
 
@@ -13,7 +13,7 @@ def _model():
       vocab_size=30, hidden_size=8, num_layers=3, num_attention_heads=2, intermediate_size=16,
       embedding_size=4, max_position_embeddings=8, dropout_rate=0.0, attention_dropout_rate=0.0),
       name="encoder")
-  model = classifier.SequenceClassifier(encoder, 2, dropout_rate=0.0)
+  model = toy_classifier.Classifier(encoder, 2, dropout_rate=0.0)
   ids = tf.constant([[2, 5, 6, 7, 3]])
   inputs = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": tf.zeros_like(ids)}
   model(inputs)
@@ -58,7 +58,7 @@ class LayerwiseDecayTest(tf.test.TestCase):
                                                          epsilon=1e-12, gradient_clip_norm=0.0)
     before = [v.numpy() for v in model.trainable_variables]
     with tf.GradientTape() as tape:
-      loss = classifier.loss(model(inputs), tf.constant([1]))
+      loss = toy_classifier.loss(model(inputs), tf.constant([1]))
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     checked = 0

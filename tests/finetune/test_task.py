@@ -1,6 +1,7 @@
-"""The task contract: a new task written in this file alone (registered here, nothing else
-touched) runs through `runner.Runner`'s whole lifecycle, takes part in a multi-task (BAM) run
-with a GLUE task without a second class, and the export is read once for all trials."""
+"""The task contract: a new head task written in this file alone (registered here, nothing else
+touched) runs alone through `runner.Runner`'s whole lifecycle as a one-member run, takes part in a
+multi-task (BAM) run with a GLUE task through the same methods, and the export is read once for
+all trials."""
 import dataclasses
 import json
 import os
@@ -9,7 +10,6 @@ from unittest import mock
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import configs
@@ -27,19 +27,19 @@ SEVEN = 7  # the toy task: does the sequence hold token 7?
 class ToyConfig(configs.FinetuneConfig):
   task: str = "toy_has_seven"
   rows: int = 64
+  write_train_predictions: bool = False
 
 
 @task_lib.register("toy_has_seven")
-class HasSeven(task_lib.Task):
-  """Binary classification of random id sequences by whether token 7 occurs; the dev file holds
-  each example's predicted class. In a multi-task run: the shared head on `[CLS]`, no teacher."""
+class HasSeven(task_lib.Head):
+  """Binary classification of random id sequences by whether token 7 occurs, as a head on
+  `[CLS]`; run alone it also writes each dev example's predicted class. No teacher."""
 
   default_epochs = 2
   published = ("dev_predictions.json",)
-  multitask = True
   num_outputs = 2
 
-  def __init__(self, config, export, log, name=None):
+  def __init__(self, config: ToyConfig, export, log, name=None):
     super().__init__(config, export, log, name)
     self.rows = getattr(config, "rows", ToyConfig.rows)  # a multi-task run's config has none
     self.num_train = self.rows
@@ -55,31 +55,6 @@ class HasSeven(task_lib.Task):
     rows = slice(0, self.rows) if part == "train" else slice(self.rows, None)
     return {k: v[rows] for k, v in self.inputs.items()}, self.labels[rows]
 
-  def train_arrays(self):
-    return self._rows("train")
-
-  def build_model(self, encoder):
-    inputs = {k: tf_keras.Input([None], dtype=tf.int32, name=k) for k in self.inputs}
-    logits = tf_keras.layers.Dense(2)(encoder(inputs)["sequence_output"][:, 0])
-    return tf_keras.Model(inputs, logits)
-
-  def loss(self, model, batch, progress):
-    del progress  # unused
-    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
-        batch[1], model(batch[0], training=True), from_logits=True))
-
-  def evaluate(self, model, trial_dir):
-    features, labels = self._rows("dev")
-    predicted = model(features, training=False).numpy().argmax(-1)
-    if trial_dir is not None:
-      with open(os.path.join(trial_dir, "dev_predictions.json"), "w", encoding="utf-8") as f:
-        json.dump(predicted.tolist(), f)
-    return {"accuracy": float((predicted == labels).mean())}
-
-  def summary_fields(self, median):
-    return {"task": "toy_has_seven"}
-
-  # --- in a multi-task run -----------------------------------------------------------------------
   def mixture_dataset(self, seed):
     features, labels = self._rows("train")
     return (tf.data.Dataset.from_tensor_slices((features, {"label": labels}))
@@ -88,15 +63,22 @@ class HasSeven(task_lib.Task):
   def output(self, head, dropout, sequence_output, inputs, training):
     return head(dropout(sequence_output[:, 0], training=training))
 
-  def example_losses(self, output, features, targets, lam):
-    del features, lam  # no teacher
+  def example_losses(self, head, output, features, targets, lam):
+    del head, features, lam  # no teacher
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(targets["label"], output)
     return losses, tf.ones_like(losses)
 
-  def evaluate_head(self, predict):
+  def evaluate_head(self, predict, head, trial_dir):
     features, labels = self._rows("dev")
-    accuracy = float((predict(features, "toy").argmax(-1) == labels).mean())
-    return {self.name: {"accuracy": accuracy}}, accuracy
+    predicted = predict(features, "toy").argmax(-1)
+    if trial_dir is not None and not self.with_others:
+      with open(os.path.join(trial_dir, "dev_predictions.json"), "w", encoding="utf-8") as f:
+        json.dump(predicted.tolist(), f)
+    accuracy = float((predicted == labels).mean())
+    return {"accuracy": accuracy}, accuracy
+
+  def summary_fields(self, median):
+    return {"task": "toy_has_seven"}
 
 
 class TaskContractTest(tf.test.TestCase):
@@ -111,7 +93,7 @@ class TaskContractTest(tf.test.TestCase):
     config = ToyConfig(init_checkpoint=self.export_dir, model_dir=model_dir, max_seq_length=8,
                        train_batch_size=16, num_trials=3, log_every_steps=100)
     runner = runner_lib.Runner(config, log=lambda _: None)
-    self.assertIsInstance(runner.task, HasSeven)
+    self.assertEqual([type(m) for m in runner.task.members], [HasSeven])  # a one-member run
     summary = runner.run()
     self.assertEqual(summary["task"], "toy_has_seven")
     self.assertEqual(summary["resolved"]["num_train_steps"], 64 // 16 * 2)  # 2 epochs of 4
@@ -189,12 +171,25 @@ class TaskContractTest(tf.test.TestCase):
                                 r"multi-task run; known: .*rte.*toy_has_seven"):
       task_lib.get_multitask("squad")
 
+  def test_help_reads_each_tasks_default_epochs_from_the_registry(self):
+    from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
+    from official_rtd.tools import finetune_flags  # pylint: disable=g-import-not-at-top
+    self.assertEqual(task_lib.epochs_defaults_text(ToyConfig), "2")  # HasSeven's, this file's
+    # ELECTRA's GLUE protocol: 3 epochs, 10 for RTE and STS-B; BAM (§3.3): 6 for several tasks.
+    self.assertEqual(task_lib.epochs_defaults_text(configs.GlueConfig),
+                     "3 (6: several --tasks; 10: rte, sts-b)")
+    self.assertEqual(finetune_flags.epochs_defaults(configs.TaggingConfig), "3; --protocol=shao 3.")
+    spec = finetune_flags.common_spec(ToyConfig, {})
+    epochs = next(f for f in spec.flags() if f.name == "num_train_epochs")
+    self.assertEqual(epochs.help, "Epochs over the training set; unset: the task's default, 2. "
+                                  "(> 0)")
+
   def test_unknown_and_duplicate_names(self):
     with self.assertRaisesRegex(ValueError, r"unknown fine-tuning task 'nope' \(--task\); "
                                 r"one of: .*toy_has_seven"):
       task_lib.get("nope")
     with self.assertRaisesRegex(ValueError, "'toy_has_seven' is registered twice"):
-      task_lib.register("toy_has_seven")(type("Other", (task_lib.Task,), {}))
+      task_lib.register("toy_has_seven")(type("Other", (task_lib.Head,), {}))
 
 
 if __name__ == "__main__":

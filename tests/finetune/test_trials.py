@@ -6,9 +6,9 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.finetune.glue import classifier
 from official_rtd.finetune import trials
 from official_rtd.modeling.encoder_config import EncoderConfig
+from tests.finetune import toy_classifier
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 
 STEPS = 8
@@ -23,7 +23,7 @@ def build():
   encoder = TransformerEncoder(EncoderConfig(
       hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
       embedding_size=16, max_position_embeddings=16, vocab_size=50), name="encoder")
-  model = classifier.SequenceClassifier(encoder, 2)
+  model = toy_classifier.Classifier(encoder, 2)
   model({"input_word_ids": tf.ones([1, 8], tf.int32), "input_mask": tf.ones([1, 8], tf.int32),
          "input_type_ids": tf.zeros([1, 8], tf.int32)})
   optimizer = trials.build_optimizer(model, encoder, 1e-2, 0.8, "electra", STEPS, 0.25, 0.01)
@@ -42,7 +42,7 @@ def dataset():
 
 def loss_fn(model, batch, progress):
   del progress  # unused
-  return classifier.loss(model(batch[0], training=True), batch[1])
+  return toy_classifier.loss(model(batch[0], training=True), batch[1])
 
 
 class ExactResumeTest(tf.test.TestCase):

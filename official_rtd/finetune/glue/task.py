@@ -2,8 +2,9 @@
 
 Per trial: the exported encoder + ELECTRA's head, AdamW (ε 1e-6, weight decay 0 by default) with
 layer-wise learning-rate decay, 10% linear warmup then linear decay, gradient clipping 1.0, batch 32,
-3 epochs (10 for RTE and STS-B); evaluation on dev at the end (`runner.Runner` runs the trials).
-The same class is a GLUE task's part of a multi-task (BAM) run (`bam/multitask.py`).
+3 epochs (10 for RTE and STS-B); evaluation on dev at the end. A task is a `task.Head`: run alone
+it is a one-member run of `multihead.HeadsRun`, and the same class is its part of a multi-task
+(BAM) run (`bam/multitask.py`).
 """
 import os
 from typing import Callable, Dict, List, Optional
@@ -13,7 +14,6 @@ import tensorflow as tf
 
 from official_rtd.utils import textio
 from official_rtd.data import tokenizer as tokenizer_lib
-from official_rtd.finetune.glue import classifier
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune.glue import data as glue_data
@@ -70,138 +70,162 @@ TEST_PREDICTIONS_NAME = "test_predictions.json"
 
 
 @task_lib.register(*glue_data.TASKS)
-class GlueTask(task_lib.Task):
-  """One GLUE task: ELECTRA's head on `[CLS]`, softmax cross-entropy (squared error for STS-B);
-  dev metrics per dev split (MNLI has two); with `--do_predict` the best trial's test-set
-  predictions as `<TASK>.tsv`, with `--write_train_predictions` its training-set logits (a BAM
-  teacher). In a BAM run (§3.1): softmax(W c) on `[CLS]`, or for regression sigmoid(wᵀc) on labels
-  normalised to [0, 1] (scaled back for Pearson/Spearman); targets λ·y + (1 − λ)·teacher."""
+class GlueTask(task_lib.Head):
+  """One GLUE task: a head on `[CLS]`. Alone (`--task`, the ELECTRA protocol): ELECTRA's head,
+  softmax cross-entropy or, for STS-B, the squared error of wᵀc; dev metrics per dev split (MNLI
+  has two); with `--do_predict` the best trial's test-set predictions as `<TASK>.tsv`, with
+  `--write_train_predictions` its training-set logits (a BAM teacher). With `--protocol=bam` or
+  in a BAM run (§3.1): for regression sigmoid(wᵀc) on labels normalised to [0, 1] (scaled back
+  for Pearson/Spearman); targets λ·y + (1 − λ)·teacher."""
 
   run_name = "GlueRunner"
   protocols = PROTOCOLS
-  multitask = True
   family = "glue"
 
   def __init__(self, config: GlueConfig, export, log: Callable[[str], None],
                name: Optional[str] = None):
     super().__init__(config, export, log, name)
-    if not self.is_member and (not config.task or config.tasks):
-      raise ValueError("the GLUE task is single-task: give --task (--tasks runs multitask.py)")
+    if not self.with_others and not config.task:
+      raise ValueError("give --task (one GLUE task) or --tasks (a multi-task run)")
     self.spec = glue_data.get_task(self.name)
-    bam = config.protocol == "bam"
-    self.regression_scale = REGRESSION_SCALE if bam and self.spec.is_regression else 0.0
+    bam = config.protocol == "bam" or self.with_others
+    # Regression: BAM's sigmoid on labels / 5, or ELECTRA's linear wᵀc on the labels.
+    self.label_scale = REGRESSION_SCALE if bam and self.spec.is_regression else 1.0
+    self.sigmoid = bam and self.spec.is_regression
     self.num_outputs = self.spec.num_classes
     self.teacher_file = distillation.file_name(self.spec.name)
-    self.default_epochs = (trials_lib.PROTOCOL_EPOCHS["bam"] if bam
-                           else 10 if self.spec.name in LONG_TASKS else 3)
-    if not self.is_member:
-      self._check_single_task()
+    self.default_epochs = (trials_lib.PROTOCOL_EPOCHS["bam"] if config.protocol == "bam"
+                           else self.epochs_default(self.spec.name))
+    self.check_max_seq_length()
+    if config.double_unordered and self.spec.name not in ("mrpc", "sts-b"):
+      raise ValueError("--double_unordered applies to MRPC and STS-B only")
+    self.published = [self.teacher_file] if config.write_train_predictions else []
     self.primary_metric = metrics_lib.PRIMARY[self.spec.name]
     self.all_train_examples = read_task_split(config, self.spec, "train")[0][1]
     self.rows = task_lib.subset_rows(len(self.all_train_examples), config)
     self.train_examples = [self.all_train_examples[i] for i in self.rows]
-    self.num_train = len(self.rows)
+    self.orders = [False, True] if config.double_unordered else [False]  # swap a and b
+    self.num_train = len(self.rows) * len(self.orders)
     self.dev_splits = read_task_split(config, self.spec, "dev")
-    self.test_splits = (read_task_split(config, self.spec, "test")
-                        if config.do_predict and not self.is_member else [])
+    self.test_splits = read_task_split(config, self.spec, "test") if config.do_predict else []
     self.teacher = None  # [all_train, classes] probabilities or [all_train, 1] values in [0, 1]
-    self._train_arrays = self._mixture_arrays = None
+    self._mixture_arrays = None
 
-  def _check_single_task(self):
-    """Checks the single-task options; sets the published files they imply."""
-    config = self.config
-    if config.double_unordered and self.spec.name not in ("mrpc", "sts-b"):
-      raise ValueError("--double_unordered applies to MRPC and STS-B only")
-    self.check_max_seq_length()
-    self.published = [self.teacher_file] if config.write_train_predictions else []
+  @classmethod
+  def epochs_default(cls, name: str) -> float:
+    return 10 if name in LONG_TASKS else 3
 
   def describe(self) -> str:
     return (f"run_glue ({self.config.protocol} protocol): {self.spec.name}, "
             f"{len(self.train_examples)} train examples")
 
   # --- training ----------------------------------------------------------------------------------
-  def train_arrays(self):
-    if self._train_arrays is None:
-      length = self.config.max_seq_length
-      features = encode(self.train_examples, self.tokenizer, length)
-      labels = np.array(glue_data.labels_of(self.train_examples), np.float32)
-      if self.config.double_unordered:
-        swapped = encode(self.train_examples, self.tokenizer, length, swap=True)
-        features = {k: np.concatenate([features[k], swapped[k]]) for k in features}
-        labels = np.concatenate([labels, labels])
-      self._train_arrays = features, labels
-    return self._train_arrays
+  def read_teacher(self, path: str) -> None:
+    predictions, function = distillation.read_predictions(path, self.name,
+                                                          len(self.all_train_examples),
+                                                          self.spec.num_classes)
+    if self.spec.is_regression:
+      if function != "sigmoid":
+        self.log(f"teacher {path}: its {self.name} head is {function or 'a linear regressor'}, "
+                 "the student's is sigmoid(wᵀc) on labels / 5; §3.2.2's born-again teachers "
+                 "share the student's prediction function: train it with run_glue "
+                 "--protocol=bam")
+      self.teacher = np.clip(predictions / REGRESSION_SCALE, 0.0, 1.0)[:, None]
+    else:
+      self.teacher = distillation.softmax(predictions)
+    self.teacher_path = path
 
-  def build_model(self, encoder):
-    model = classifier.SequenceClassifier(encoder, self.spec.num_classes, name="glue",
-                                          regression_scale=self.regression_scale)
-    model({k: v[:1] for k, v in encode(self.train_examples[:1], self.tokenizer, 8).items()})
-    return model
+  def mixture_dataset(self, seed: int) -> tf.data.Dataset:
+    """Targets: `gold` `[classes]` one-hot (`[1]`: the label / `label_scale`), `teacher` alike
+    (zeros without one), `has_teacher` `[]`; with `--double_unordered` every example also with
+    its two sentences swapped."""
+    if self._mixture_arrays is None:
+      examples = self.train_examples
+      labels = np.array(glue_data.labels_of(examples), np.float32)
+      gold = ((labels / self.label_scale)[:, None] if self.spec.is_regression
+              else np.eye(self.spec.num_classes, dtype=np.float32)[labels.astype(np.int64)])
+      teacher = (self.teacher[self.rows].astype(np.float32) if self.teacher is not None
+                 else np.zeros_like(gold))
+      has_teacher = np.full([len(examples)], float(self.teacher is not None), np.float32)
+      orders = [encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap)
+                for swap in self.orders]
+      repeat = len(self.orders)
+      self._mixture_arrays = (
+          {k: np.concatenate([order[k] for order in orders]) for k in orders[0]},
+          {"gold": np.concatenate([gold] * repeat), "teacher": np.concatenate([teacher] * repeat),
+           "has_teacher": np.concatenate([has_teacher] * repeat)})
+    return (tf.data.Dataset.from_tensor_slices(self._mixture_arrays)
+            .shuffle(self.num_train, seed=seed).repeat())
 
-  def loss(self, model, batch, progress):
-    del progress  # unused
-    return classifier.loss(model(batch[0], training=True), batch[1], self.regression_scale)
+  def output(self, head, dropout, sequence_output, inputs, training):
+    """`[batch, classes]` logits, or `[batch]` values: sigmoid(wᵀc) in [0, 1] or wᵀc."""
+    y = tf.cast(head(dropout(sequence_output[:, 0], training=training)), tf.float32)
+    if not self.spec.is_regression:
+      return y
+    return tf.sigmoid(y[:, 0]) if self.sigmoid else y[:, 0]
+
+  def example_losses(self, head, output, features, targets, lam):
+    """Cross-entropy against the mixed distribution, or the squared error for regression."""
+    del head, features  # unused
+    mixed = distillation.soft_targets(targets["gold"], targets["teacher"],
+                                      targets["has_teacher"], lam)
+    if self.spec.is_regression:
+      losses = tf.square(output - mixed[:, 0])
+    else:
+      losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
+    return losses, tf.ones_like(losses)
 
   # --- evaluation --------------------------------------------------------------------------------
-  def evaluate(self, model, trial_dir):
-    dev = self.dev_metrics(lambda examples: self.scores(model, examples))
-    if trial_dir is None:
-      return dev
-    if self.test_splits:
-      textio.write_json_atomic(os.path.join(trial_dir, TEST_PREDICTIONS_NAME), {
-          split: self.predict(model, examples) for split, examples in self.test_splits})
-    if self.config.write_train_predictions:
-      self.write_teacher(os.path.join(trial_dir, self.teacher_file),
-                         lambda examples: self.scores(model, examples, logits=True),
-                         "sigmoid" if self.regression_scale else "linear"
-                         if self.spec.is_regression else "softmax")
-    return dev
+  def scores(self, predict, examples, logits: bool = False) -> np.ndarray:
+    """`[examples, classes]` softmax probabilities (or logits), or `[examples]` values on the
+    label scale, from the head's `predict`; with `--double_unordered` averaged over both
+    orders."""
+    total = 0.0
+    for swap in self.orders:
+      values = predict(encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap),
+                       f"{self.name}: predicting {len(examples)} examples")
+      if self.spec.is_regression:
+        values = values * self.label_scale
+      elif not logits:
+        values = distillation.softmax(values)
+      total = total + values
+    return total / len(self.orders)
 
-  def dev_metrics(self, scores_of) -> Dict[str, dict]:
-    """Metrics per dev split; `scores_of(examples)`: `[examples, classes]` scores (argmax taken)
-    or `[examples]` values on the label scale (single-task model or multi-task head alike)."""
+  def evaluate_head(self, predict, head, trial_dir):
+    """Metrics per dev split; the primary metric of the first (WNLI: not averaged, as GLUE's
+    average). With `trial_dir` and `--do_predict`, the test splits' predictions."""
+    del head  # unused
     dev = {}
     for split, examples in self.dev_splits:
-      scores = scores_of(examples)
-      predictions = scores if self.spec.is_regression else scores.argmax(-1)
       dev[split] = metrics_lib.task_metrics(self.spec.name, glue_data.labels_of(examples),
-                                            predictions.tolist())
-    return dev
+                                            self.predictions(predict, examples))
+    if trial_dir is not None and self.test_splits:
+      textio.write_json_atomic(os.path.join(trial_dir, TEST_PREDICTIONS_NAME), {
+          split: self.predictions(predict, examples) for split, examples in self.test_splits})
+    return dev, None if self.name == "wnli" else self.primary(dev)
 
-  def write_teacher(self, path: str, scores_of, function: str) -> None:
-    """The teacher file: `scores_of(examples)` (logits, or values on the label scale) of every
-    training example (whatever `--max_train_examples`), with the head's prediction function."""
-    distillation.write_predictions(path, self.spec.name, self.spec.num_classes,
-                                   scores_of(self.all_train_examples), function)
+  def predictions(self, predict, examples) -> List[float]:
+    """Class indices, or values on the label scale for regression."""
+    scores = self.scores(predict, examples)
+    return scores.tolist() if self.spec.is_regression else scores.argmax(-1).tolist()
+
+  def multitask_entries(self, dev):
+    """`<task>`, or `<task>:<split>` for MNLI's two."""
+    return {self.name if len(dev) == 1 else f"{self.name}:{split}": metrics
+            for split, metrics in dev.items()}
 
   def primary(self, dev) -> float:
     """The primary metric on the first dev split."""
     return dev[next(iter(dev))][self.primary_metric]
 
-  def scores(self, model, examples, logits: bool = False) -> np.ndarray:
-    """`[examples, classes]` softmax probabilities (or logits), or `[examples]` STS-B scores;
-    with `double_unordered` averaged over both orders."""
-    orders = [False, True] if self.config.double_unordered else [False]
-    regression = self.spec.is_regression
-
-    def scores_of(batch):
-      out = model(batch, training=False)
-      if regression:
-        return {"scores": out["predictions"]}
-      return {"scores": out["logits"] if logits else tf.nn.softmax(out["logits"])}
-
-    total = None
-    for swap in orders:
-      features = encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap)
-      scores = trials_lib.predict(scores_of, features, self.config.eval_batch_size, self.log,
-                                  f"predicting {len(examples)} examples")["scores"]
-      total = scores if total is None else total + scores
-    return total / len(orders)
-
-  def predict(self, model, examples) -> List[float]:
-    """Class indices, or scores for STS-B."""
-    scores = self.scores(model, examples)
-    return scores.tolist() if self.spec.is_regression else scores.argmax(-1).tolist()
+  def write_head_teacher(self, path: str, predict) -> None:
+    """The teacher file: logits, or values on the label scale, of every training example
+    (whatever `--max_train_examples`), with the head's prediction function."""
+    function = ("sigmoid" if self.sigmoid else "linear" if self.spec.is_regression
+                else "softmax")
+    distillation.write_predictions(path, self.spec.name, self.spec.num_classes,
+                                   self.scores(predict, self.all_train_examples, logits=True),
+                                   function)
 
   # --- the run -----------------------------------------------------------------------------------
   def summary_fields(self, median):
@@ -223,75 +247,3 @@ class GlueTask(task_lib.Task):
         lines.append(f"{example.guid}\t{shown}")
       textio.write_lines_atomic(path, lines)
       self.log(f"wrote {len(examples)} test predictions to {path}")
-
-  # --- in a multi-task (BAM) run ----------------------------------------------------------------
-  def read_teacher(self, path: str) -> None:
-    predictions, function = distillation.read_predictions(path, self.name,
-                                                          len(self.all_train_examples),
-                                                          self.spec.num_classes)
-    if self.spec.is_regression:
-      if function != "sigmoid":
-        self.log(f"teacher {path}: its {self.name} head is {function or 'a linear regressor'}, "
-                 "the student's is sigmoid(wᵀc) on labels / 5; §3.2.2's born-again teachers "
-                 "share the student's prediction function: train it with run_glue "
-                 "--protocol=bam")
-      self.teacher = np.clip(predictions / REGRESSION_SCALE, 0.0, 1.0)[:, None]
-    else:
-      self.teacher = distillation.softmax(predictions)
-    self.teacher_path = path
-
-  def mixture_dataset(self, seed: int) -> tf.data.Dataset:
-    """Targets: `gold` `[classes]` one-hot (`[1]`: the normalised value), `teacher` alike (zeros
-    without one), `has_teacher` `[]`."""
-    if self._mixture_arrays is None:
-      examples = self.train_examples
-      labels = np.array(glue_data.labels_of(examples), np.float32)
-      gold = ((labels / REGRESSION_SCALE)[:, None] if self.spec.is_regression
-              else np.eye(self.spec.num_classes, dtype=np.float32)[labels.astype(np.int64)])
-      teacher = (self.teacher[self.rows].astype(np.float32) if self.teacher is not None
-                 else np.zeros_like(gold))
-      self._mixture_arrays = (
-          encode(examples, self.tokenizer, self.config.max_seq_length),
-          {"gold": gold, "teacher": teacher,
-           "has_teacher": np.full([len(examples)], float(self.teacher is not None), np.float32)})
-    return (tf.data.Dataset.from_tensor_slices(self._mixture_arrays)
-            .shuffle(self.num_train, seed=seed).repeat())
-
-  def output(self, head, dropout, sequence_output, inputs, training):
-    """`[batch, classes]` logits, or `[batch]` sigmoid values in [0, 1] for regression."""
-    y = tf.cast(head(dropout(sequence_output[:, 0], training=training)), tf.float32)
-    return tf.sigmoid(y[:, 0]) if self.spec.is_regression else y
-
-  def example_losses(self, output, features, targets, lam):
-    """Cross-entropy against the mixed distribution, or the squared error for regression."""
-    del features  # unused
-    mixed = distillation.soft_targets(targets["gold"], targets["teacher"],
-                                      targets["has_teacher"], lam)
-    if self.spec.is_regression:
-      losses = tf.square(output - mixed[:, 0])
-    else:
-      losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
-    return losses, tf.ones_like(losses)
-
-  def head_scores(self, predict):
-    """`scores_of(examples)` of a multi-task head: logits, or values on the label scale."""
-
-    def scores_of(examples):
-      values = predict(encode(examples, self.tokenizer, self.config.max_seq_length),
-                       f"{self.name}: predicting {len(examples)} examples")
-      return values * REGRESSION_SCALE if self.spec.is_regression else values
-    return scores_of
-
-  def evaluate_head(self, predict):
-    """Metrics per dev split (`<task>` or `<task>:<split>` for MNLI's two); the primary metric
-    of the first split (WNLI: not averaged, as GLUE's average)."""
-    by_split = self.dev_metrics(self.head_scores(predict))
-    dev = {self.name if len(by_split) == 1 else f"{self.name}:{split}": metrics
-           for split, metrics in by_split.items()}
-    first = next(iter(by_split.values()))
-    return dev, (None if self.name == "wnli" else first[metrics_lib.PRIMARY[self.name]])
-
-  def write_head_teacher(self, path: str, predict) -> None:
-    """Logits, or regression values on the label scale, for every training row."""
-    self.write_teacher(path, self.head_scores(predict),
-                       "sigmoid" if self.spec.is_regression else "softmax")

@@ -1,7 +1,7 @@
 """Token tagging (POS, chunking, NER) with the ELECTRA fine-tuning protocol of `run_glue`.
 
-Per trial: the exported encoder + a tagging head (`tagger.py`; `--crf` adds a linear-chain CRF,
-decoded with Viterbi), AdamW with layer-wise LR decay, 10% warmup, 3 epochs; dev evaluation at the
+Per trial: the exported encoder + a tagging head (a `task.Head`, run alone as a one-member
+`multihead.HeadsRun`; `--crf` adds a linear-chain CRF, `tagger.py`, decoded with Viterbi), AdamW with layer-wise LR decay, 10% warmup, 3 epochs; dev evaluation at the
 end: token accuracy (POS) or conlleval span precision/recall/F1, overall and per type (chunk,
 NER). Span tasks train on `--tag_scheme` tags (BIOES by default, as google-research/electra);
 predictions are written back as IOB2, which conlleval reads next to the gold file's IOB1 or IOB2.
@@ -39,8 +39,9 @@ def teacher_file(task: str) -> str:
 
 
 @task_lib.register(*tagging_data.TASKS)
-class TokenTagging(task_lib.Task):
-  """Reads and encodes the data once; a trial's model is the encoder + `tagger.TokenTagger`.
+class TokenTagging(task_lib.Head):
+  """Reads and encodes the data once; the head scores each word's first piece (`--crf`: a
+  linear-chain CRF over them, `tagger.CrfHead`, decoded with Viterbi).
 
   In a BAM run: a softmax over tags at each word's first piece (no CRF; span tasks train on
   BIOES tags, scored as `run_tagging` does). Its examples are word-piece windows; its data is
@@ -50,7 +51,6 @@ class TokenTagging(task_lib.Task):
   run_name = "TaggingRunner"
   protocols = PROTOCOLS
   published = (PREDICTIONS_NAME,)
-  multitask = True
 
   def __init__(self, config: TaggingConfig, export, log: Callable[[str], None],
                name: Optional[str] = None):
@@ -58,15 +58,17 @@ class TokenTagging(task_lib.Task):
     self.spec = tagging_data.get_task(self.name)
     self.teacher_file = teacher_file(self.spec.name)
     self.primary_metric = "f1" if self.spec.spans else "accuracy"
-    if self.is_member:
+    self.check_max_seq_length()
+    self.crf = False
+    if self.with_others:
       train, self.dev_sentences = tagging_data.load_task(self.spec, self._member_directory())
-      tag_scheme, stride = DEFAULT_TAG_SCHEME, 0
+      tag_scheme, self.stride = DEFAULT_TAG_SCHEME, 0
     else:
       self._check_single_task()
       train, self.dev_sentences = tagging_data.load_task(
           self.spec, config.data_dir, config.label_column, config.train_file, config.dev_file,
           config.carve_dev_sentences)
-      tag_scheme, stride = config.tag_scheme, config.window_stride
+      tag_scheme, self.stride, self.crf = config.tag_scheme, config.window_stride, config.crf
     if self.spec.spans:
       train = tagging_data.with_scheme(train, tag_scheme)
     self.all_train = train
@@ -74,14 +76,14 @@ class TokenTagging(task_lib.Task):
     self.rows = task_lib.subset_rows(len(train), config)
     self.train_sentences = [train[i] for i in self.rows]
     # The tag set: a multi-task member's is the whole training set's (as its teacher's).
-    tagged = train if self.is_member else self.train_sentences
+    tagged = train if self.with_others else self.train_sentences
     self.check_dev_tags(tagged)
     self.labels = sorted({tag for sentence in tagged for tag in sentence.tags})
     self.label_ids = {tag: i for i, tag in enumerate(self.labels)}
     self.train_windows = tagging_data.encode(self.train_sentences, self.tokenizer,
-                                             config.max_seq_length, self.label_ids, stride)
+                                             config.max_seq_length, self.label_ids, self.stride)
     self.dev_windows = tagging_data.encode(self.dev_sentences, self.tokenizer,
-                                           config.max_seq_length, self.label_ids, stride)
+                                           config.max_seq_length, self.label_ids, self.stride)
     self.num_train = len(self.train_windows)
     self.num_outputs = len(self.labels)
     self.teacher = None  # ([words, tags] probabilities, [windows, seq_len] row of each word)
@@ -95,7 +97,6 @@ class TokenTagging(task_lib.Task):
       self.default_epochs = trials_lib.PROTOCOL_EPOCHS["shao"]
     if config.tag_scheme not in tag_schemes.SCHEMES:
       raise ValueError(f"--tag_scheme must be one of {tag_schemes.SCHEMES}")
-    self.check_max_seq_length()
     if config.max_seq_length < 3:
       raise ValueError(f"--max_seq_length={config.max_seq_length} leaves no room for a word")
     if config.window_stride < 0:
@@ -125,7 +126,7 @@ class TokenTagging(task_lib.Task):
             f"{len(self.train_windows)} windows, {len(self.dev_sentences)} dev sentences -> "
             f"{len(self.dev_windows)} windows, {len(self.labels)} tags"
             f"{' (' + cfg.tag_scheme + ')' if self.spec.spans else ''}"
-            f"{', CRF' if cfg.crf else ''}")
+            f"{', CRF' if self.crf else ''}")
 
   def check_dev_tags(self, train):
     """Dev tags (span types) absent from the training sentences are refused, or with
@@ -134,7 +135,7 @@ class TokenTagging(task_lib.Task):
     unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.spec.spans)
     if not unseen:
       return
-    if self.is_member:
+    if self.with_others:
       self.log(f"{self.name}: dev tags unseen in training, counted as errors: {dict(unseen)}")
       return
     what = "span types" if self.spec.spans else "tags"
@@ -148,64 +149,21 @@ class TokenTagging(task_lib.Task):
     self.log(f"run_tagging: dev {what} unseen in training{subset}, counted as errors: {listed}")
 
   # --- training ----------------------------------------------------------------------------------
-  def train_arrays(self):
-    return self.train_windows.inputs, self.train_windows.word_labels
+  def build_head(self, encoder, name: str):
+    if self.crf:
+      return tagger.CrfHead(encoder, self.num_outputs, name=name)
+    return super().build_head(encoder, name)
 
-  def build_model(self, encoder):
-    model = tagger.TokenTagger(encoder, len(self.labels), crf=self.config.crf, name="tagging")
-    model({k: v[:1] for k, v in self.train_windows.inputs.items()})
-    return model
+  def head_checkpoint_names(self, head):
+    """The single-task `TokenTagger` kept the dense layer as `head` and, with a CRF, the
+    transitions as `transitions`."""
+    if self.crf:
+      return {"head": head.dense, "transitions": head.transitions}
+    return {"head": head}
 
-  def loss(self, model, batch, progress):
-    del progress  # unused
-    return tagger.loss(model, model(batch[0], training=True), batch[1],
-                       batch[0]["word_lengths"])
-
-  # --- evaluation --------------------------------------------------------------------------------
-  def evaluate(self, model, trial_dir):
-    predict = self.predictor(model)
-    predicted = self.dev_tags(predict, model.transitions.numpy() if model.crf else None)
-    if trial_dir is not None:
-      tag_predictions.write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME),
-                                        self.dev_sentences, predicted)
-      if self.config.write_train_predictions:
-        self.write_head_teacher(os.path.join(trial_dir, teacher_file(self.spec.name)), predict)
-    return tag_predictions.evaluate(self.spec, self.dev_sentences, predicted)
-
-  def predictor(self, model):
-    """`predict(features, label)`: a single-task model's `[windows, seq_len, tags]` word logits
-    over numpy features (a multi-task run hands its own)."""
-
-    def predict(features, label):
-      return trials_lib.predict(lambda batch: model(batch, training=False), features,
-                                self.config.eval_batch_size, self.log, label)["word_logits"]
-    return predict
-
-  def dev_tags(self, predict, transitions=None) -> List[List[str]]:
-    """Each dev sentence's predicted tags (IOB2 for span tasks; Viterbi with CRF `transitions`)."""
-    logits = predict(self.dev_windows.inputs,
-                     f"{self.name}: tagging {len(self.dev_windows)} windows")
-    return predicted_tags(self.spec, self.labels, self.dev_windows, logits, self.dev_sentences,
-                          transitions)
-
-  def all_train_windows(self) -> tagging_data.Windows:
-    """Every training sentence's windows (whatever `--max_train_examples`), encoded once."""
-    if self._all_train_windows is None:
-      self._all_train_windows = tagging_data.encode(
-          self.all_train, self.tokenizer, self.config.max_seq_length, self.label_ids,
-          0 if self.is_member else self.config.window_stride)
-    return self._all_train_windows
-
-  def brief(self, dev) -> str:
-    return f"{self.primary_metric}={dev[self.primary_metric]:.4f}"
-
-  def summary_fields(self, median):
-    return {"task": self.spec.name, "labels": self.labels}
-
-  # --- in a multi-task (BAM) run ----------------------------------------------------------------
   def read_teacher(self, path: str) -> None:
     probabilities = distillation.softmax(read_teacher_file(path, self.name, self.all_train,
-                                                      self.labels)).astype(np.float32)
+                                                           self.labels)).astype(np.float32)
     offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in self.all_train])])
     windows = self.train_windows
     start = offsets[np.asarray(self.rows)[windows.sentence]] + windows.first_word
@@ -233,24 +191,51 @@ class TokenTagging(task_lib.Task):
             .shuffle(n, seed=seed).repeat().map(with_teacher))
 
   def output(self, head, dropout, sequence_output, inputs, training):
-    """`[batch, seq_len, tags]` logits at each owned word's first piece, left-aligned."""
+    """`[batch, seq_len, tags]` scores at each owned word's first piece, left-aligned."""
     logits = tf.cast(head(dropout(sequence_output, training=training)), tf.float32)
     return tf.gather(logits, inputs["word_positions"], batch_dims=1)
 
-  def example_losses(self, output, features, targets, lam):
-    """Each window's summed per-word cross-entropy against λ·y + (1 − λ)·teacher; its words."""
+  def example_losses(self, head, output, features, targets, lam):
+    """Each window's summed per-word cross-entropy against λ·y + (1 − λ)·teacher, or with a CRF
+    its −log p(y); its words."""
     lengths = features["word_lengths"]
+    labels = tf.maximum(tf.cast(targets["labels"], tf.int32), 0)
+    if self.crf:  # no teacher
+      return (-crf_lib.log_likelihood(output, head.transitions, labels, lengths),
+              tf.cast(lengths, tf.float32))
     owned = tf.sequence_mask(lengths, tf.shape(output)[1], tf.float32)
-    gold = tf.one_hot(tf.maximum(tf.cast(targets["labels"], tf.int32), 0), self.num_outputs)
+    gold = tf.one_hot(labels, self.num_outputs)
     has_teacher = targets["has_teacher"][:, None, None]
     mixed = (has_teacher * (lam * gold + (1.0 - lam) * targets["teacher"])
              + (1.0 - has_teacher) * gold)
     losses = -tf.reduce_sum(mixed * tf.nn.log_softmax(output), -1)
     return tf.reduce_sum(losses * owned, -1), tf.cast(lengths, tf.float32)
 
-  def evaluate_head(self, predict):
-    metrics = tag_predictions.evaluate(self.spec, self.dev_sentences, self.dev_tags(predict))
-    return {self.name: metrics}, metrics["f1" if self.spec.spans else "accuracy"]
+  # --- evaluation --------------------------------------------------------------------------------
+  def evaluate_head(self, predict, head, trial_dir):
+    """Token accuracy, or conlleval span precision/recall/F1 overall and per type; with
+    `trial_dir`, a run of the task alone writes its predictions file there."""
+    predicted = self.dev_tags(predict, head.transitions.numpy() if self.crf else None)
+    if trial_dir is not None and not self.with_others:
+      tag_predictions.write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME),
+                                        self.dev_sentences, predicted)
+    metrics = tag_predictions.evaluate(self.spec, self.dev_sentences, predicted)
+    return metrics, metrics[self.primary_metric]
+
+  def dev_tags(self, predict, transitions=None) -> List[List[str]]:
+    """Each dev sentence's predicted tags (IOB2 for span tasks; Viterbi with CRF `transitions`)."""
+    logits = predict(self.dev_windows.inputs,
+                     f"{self.name}: tagging {len(self.dev_windows)} windows")
+    return predicted_tags(self.spec, self.labels, self.dev_windows, logits, self.dev_sentences,
+                          transitions)
+
+  def all_train_windows(self) -> tagging_data.Windows:
+    """Every training sentence's windows (whatever `--max_train_examples`), encoded once."""
+    if self._all_train_windows is None:
+      self._all_train_windows = tagging_data.encode(
+          self.all_train, self.tokenizer, self.config.max_seq_length, self.label_ids,
+          self.stride)
+    return self._all_train_windows
 
   def write_head_teacher(self, path: str, predict) -> None:
     """Every training sentence's word logits (all of them, whatever `--max_train_examples`): the
@@ -259,6 +244,12 @@ class TokenTagging(task_lib.Task):
     logits = predict(windows.inputs, f"{self.name}: tagging {len(windows)} training windows")
     write_teacher_file(path, self.name, self.labels,
                        sentence_word_logits(windows, logits, self.all_train))
+
+  def brief(self, dev) -> str:
+    return f"{self.primary_metric}={dev[self.primary_metric]:.4f}"
+
+  def summary_fields(self, median):
+    return {"task": self.spec.name, "labels": self.labels}
 
 
 def predicted_tags(task: tagging_data.TaggingTask, labels: Sequence[str],

@@ -13,6 +13,7 @@ from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune.glue import data as glue_data
 from official_rtd.finetune.bam import multitask
+from official_rtd.finetune import multihead
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune.tagging import task as tagging
 from official_rtd.data import tagging_data
@@ -57,7 +58,7 @@ class LossesTest(tf.test.TestCase):
 
   def setUp(self):
     super().setUp()
-    self.model = multitask.MultiTaskModel(self.export.encoder(), self.members, dropout_rate=0.0)
+    self.model = multihead.MultiTaskModel(self.export.encoder(), self.members, dropout_rate=0.0)
     pos = self.members[2].train_windows
     self.features = {k: v[:6] for k, v in pos.inputs.items()}
     self.outputs = {k: v.numpy() for k, v in self.model(self.features).items()}
@@ -78,7 +79,7 @@ class LossesTest(tf.test.TestCase):
                     "has_teacher": zeros + has_teacher}}
 
   def loss(self, task_ids, lam=1.0, **kwargs):
-    return multitask.multitask_loss(self.members, self.outputs, self.features,
+    return multihead.multitask_loss(self.model, self.outputs, self.features,
                                     self.targets(task_ids, **kwargs), lam)
 
   def word_losses(self, target_distribution):
@@ -118,7 +119,7 @@ class LossesTest(tf.test.TestCase):
     hand = -(0.4 * log_p[0, 0] + 0.6 * log_p[0, 1])  # = 0.4·1.3133 + 0.6·0.3133 = 0.7133
     self.assertAllClose(hand, 0.7132616, atol=1e-6)
     losses, _ = self.members[0].example_losses(
-        logits, {}, {"gold": gold, "teacher": teacher, "has_teacher": np.ones(1, np.float32)},
+        None, logits, {}, {"gold": gold, "teacher": teacher, "has_teacher": np.ones(1, np.float32)},
         0.25)
     self.assertAllClose(losses, [hand])
     # Without a teacher the target is the gold label whatever λ is.
@@ -148,11 +149,11 @@ class ScheduleAndSamplingTest(tf.test.TestCase):
       distillation.annealing_schedule("fixed", 1.5)
 
   def test_sampling_probabilities(self):
-    p = multitask.sampling_probabilities([100, 1600], 0.75)
+    p = multihead.sampling_probabilities([100, 1600], 0.75)
     self.assertAllClose(p, [100 ** 0.75, 1600 ** 0.75] / np.sum([100 ** 0.75, 1600 ** 0.75]))
     self.assertAllClose(p, [1 / 9, 8 / 9])  # 1600^.75 / 100^.75 = 16^.75 = 8
-    self.assertAllClose(multitask.sampling_probabilities([100, 1600], 0.0), [0.5, 0.5])
-    self.assertAllClose(multitask.sampling_probabilities([100, 1600], 1.0), [1 / 17, 16 / 17])
+    self.assertAllClose(multihead.sampling_probabilities([100, 1600], 0.0), [0.5, 0.5])
+    self.assertAllClose(multihead.sampling_probabilities([100, 1600], 1.0), [1 / 17, 16 / 17])
 
   def test_teacher_paths(self):
     root = tempfile.mkdtemp()
@@ -206,7 +207,7 @@ class BamEndToEndTest(tf.test.TestCase):
     self.assertEqual((runner.learning_rate, runner.decay), (1e-4, 0.9))
     dataset = runner.task.train_dataset(0, runner.batch_size)
     ids = np.concatenate([b[1]["task_id"].numpy() for b in dataset.take(400)])
-    expected = multitask.sampling_probabilities([48, 80], 0.75)
+    expected = multihead.sampling_probabilities([48, 80], 0.75)
     frequency = np.bincount(ids, minlength=2) / len(ids)
     # 6,400 draws: the standard error of a frequency is below 0.007.
     self.assertAllClose(frequency, expected, atol=0.025)
@@ -417,7 +418,7 @@ class BamEndToEndTest(tf.test.TestCase):
     self.assertEqual(runner.learning_rate, 1e-5)
     restored = runner.task.build_model(export.load_encoder(self.export_dir, restore=False))
     student = runner_lib.Runner(config, lambda _: None).task
-    source = multitask.MultiTaskModel(export.load_encoder(self.export_dir, restore=False),
+    source = multihead.MultiTaskModel(export.load_encoder(self.export_dir, restore=False),
                                       student.members)
     source(student.example_features())
     tf.train.Checkpoint(model=source).read(runner.task.source_checkpoint).expect_partial()

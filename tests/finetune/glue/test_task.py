@@ -6,11 +6,12 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
-from official_rtd.finetune.glue import classifier
 from official_rtd.finetune.glue import task as glue
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.interop import export
+from official_rtd.modeling.layers.dropout import Dropout
 from tests import testutil
 from tests.training.test_trainer import tiny_export
 
@@ -23,26 +24,6 @@ def head_of(src, dst, rows, drop_last_column=False):
   if drop_last_column:
     lines = ["\t".join(l.split("\t")[:-1]) for l in lines]
   testutil.write_text(dst, "\n".join(lines) + "\n")
-
-
-class RegressionHeadTest(tf.test.TestCase):
-
-  def test_bam_head_is_five_times_the_sigmoid_of_electras(self):
-    """`--protocol=bam`'s STS-B head is BAM's student's: 5·sigmoid(wᵀc), trained on labels / 5."""
-    encoder = export.load_encoder(tiny_export(tempfile.mkdtemp()))
-    inputs = {"input_word_ids": tf.constant([[2, 9, 11, 3]]),
-              "input_mask": tf.ones([1, 4], tf.int32), "input_type_ids": tf.zeros([1, 4], tf.int32)}
-    linear = classifier.SequenceClassifier(encoder, 1)
-    bam = classifier.SequenceClassifier(encoder, 1, regression_scale=5.0)
-    linear(inputs)
-    bam(inputs)
-    bam.head.set_weights(linear.head.get_weights())
-    z = float(linear(inputs)["predictions"][0])
-    self.assertAllClose(bam(inputs)["predictions"][0], 5.0 / (1.0 + np.exp(-z)))
-    outputs = {"predictions": tf.constant([4.0, 1.0])}
-    self.assertAllClose(classifier.loss(outputs, [3.0, 1.5], 5.0),
-                        ((1.0 / 5) ** 2 + (0.5 / 5) ** 2) / 2)
-    self.assertAllClose(classifier.loss(outputs, [3.0, 1.5]), (1.0 + 0.25) / 2)
 
 
 @testutil.requires(GLUE)
@@ -142,6 +123,35 @@ class RunGlueTest(tf.test.TestCase):
     self.assertLen(rows, 13)
     for row in rows[1:]:
       self.assertBetween(float(row.split("\t")[1]), 0.0, 5.0)
+
+  def test_regression_heads_electra_linear_and_bam_sigmoid(self):
+    """STS-B alone (ELECTRA): wᵀc, the squared error on the labels; with `--protocol=bam` (BAM's
+    student, as in a multi-task run): sigmoid(wᵀc) trained on labels / 5 and scored × 5."""
+    loaded = export.Export(self.export_dir)
+    electra = glue.GlueTask(self._config("sts-b", "/unused"), loaded, lambda _: None)
+    bam = glue.GlueTask(self._config("sts-b", "/unused", protocol="bam"), loaded, lambda _: None)
+    head, no_dropout = tf_keras.layers.Dense(1), Dropout(0.0)
+    sequence = tf.random.normal([3, 4, 8])
+    z = head(sequence[:, 0])[:, 0].numpy()
+    self.assertAllClose(electra.output(head, no_dropout, sequence, None, False), z)
+    self.assertAllClose(bam.output(head, no_dropout, sequence, None, False), 1 / (1 + np.exp(-z)))
+    # Both read the same rows in the same order: BAM's gold is ELECTRA's / 5.
+    gold = [next(iter(t.mixture_dataset(0).batch(8)))[1]["gold"][:, 0].numpy()
+            for t in (electra, bam)]
+    self.assertAllClose(gold[1], gold[0] / 5.0)
+    self.assertTrue(set(np.round(gold[0] * 5)) - {0.0} and gold[0].max() <= 5.0)
+    targets = lambda values: {"gold": tf.constant(values)[:, None], "teacher": tf.zeros([2, 1]),
+                              "has_teacher": tf.zeros([2])}
+    losses, units = electra.example_losses(None, tf.constant([4.0, 1.0]), None,
+                                           targets([3.0, 1.5]), 1.0)
+    self.assertAllClose(losses, [1.0, 0.25])
+    self.assertAllClose(units, [1.0, 1.0])
+    losses, _ = bam.example_losses(None, tf.constant([0.8, 0.2]), None, targets([0.6, 0.3]), 1.0)
+    self.assertAllClose(losses, [0.04, 0.01])
+    examples = electra.dev_splits[0][1][:2]
+    predict = lambda features, label: np.array([0.5, 0.25], np.float32)
+    self.assertAllClose(electra.scores(predict, examples), [0.5, 0.25])
+    self.assertAllClose(bam.scores(predict, examples), [2.5, 1.25])
 
   def test_bad_configuration(self):
     model_dir = os.path.join(self.tmp, "bad")

@@ -78,8 +78,8 @@ class RunTaggingTest(tf.test.TestCase):
       self.assertEqual(json.load(f), json.loads(json.dumps(summary)))
     self.assertEqual(summary["primary_metric"], "accuracy")
     # Long sentences take two 64-piece windows: steps count windows (/ 16, 2 epochs).
-    self.assertGreater(len(runner.task.train_windows), 640)
-    self.assertEqual(summary["trials"][0]["train_steps"], len(runner.task.train_windows) // 16 * 2)
+    self.assertGreater(len(runner.task.members[0].train_windows), 640)
+    self.assertEqual(summary["trials"][0]["train_steps"], len(runner.task.members[0].train_windows) // 16 * 2)
     _, dev = tagging_data.load_task(tagging_data.TASKS["pos"],
                                     os.path.join(TAGGING, "pos_ptb"))
     gold = [t for s in dev for t in s.tags]
@@ -109,7 +109,8 @@ class RunTaggingTest(tf.test.TestCase):
     model_dir = os.path.join(self.tmp, "ner")
     runner = runner_lib.Runner(self._config("ner", model_dir, crf=True,
                                             dev_file=self.ner_dev), log=lambda _: None)
-    self.assertTrue(any(t.startswith("S-") for t in runner.task.labels))  # trained on BIOES
+    labels = runner.task.members[0].labels
+    self.assertTrue(any(t.startswith("S-") for t in labels))  # trained on BIOES
     summary = runner.run()
     self.assertEqual(summary["primary_metric"], "f1")
     written = read_predictions(os.path.join(model_dir, "predictions.txt"))

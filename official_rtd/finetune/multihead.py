@@ -1,0 +1,229 @@
+"""Every run of `task.Head` tasks: one shared encoder and a head per task (google-research/electra's
+multi-task model, where a single-task run is a one-member run). `--task=rte` runs one member with
+weight 1 and no teacher; `bam/multitask.py` runs several (`--tasks=...`) with BAM's sampling,
+teachers and annealing.
+
+Examples of all members are shuffled together, even within a batch: each example's task is drawn
+with probability p(τ), every head runs on every example and the other tasks' losses are masked.
+Each task adds its share of the batch times its mean loss over its examples in the batch (per word
+for tagging), so a batch of one task gives exactly that task's own loss.
+"""
+import json
+import os
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official_rtd.finetune import distillation
+from official_rtd.finetune import task as task_lib
+from official_rtd.finetune import trials as trials_lib
+from official_rtd.modeling.layers.dropout import Dropout
+
+
+def sampling_probabilities(sizes: Sequence[int], exponent: float) -> np.ndarray:
+  """p(τ) ∝ |D_τ|^exponent (0: uniform, 1: proportional)."""
+  weights = np.asarray(sizes, np.float64) ** exponent
+  return weights / weights.sum()
+
+
+def head_name(task: str) -> str:
+  return task.replace("-", "_")
+
+
+class MultiTaskModel(tf_keras.Model):
+  """`call` returns `{task: output}` (each member's `output`: `[batch, classes]` logits,
+  `[batch]` regression values, `[batch, seq_len, tags]` word logits); `only=task` runs that head
+  alone (its features suffice). `heads[head_name(task)]` is each member's `build_head`."""
+
+  def __init__(self, encoder, members: Sequence[task_lib.Head], dropout_rate: float = 0.1,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder
+    self.members = list(members)
+    self.dropout = Dropout(dropout_rate)
+    self.heads = {head_name(m.name): m.build_head(encoder, f"{head_name(m.name)}_head")
+                  for m in self.members}
+
+  def head_of(self, member: task_lib.Head):
+    return self.heads[head_name(member.name)]
+
+  def call(self, inputs, training=None, only=None):
+    sequence = self.encoder(inputs, training=training)["sequence_output"]
+    return {m.name: m.output(self.head_of(m), self.dropout, sequence, inputs, training)
+            for m in self.members if only in (None, m.name)}
+
+
+def multitask_loss(model: MultiTaskModel, outputs: Dict[str, tf.Tensor], features, targets,
+                   lam) -> tf.Tensor:
+  """Σ_τ (n_τ / batch) · Σ_{i: task_i = τ} ℓ_τ(i) / Σ_{i: task_i = τ} units_τ(i).
+
+  Args:
+    model: the `MultiTaskModel` (its members and heads).
+    outputs: its outputs.
+    features: the batch's features (every member's keys).
+    targets: `task_id` `[batch]` (index into `members`) and, per member name, its targets.
+    lam: λ of the soft targets λ·y + (1 − λ)·teacher.
+  A sentence-level task's units are its examples (the term is Σ ℓ / batch); a tagging task's are
+  its words (the term is the batch share times its per-word mean loss).
+  """
+  task_ids = targets["task_id"]
+  batch = tf.cast(tf.shape(task_ids)[0], tf.float32)
+  total = 0.0
+  for index, member in enumerate(model.members):
+    mask = tf.cast(tf.equal(task_ids, index), tf.float32)
+    losses, units = member.example_losses(model.head_of(member), outputs[member.name], features,
+                                          targets[member.name], lam)
+    share = tf.reduce_sum(mask) / batch
+    total += share * tf.math.divide_no_nan(tf.reduce_sum(losses * mask),
+                                           tf.reduce_sum(tf.cast(units, tf.float32) * mask))
+  return total
+
+
+class HeadsRun(task_lib.Task):
+  """A run of `config.task` alone (a `task.Head`): the runner's `Task` for it. Subclasses run
+  several (`members` and `probabilities` set in their `__init__`)."""
+
+  @classmethod
+  def optimizer_defaults(cls, config) -> Dict:
+    return task_lib.get(config.task_name).optimizer_defaults(config)
+
+  def __init__(self, config, export, log: Callable[[str], None],
+               members: Optional[List[task_lib.Head]] = None):
+    super().__init__(config, export, log)
+    self.members = members or [task_lib.get_multitask(config.task_name)(config, export, log)]
+    self.sizes = [m.num_train for m in self.members]
+    self.probabilities = np.ones([1])
+    # λ of the soft targets λ·y + (1 − λ)·teacher as a function of training progress.
+    self.lam = distillation.annealing_schedule("fixed", 1.0)
+    if len(self.members) == 1:
+      alone = self.members[0]
+      self.default_epochs, self.primary_metric = alone.default_epochs, alone.primary_metric
+      self.published, self.run_name = alone.published, alone.run_name
+    self._example = None
+
+  @property
+  def alone(self) -> Optional[task_lib.Head]:
+    """The member of a one-task run that is not part of `--tasks` (it reports as itself)."""
+    only = self.members[0]
+    return only if len(self.members) == 1 and not only.with_others else None
+
+  # --- data --------------------------------------------------------------------------------------
+  def num_train_rows(self) -> int:
+    """One epoch is Σ_τ |D_τ| examples drawn from the mixture."""
+    return sum(self.sizes)
+
+  def train_dataset(self, seed: int, batch_size: int):
+    """Each example from task τ with probability p(τ), shuffled within tasks; deterministic for
+    `seed` (a resumed trial replays it). Every example carries every member's features and
+    targets (zeros where they are another task's) and `task_id`."""
+    per_task = [m.mixture_dataset(seed + 1000 * index) for index, m in enumerate(self.members)]
+    feature_specs, target_specs = {}, {}
+    for member, dataset in zip(self.members, per_task):
+      feature_specs.update(dataset.element_spec[0])
+      target_specs[member.name] = dataset.element_spec[1]
+
+    def zeros(spec):
+      return tf.zeros(spec.shape, spec.dtype)
+
+    def widen(index):
+      def to_union(features, own):
+        features = {k: features[k] if k in features else zeros(spec)
+                    for k, spec in feature_specs.items()}
+        targets = {name: own if name == self.members[index].name
+                   else tf.nest.map_structure(zeros, spec)
+                   for name, spec in target_specs.items()}
+        targets["task_id"] = tf.constant(index, tf.int32)
+        return features, targets
+      return to_union
+
+    widened = [dataset.map(widen(index)) for index, dataset in enumerate(per_task)]
+    mixed = (widened[0] if len(widened) == 1 else tf.data.Dataset.sample_from_datasets(
+        widened, weights=self.probabilities.tolist(), seed=seed))
+    return mixed.batch(batch_size, drop_remainder=True).prefetch(2)
+
+  def example_features(self):
+    """One example's features with every member's keys (what builds every head)."""
+    if self._example is None:
+      self._example = next(iter(self.train_dataset(0, 1)))[0]
+    return self._example
+
+  # --- one trial ---------------------------------------------------------------------------------
+  def build_model(self, encoder):
+    model = MultiTaskModel(encoder, self.members, name="heads")
+    model(self.example_features())
+    return model
+
+  def loss(self, model, batch, progress):
+    """Σ_τ masked losses against λ·y + (1 − λ)·teacher."""
+    features, targets = batch
+    return multitask_loss(model, model(features, training=True), features, targets,
+                          self.lam(progress))
+
+  def older_layouts(self, model) -> Dict[str, tf.Module]:
+    """A run of one task alone: the single-task models before this contract kept the encoder and
+    the head as `model.encoder` and `model.head` (`head_checkpoint_names`)."""
+    if self.alone is None:
+      return {}
+    view = tf.Module()
+    view.encoder = model.encoder
+    for name, value in self.alone.head_checkpoint_names(model.head_of(self.alone)).items():
+      setattr(view, name, value)
+    return {"model/head/": view}
+
+  def predictor(self, model, member: task_lib.Head):
+    """`predict(features, label)`: the member's head outputs over numpy features."""
+
+    def predict(features, label):
+      return trials_lib.predict(
+          lambda batch: {"y": model(batch, training=False, only=member.name)[member.name]},
+          features, self.config.eval_batch_size, self.log, label)["y"]
+    return predict
+
+  def evaluate(self, model, trial_dir) -> Dict[str, dict]:
+    """A task alone: its own dev metrics. Several: each member's entries and the mean primary
+    metric × 100 (WNLI excluded): `glue.average` over the GLUE tasks, `tasks.average` over all
+    when they are not all GLUE. With `trial_dir` and `--write_train_predictions`, each member's
+    teacher file is written there."""
+    dev, primaries = {}, {}
+    for member in self.members:
+      predict = self.predictor(model, member)
+      metrics, primary = member.evaluate_head(predict, model.head_of(member), trial_dir)
+      if self.alone is not None:
+        dev = metrics
+      else:
+        dev.update(member.multitask_entries(metrics))
+      if primary is not None:
+        primaries[member.name] = (member.family, primary)
+      if trial_dir is not None and self.config.write_train_predictions:
+        member.write_head_teacher(os.path.join(trial_dir, member.teacher_file), predict)
+    if self.alone is not None:
+      return dev
+    glue_values = [v for family, v in primaries.values() if family == "glue"]
+    if glue_values or self.primary_metric == "glue.average":
+      dev["glue"] = {"average": float(100.0 * np.mean(glue_values)) if glue_values else 0.0}
+    if self.primary_metric == "tasks.average":
+      dev["tasks"] = {"average": float(100.0 * np.mean([v for _, v in primaries.values()]))}
+    return dev
+
+  # --- a task alone reports as itself ------------------------------------------------------------
+  def primary(self, dev) -> float:
+    return self.alone.primary(dev) if self.alone else super().primary(dev)
+
+  def brief(self, dev) -> str:
+    if self.alone:
+      return self.alone.brief(dev)
+    averages = ("glue", "tasks")
+    return (f"dev average {self.primary(dev):.2f}: "
+            + json.dumps({k: v for k, v in dev.items() if k not in averages}))
+
+  def describe(self) -> str:
+    return self.members[0].describe()
+
+  def summary_fields(self, median):
+    return self.members[0].summary_fields(median)
+
+  def finish(self, trials, best, model_dir):
+    for member in self.members:
+      member.finish(trials, best, model_dir)
