@@ -36,6 +36,8 @@ setuptools.setup(
         "beam": ["apache-beam==2.77.*"],
         # train_word_vectors: word2vec vectors for run_cvt --word_embeddings.
         "vectors": ["gensim"],
+        # benchmarks/train_throughput.py's PyTorch configurations (never a test dependency).
+        "benchmark": ["torch", "transformers>=4.45,<4.50"],
         # importlib_resources: TFDS needs it (via etils.epath) to build the test's own dataset.
         # pytest-xdist: pytest.ini runs test classes on all cores (up to 4 processes).
         "test": ["pytest", "pytest-xdist", "scipy", "scikit-learn", "transformers>=4.45,<4.50",

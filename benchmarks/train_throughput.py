@@ -17,8 +17,11 @@ state):
   model_garden/float32: `networks.BertEncoder(dict_outputs=True)` generator and discriminator with
   tied token embeddings, `models.ElectraPretrainer`, `ElectraPretrainTask.train_step` (its loss
   and metrics) and Model Garden's AdamW (clip 1.0);
-  huggingface/float32: `ElectraForMaskedLM` + `ElectraForPreTraining` (tied embeddings), PyTorch,
-  if `transformers` and `torch` are installed (skipped with a message otherwise).
+  huggingface/float32, huggingface/bfloat16 (autocast), each also `/compile` (`torch.compile`):
+  `ElectraForMaskedLM` + `ElectraForPreTraining` in PyTorch, trained as ELECTRA is (shared
+  embeddings, the generator's output layer tied to them: our trainable parameter count, asserted;
+  the MLM head on the masked positions only), if the optional `benchmark` extra is installed
+  (`pip install -e '.[benchmark]'`: torch and transformers; skipped with a message otherwise).
 
 A step is forward + backward + optimizer update (+ metric updates, as each trainer does). The
 script prints tokens/s, the ratio to Model Garden, peak RSS, and model FLOP utilisation: section
@@ -212,12 +215,23 @@ def model_garden(precision_name, batch_size):
   return seconds, ours_model.train_flops_per_example(SEQ, predictions()) * batch_size
 
 
-def huggingface(batch_size):
+def trainable_parameters(model) -> int:
+  return int(sum(v.shape.num_elements() for v in model.trainable_variables))
+
+
+def huggingface(precision_name, batch_size, compiled=False):
+  """ELECTRA's step in PyTorch with Hugging Face's modules, as ELECTRA trains: generator and
+  discriminator share the token embeddings and the generator's output layer is tied to them (the
+  same trainable parameters as ours, asserted), the MLM head runs on the masked positions only,
+  the replacements are sampled from it, loss = L_MLM + 50·L_Disc; AdamW with clipping 1.0.
+  bfloat16: `torch.autocast` (weights and optimizer in float32, as ours); `compiled`:
+  `torch.compile` of the forward and loss (the backward follows the compiled graph)."""
   try:
     import torch  # pylint: disable=g-import-not-at-top
     import transformers  # pylint: disable=g-import-not-at-top
   except ImportError as e:
-    return f"skipped: {e.name} is not installed (pip install torch transformers)"
+    return (f"skipped: {e.name} is not installed (pip install -e '.[benchmark]': torch and "
+            "transformers)")
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   config = small_config()
   common = dict(vocab_size=vocab_size(), embedding_size=config.embedding_size,
@@ -227,32 +241,52 @@ def huggingface(batch_size):
       num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size, **common))
                for model_class, c in ((transformers.ElectraForMaskedLM, config.scaled(0.25)),
                                       (transformers.ElectraForPreTraining, config)))
-  gen.electra.embeddings = disc.electra.embeddings  # tied embeddings
+  gen.electra.embeddings = disc.electra.embeddings  # shared embeddings
+  gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight  # tied to them
   params = list({id(p): p for p in list(gen.parameters()) + list(disc.parameters())}.values())
-  optimizer = torch.optim.AdamW(params, lr=5e-4, eps=1e-6, weight_decay=0.01)
   tf_batch = synthetic_batch(batch_size)
+  ours_model = electra.build_electra_pretrainer(config, generator_size=0.25)
+  ours_model(tf_batch, training=False)
+  counts = sum(p.numel() for p in params), trainable_parameters(ours_model)
+  if counts[0] != counts[1]:
+    return f"failed: {counts[0]} trainable parameters against our {counts[1]}"
+  optimizer = torch.optim.AdamW(params, lr=5e-4, eps=1e-6, weight_decay=0.01)
   ids = torch.tensor(tf_batch["input_word_ids"].numpy(), dtype=torch.long)
   positions = torch.tensor(tf_batch["masked_lm_positions"].numpy(), dtype=torch.long)
   originals = torch.tensor(tf_batch["masked_lm_ids"].numpy(), dtype=torch.long)
+  bf16 = precision_name == "bfloat16"
+
+  def forward_loss(ids, positions, originals):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+      hidden = gen.electra(input_ids=ids).last_hidden_state  # [batch, seq, gen hidden]
+      at_masks = hidden.gather(1, positions[..., None].expand(-1, -1, hidden.shape[-1]))
+      logits = gen.generator_lm_head(gen.generator_predictions(at_masks)).float()
+      mlm = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                              originals.reshape(-1))
+      sampled = torch.distributions.Categorical(logits=logits.detach()).sample()
+      corrupted = ids.scatter(1, positions, sampled)
+      labels = (corrupted != ids.scatter(1, positions, originals)).float()
+      scores = disc(input_ids=corrupted).logits.float()  # [batch, seq]
+      rtd = torch.nn.functional.binary_cross_entropy_with_logits(scores, labels)
+    return mlm + 50.0 * rtd
+
+  compute = torch.compile(forward_loss) if compiled else forward_loss
 
   def step(_):
     optimizer.zero_grad()
-    labels = torch.full_like(ids, -100).scatter(1, positions, originals)
-    out = gen(input_ids=ids, labels=labels)
-    logits = out.logits.gather(1, positions[..., None].expand(-1, -1, vocab_size()))
-    sampled = torch.distributions.Categorical(logits=logits.detach()).sample()
-    corrupted = ids.scatter(1, positions, sampled)
-    original = ids.scatter(1, positions, originals)
-    disc_out = disc(input_ids=corrupted, labels=(corrupted != original).long())
-    loss = out.loss + 50.0 * disc_out.loss
+    loss = compute(ids, positions, originals)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     optimizer.step()
     return loss.item()
 
+  start = time.perf_counter()
+  step(None)  # a compiled step's first call compiles
+  print(f"first step (compilation included): {time.perf_counter() - start:.1f}s; "
+        f"{counts[0]} trainable parameters; torch {torch.__version__}, transformers "
+        f"{transformers.__version__}, {torch.get_num_threads()} threads", flush=True)
   seconds = time_steps(step, None)
-  flops_model = electra.build_electra_pretrainer(config, generator_size=0.25)
-  return seconds, flops_model.train_flops_per_example(SEQ, predictions()) * batch_size
+  return seconds, ours_model.train_flops_per_example(SEQ, predictions()) * batch_size
 
 
 # Kinds of TensorFlow ops in a traced step, first match wins (op type, or name scope for the
@@ -410,7 +444,7 @@ def run_one(spec):
   elif impl == "model_garden":
     result = model_garden(precision_name, batch_size)
   else:
-    result = huggingface(batch_size)
+    result = huggingface(precision_name, batch_size, compiled=rest == ["compile"])
   row = {"spec": spec, "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
   if isinstance(result, str):
     row["skipped"] = result
@@ -480,20 +514,25 @@ def main(_):
     if (len(parts) not in (3, 4)
         or parts[0] not in ("ours", "baseline", "model_garden", "huggingface")
         or parts[1] not in ("float32", "bfloat16", "float16") or not parts[2].isdigit()
+        or parts[0] == "huggingface" and parts[1] not in ("float32", "bfloat16")
         or not (parts[3:] == [] or (
             parts[0] in ("ours", "baseline") and parts[3:] in (["jit"], ["jitblock"])) or (
+            parts[0] == "huggingface" and parts[3:] == ["compile"]) or (
             parts[0] == "ours" and len(parts) == 4 and parts[3].startswith("acc")
             and parts[3][3:].isdigit() and int(parts[2]) % int(parts[3][3:]) == 0))):
-      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit|/jitblock|/accK] "
-                           "with impl ours|baseline|model_garden|huggingface, precision float32|"
-                           "bfloat16|float16, /jit and /jitblock only for ours or baseline, and K "
-                           "micro-batches (ours only) dividing the batch")
+      raise app.UsageError(f"--configs: {spec!r} is not impl/precision/batch[/jit|/jitblock|/accK|"
+                           "/compile] with impl ours|baseline|model_garden|huggingface, precision "
+                           "float32|bfloat16|float16 (huggingface: float32|bfloat16), /jit and "
+                           "/jitblock only for ours or baseline, /compile only for huggingface, "
+                           "and K micro-batches (ours only) dividing the batch")
     if parts[0] == "baseline" and not FLAGS.baseline_checkout:
       raise app.UsageError(f"--configs: {spec!r} needs --baseline_checkout")
   for batch in [] if FLAGS.configs else FLAGS.batch_sizes:
     specs += [f"model_garden/{p}/{batch}" for p in FLAGS.precisions]
     specs += [f"ours/{p}/{batch}" for p in FLAGS.precisions]
-    specs += [f"ours/float32/{batch}/jit", f"huggingface/float32/{batch}"]
+    specs += [f"ours/float32/{batch}/jit"]
+    specs += [f"huggingface/{p}/{batch}{c}" for p in ("float32", "bfloat16")
+              for c in ("", "/compile")]
   runs = {spec: [] for spec in specs}
   for _ in range(FLAGS.repeats):
     for spec in specs:

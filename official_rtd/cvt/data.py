@@ -213,14 +213,11 @@ def run_in_length_batches(indices: Sequence[int], length_of: Callable[[int], int
   `length_of`), logging `"<what> <done>/<total> (<rate>/s), ETA ..."` every 30 s; returns the
   seconds it took (prediction and translation alike)."""
   order = sorted(indices, key=length_of)
-  start = last = time.time()
+  throttle = progress.Throttle(len(order), every_seconds=30)
   for begin in range(0, len(order), batch_size):
     chunk = order[begin:begin + batch_size]
     run_batch(chunk)
-    done, now = begin + len(chunk), time.time()
-    if now - last >= 30 and done < len(order):
-      rate = done / (now - start)
-      log(f"{what} {done}/{len(order)} ({rate:.1f}/s), ETA "
-          f"{progress.format_duration((len(order) - done) / rate)}")
-      last = now
-  return time.time() - start
+    done = begin + len(chunk)
+    if done < len(order) and throttle.due():
+      log(f"{what} {done}/{len(order)} ({throttle.rate(done):.1f}/s), ETA {throttle.eta(done)}")
+  return time.time() - throttle.start

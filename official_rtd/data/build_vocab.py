@@ -50,20 +50,17 @@ class _ReadProgress:
   `every_seconds` (the learners themselves are silent)."""
 
   def __init__(self, lines: Iterable[str], total_bytes: int, log, every_seconds: float = 10.0):
-    self.lines, self.total, self.log, self.every = lines, max(total_bytes, 1), log, every_seconds
+    self.lines, self.total, self.log = lines, max(total_bytes, 1), log
     self.read = 0
-    self.start = self.last = time.time()
+    self.throttle = progress.Throttle(self.total, every_seconds)
 
   def __iter__(self):
     for line in self.lines:
       self.read += len(line.encode("utf-8")) + 1
-      now = time.time()
-      if now - self.last >= self.every:
-        self.last = now
-        rate = self.read / (now - self.start)
-        eta = max(self.total - self.read, 0) / max(rate, 1.0)
+      if self.throttle.due():
         self.log(f"build_vocab: read {self.read / 1e6:.1f} of {self.total / 1e6:.1f} MB "
-                 f"({rate / 1e6:.2f} MB/s), ETA {progress.format_duration(eta)}")
+                 f"({self.throttle.rate(self.read) / 1e6:.2f} MB/s), ETA "
+                 f"{self.throttle.eta(self.read)}")
       yield line
 
 

@@ -152,21 +152,16 @@ class Progress:
   """Throttled progress lines: work units done, MB/s, examples written and ETA."""
 
   def __init__(self, total_units: int, log: Callable[[str], None], every_s: float = 10.0):
-    self.total_units, self._log, self._every = max(total_units, 1), log, every_s
-    self._start = self._last = time.time()
+    self.total_units, self._log = max(total_units, 1), log
+    self._throttle = progress_lib.Throttle(self.total_units, every_s)
 
   def update(self, done_units: int, done_bytes: int, examples: int, force: bool = False):
-    now = time.time()
-    if not force and now - self._last < self._every:
+    if not self._throttle.due(force):
       return
-    self._last = now
-    elapsed = max(now - self._start, 1e-9)
-    rate = done_units / elapsed
-    eta = (self.total_units - done_units) / rate if rate > 0 else float("inf")
     self._log(f"{done_units}/{self.total_units} chunks "
               f"({100.0 * done_units / self.total_units:.1f}%), {done_bytes / 1e6:.1f} MB of "
-              f"text at {done_bytes / 1e6 / elapsed:.2f} MB/s, {examples} examples written, "
-              f"ETA {progress_lib.format_duration(eta)}")
+              f"text at {self._throttle.rate(done_bytes) / 1e6:.2f} MB/s, {examples} examples "
+              f"written, ETA {self._throttle.eta(done_units)}")
 
 
 @dataclasses.dataclass

@@ -253,7 +253,9 @@ def predict(model_fn, inputs: Dict[str, np.ndarray], batch_size: int,
   """
   rows = len(next(iter(inputs.values())))
   step = tf.function(model_fn, jit_compile=True)
-  chunks, start, last_log, rate = [], time.time(), time.time(), 0.0
+  chunks = []
+  throttle = progress.Throttle(rows, log_every_seconds)
+  first = 0  # rows of the first batch, whose compilation the rates exclude
   for begin in range(0, rows, batch_size):
     batch = {k: v[begin:begin + batch_size] for k, v in inputs.items()}
     real = len(next(iter(batch.values())))
@@ -261,14 +263,14 @@ def predict(model_fn, inputs: Dict[str, np.ndarray], batch_size: int,
       batch = {k: np.concatenate([v, np.repeat(v[-1:], batch_size - real, 0)])
                for k, v in batch.items()}
     chunks.append({k: v.numpy()[:real] for k, v in step(batch).items()})
-    done, now = begin + real, time.time()
+    done = begin + real
     if begin == 0:
-      start = now  # rates exclude the first batch's compilation
-    elif now - last_log >= log_every_seconds and done < rows:
-      rate = (done - real) / max(now - start, 1e-9)
-      log(f"{label}: {done}/{rows} ({rate:.0f}/s), ETA {progress.format_duration((rows - done) / rate)}")
-      last_log = now
-  elapsed = time.time() - start
+      throttle.restart()
+      throttle.total, first = rows - real, real
+    elif done < rows and throttle.due():
+      log(f"{label}: {done}/{rows} ({throttle.rate(done - first):.0f}/s), ETA "
+          f"{throttle.eta(done - first)}")
+  elapsed = time.time() - throttle.start
   log(f"{label}: {rows} in {elapsed:.1f}s"
       + (f" ({(rows - min(batch_size, rows)) / elapsed:.0f}/s after compilation)"
          if rows > batch_size and elapsed > 0 else ""))

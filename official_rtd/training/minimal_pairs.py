@@ -17,7 +17,6 @@ import collections
 import dataclasses
 import glob
 import json
-import math
 import os
 import time
 from typing import Callable, Dict, List, Sequence
@@ -126,18 +125,14 @@ class Progress:
 
   def __init__(self, log: Callable[[str], None], what: str = "sentences",
                every_seconds: float = 10.0):
-    self.log, self.what, self.every = log, what, every_seconds
-    self.start = self.last = time.time()
+    self.log, self.what = log, what
+    self.throttle = progress.Throttle(0, every_seconds)
 
   def __call__(self, done: int, total: int):
-    now = time.time()
-    if now - self.last < self.every and done < total:
-      return
-    self.last = now
-    rate = done / max(now - self.start, 1e-9)
-    eta = (total - done) / rate if rate > 0 else math.inf
-    self.log(f"scored {done}/{total} {self.what} ({rate:.1f}/s), ETA "
-             f"{progress.format_duration(eta)}")
+    self.throttle.total = total
+    if self.throttle.due(force=done >= total):
+      self.log(f"scored {done}/{total} {self.what} ({self.throttle.rate(done):.1f}/s), ETA "
+               f"{self.throttle.eta(done)}")
 
 
 def score_pairs(scorer: scoring.SentenceScorer, pairs: Sequence[Pair],

@@ -22,24 +22,34 @@ TAGGING_FIXTURE = os.path.join(testutil.REPO, "tests", "testdata", "tagging_run_
 TAGGING_ROOT = "/tmp/official_rtd_tag_fixture"
 
 
+def fixture_config(config_class, root, **kwargs):
+  """The settings both fixtures were written with, in `root`."""
+  return config_class(
+      data_dir=os.path.join(root, "data"), init_checkpoint=os.path.join(root, "export"),
+      model_dir=os.path.join(root, "run"), max_seq_length=16, train_batch_size=8, num_trials=2,
+      num_train_epochs=2, save_checkpoints_steps=4, log_every_steps=1, **kwargs)
+
+
 class EarlierFinetuneRunTest(tf.test.TestCase):
 
-  def test_a_run_written_before_the_one_contract_resumes(self):
-    shutil.rmtree(ROOT, ignore_errors=True)
-    shutil.copytree(FIXTURE, ROOT)
-    self.addCleanup(shutil.rmtree, ROOT, ignore_errors=True)
-    config = configs.GlueConfig(
-        task="sst-2", data_dir=os.path.join(ROOT, "data"),
-        init_checkpoint=os.path.join(ROOT, "export"), model_dir=os.path.join(ROOT, "run"),
-        max_seq_length=16, train_batch_size=8, num_trials=2, num_train_epochs=2,
-        save_checkpoints_steps=4, log_every_steps=1)
-    first = textio.load_json(os.path.join(ROOT, "run", "trial_0", "results.json"))
+  def resume(self, fixture, root, config):
+    """Resumes a copy of `fixture` at `root` (where it was made) with `config`; checks that the
+    finished trial is reused and the second resumes at step 4; returns the second's result."""
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(fixture, root)
+    if not os.path.isdir(os.path.join(root, "export")):
+      shutil.copytree(os.path.join(FIXTURE, "export"), os.path.join(root, "export"))
+    self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+    first = textio.load_json(os.path.join(root, "run", "trial_0", "results.json"))
     logged = []
     summary = runner_lib.Runner(config, log=logged.append).run()
     self.assertTrue(any(line.startswith("trial 1/2: already done") for line in logged), logged)
     self.assertTrue(any("resuming at step 4" in line for line in logged), logged)
     self.assertEqual(summary["trials"][0], first)
-    second = summary["trials"][1]
+    return summary["trials"][1]
+
+  def test_a_run_written_before_the_one_contract_resumes(self):
+    second = self.resume(FIXTURE, ROOT, fixture_config(configs.GlueConfig, ROOT, task="sst-2"))
     self.assertEqual(second["train_steps"], 8)
     # What commit 1adce74 itself gives when it resumes this directory (run once by hand; its
     # uninterrupted run ended at the same accuracy and a final loss of 0.67998).
@@ -47,22 +57,8 @@ class EarlierFinetuneRunTest(tf.test.TestCase):
     self.assertAllClose(second["final_train_loss"], 0.6795337647199631, rtol=1e-6)
 
   def test_a_crf_tagging_run_written_before_the_one_head_contract_resumes(self):
-    shutil.rmtree(TAGGING_ROOT, ignore_errors=True)
-    shutil.copytree(TAGGING_FIXTURE, TAGGING_ROOT)
-    shutil.copytree(os.path.join(FIXTURE, "export"), os.path.join(TAGGING_ROOT, "export"))
-    self.addCleanup(shutil.rmtree, TAGGING_ROOT, ignore_errors=True)
-    config = configs.TaggingConfig(
-        task="pos", crf=True, data_dir=os.path.join(TAGGING_ROOT, "data"),
-        init_checkpoint=os.path.join(TAGGING_ROOT, "export"),
-        model_dir=os.path.join(TAGGING_ROOT, "run"), max_seq_length=16, train_batch_size=8,
-        num_trials=2, num_train_epochs=2, save_checkpoints_steps=4, log_every_steps=1)
-    first = textio.load_json(os.path.join(TAGGING_ROOT, "run", "trial_0", "results.json"))
-    logged = []
-    summary = runner_lib.Runner(config, log=logged.append).run()
-    self.assertTrue(any(line.startswith("trial 1/2: already done") for line in logged), logged)
-    self.assertTrue(any("resuming at step 4" in line for line in logged), logged)
-    self.assertEqual(summary["trials"][0], first)
-    second = summary["trials"][1]
+    second = self.resume(TAGGING_FIXTURE, TAGGING_ROOT, fixture_config(
+        configs.TaggingConfig, TAGGING_ROOT, task="pos", crf=True))
     self.assertEqual(second["train_steps"], 34)
     # What commit 61d1935 itself gives when it resumes this directory (run once by hand).
     self.assertAllClose(second["dev"]["accuracy"], 0.37037037037037035)

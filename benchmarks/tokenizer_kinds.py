@@ -1,7 +1,7 @@
 r"""Vocabulary learning time per learner on one corpus, and `create_pretraining_data` throughput
 with each learned vocabulary on the same text, side by side in one run.
 
-  python benchmarks/tokenizers.py --work_dir=/tmp/tok \
+  python benchmarks/tokenizer_kinds.py --work_dir=/tmp/tok \
       --vocab_files='../shared/data/wiki/*.txt' --data_files='../shared/data/wiki/wiki_0[0-5].txt'
 
 Learners (`build_vocab --model_type`, each in its own process, wall time and peak RSS of its
