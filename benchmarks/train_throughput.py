@@ -534,9 +534,13 @@ def main(_):
     specs += [f"huggingface/{p}/{batch}{c}" for p in ("float32", "bfloat16")
               for c in ("", "/compile")]
   runs = {spec: [] for spec in specs}
-  for _ in range(FLAGS.repeats):
+  for repeat in range(FLAGS.repeats):
     for spec in specs:
-      runs[spec].append(run_child(spec, spec.startswith("baseline/")))
+      result = run_child(spec, spec.startswith("baseline/"))
+      runs[spec].append(result)
+      shown = (f"{result['tokens_per_s']:.0f} tokens/s" if "tokens_per_s" in result
+               else result.get("skipped", ""))
+      print(f"run {repeat + 1}/{FLAGS.repeats} {spec}: {shown}", flush=True)
   rows = [_median_row(results) for results in runs.values()]
   for name in sorted({spec.split("/")[1] for spec in specs} - {"float32"}):
     precision.warn_if_emulated(name, print)
