@@ -37,7 +37,9 @@ setuptools.setup(
         # train_word_vectors: word2vec vectors for run_cvt --word_embeddings.
         "vectors": ["gensim"],
         # benchmarks/train_throughput.py's PyTorch configurations (never a test dependency).
-        "benchmark": ["torch", "transformers>=4.45,<4.50"],
+        # torch's install upgrades setuptools past 80, which drops pkg_resources, which Model
+        # Garden imports: keep it below.
+        "benchmark": ["torch", "transformers>=4.45,<4.50", "setuptools<81"],
         # importlib_resources: TFDS needs it (via etils.epath) to build the test's own dataset.
         # pytest-xdist: pytest.ini runs test classes on all cores (up to 4 processes).
         "test": ["pytest", "pytest-xdist", "scipy", "scikit-learn", "transformers>=4.45,<4.50",
