@@ -53,6 +53,7 @@ class DataConfig:
   chunk_bytes: int = 1 << 20
   shuffle_chunks: bool = True
   on_decode_error: str = "fail"
+  overwrite: bool = False  # replace records that other settings made in `output_dir`
 
   def validate(self):
     from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top

@@ -9,6 +9,7 @@ the local worker pool or an Apache Beam runner (`beam_pipeline`) does the work.
 import collections
 import dataclasses
 import hashlib
+import json
 import os
 import random
 import time
@@ -219,11 +220,37 @@ def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = pri
     log(f"create_pretraining_data: {'lower-casing' if config.do_lower_case else 'keeping the case of'}"
         f" the text, as {vocab.path} ({vocab.kind}) implies (set --[no]do_lower_case to choose)")
   vocab.check_casing(config.do_lower_case)
+  check_replaced_records(config, vocab)
   plan = plan_input(config)
   # One run at a time into output_dir; a failed run leaves it as it was (or absent).
   with run_lock.holding(config.output_dir, "--output_dir", log=log,
                         keep=lambda d: os.path.isfile(os.path.join(d, records.SIDECAR_NAME))):
     return _create(config, vocab, plan, log)
+
+
+# Settings that do not change the records (how the work is spread).
+NOT_RECORDED = ("overwrite", "num_workers", "runner", "beam_pipeline_options", "chunk_bytes")
+
+
+def check_replaced_records(config: DataConfig, vocab) -> None:
+  """Refuses, without `--overwrite`, to replace records in `output_dir` that other settings or
+  another vocabulary made (runs trained on them would no longer match); the same settings redo
+  them (a killed run's command, or the same output again)."""
+  path = os.path.join(config.output_dir, records.SIDECAR_NAME)
+  if config.overwrite or not os.path.isfile(path):
+    return
+  with open(path, encoding="utf-8") as f:
+    old = json.load(f)
+  new = dict(dataclasses.asdict(config), input_files=list(config.input_files))
+  changed = [f"--{k} {old.get('flags', {}).get(k)!r} → {new[k]!r}" for k in sorted(new)
+             if k not in NOT_RECORDED and old.get("flags", {}).get(k) != new[k]]
+  if old.get("vocab", {}).get("sha256") != vocab.sha256:
+    changed.append(f"the vocabulary ({vocab.path}) differs")
+  if changed:
+    raise ValueError(
+        f"--output_dir={config.output_dir} holds records made with other settings "
+        f"({'; '.join(changed[:4])}{'; ...' if len(changed) > 4 else ''}): nothing was written; "
+        "give a new --output_dir, or --overwrite to replace them")
 
 
 def _create(config: DataConfig, vocab, plan: "InputPlan", log) -> dict:

@@ -5,6 +5,7 @@ r"""Learns a vocabulary from text files: WordPiece (`vocab.txt`) or SentencePiec
     --vocab_size=16000 --output_file=zh.model
 """
 import dataclasses
+import os
 
 from absl import logging
 
@@ -24,6 +25,7 @@ class BuildVocabConfig:
   model_type: str = "wordpiece"
   character_coverage: float = 0.9995
   byte_fallback: bool = False
+  overwrite: bool = False
 
 
 COMMAND_LINE = cli.Flags(BuildVocabConfig, {
@@ -48,6 +50,7 @@ COMMAND_LINE = cli.Flags(BuildVocabConfig, {
                           "characters become [UNK] or, with --byte_fallback, bytes.",
     "byte_fallback": "SentencePiece: spell characters without a piece as UTF-8 byte pieces "
                      "instead of [UNK] (no unknown characters; useful for CJK).",
+    "overwrite": "Replace an existing --output_file (only once the new vocabulary is complete).",
 }, enums={"on_decode_error": ["fail", "skip"], "learner": ["tokenizers", "tensorflow_text"],
           "model_type": ["wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"]},
     ranges={"vocab_size": (1, None, True), "sample_lines": (0, None, True)},
@@ -56,6 +59,10 @@ COMMAND_LINE = cli.Flags(BuildVocabConfig, {
 
 def main(config: BuildVocabConfig):
   from official_rtd.data import build_vocab  # pylint: disable=g-import-not-at-top
+  if os.path.isfile(config.output_file) and not config.overwrite:
+    # Records and runs made with it would no longer match their vocabulary.
+    raise ValueError(f"--output_file={config.output_file} already exists: nothing was written; "
+                     "give a new path, or --overwrite to replace it")
   build_vocab.build_vocab(list(config.input_files), config.output_file,
                           vocab_size=config.vocab_size, lower_case=config.do_lower_case,
                           on_decode_error=config.on_decode_error, log=logging.info,

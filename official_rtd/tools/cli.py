@@ -14,6 +14,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 
 USER_ERRORS = (ValueError, OSError)
@@ -62,7 +63,9 @@ def user_error_message(error: BaseException):
   record file, a missing path, memory exhausted) count; a TensorFlow error keeps only its first
   line, with its kind (e.g. `DataLossError`)."""
   if isinstance(error, USER_ERRORS):
-    return str(error)
+    # Without the lines gin adds to an error raised inside a configurable ("  In call to
+    # configurable 'TrainConfig' (...)"): the message itself names the parameter.
+    return re.sub(r"\n\s+In (call to configurable|file) .*", "", str(error))
   tf = sys.modules.get("tensorflow")
   if tf is not None and isinstance(error, tf.errors.OpError):
     first = re.sub(r"\{\{[^}]*\}\}\s*", "", (error.message or "").strip().split("\n")[0])
@@ -145,7 +148,6 @@ class Flags:
 
   def define(self) -> None:
     """Defines the absl flags (once per process: a tool's `run`)."""
-    from absl import flags  # pylint: disable=g-import-not-at-top
     definers = {"bool": flags.DEFINE_bool, "int": flags.DEFINE_integer,
                 "float": flags.DEFINE_float, "str": flags.DEFINE_string,
                 "multi": flags.DEFINE_multi_string, "list": flags.DEFINE_list}
@@ -162,7 +164,6 @@ class Flags:
   def values(self):
     """The `config` of the parsed flags, after the renamed flags' values moved to their new
     names and the required ones were checked; ranges checked."""
-    from absl import flags  # pylint: disable=g-import-not-at-top
     from official_rtd.utils import ranges as ranges_lib  # pylint: disable=g-import-not-at-top
     given = {}
     for flag in self.flags():
@@ -304,7 +305,16 @@ def run_main(main, tool_name: str, spec: Flags, probe_devices: bool = True):
       # error, would otherwise log TensorFlow's per-value warnings (hundreds) after our line.
       _exit_now(1)
 
-  app.run(wrapped)
+  def parse_flags(argv):
+    """absl's parser, with a bad flag (unknown, misspelled, a value of the wrong type or outside
+    its choices) told on one line that names it, instead of absl's two."""
+    try:
+      return flags.FLAGS(argv)
+    except flags.Error as e:
+      sys.stderr.write(f"{tool_name}: error: {e} (--help lists this tool's flags)\n")
+      sys.exit(1)
+
+  app.run(wrapped, flags_parser=parse_flags)
 
 
 # `--old` -> `--new`: earlier flag names still accepted for one release (`define_renamed_flag`).
@@ -315,7 +325,6 @@ def define_renamed_flag(old: str, new: str):
   """`--old`, the earlier name of the (already defined) `--new`, accepted for one more release:
   given alone it sets `--new` and the tool says once that it is deprecated; with `--new` too
   the command is refused."""
-  from absl import flags  # pylint: disable=g-import-not-at-top
   target = flags.FLAGS[new]
   text = f"Deprecated name of --{new}, accepted until the next release."
   if isinstance(target, flags.BooleanFlag):
@@ -327,7 +336,6 @@ def define_renamed_flag(old: str, new: str):
 
 def apply_renamed_flags(tool_name: str):
   """Moves each renamed flag's value to its new name (one deprecation line on stderr)."""
-  from absl import flags  # pylint: disable=g-import-not-at-top
   values = flags.FLAGS
   for old, new in RENAMED.items():
     if not values[old].present:

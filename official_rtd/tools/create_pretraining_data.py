@@ -69,6 +69,8 @@ COMMAND_LINE = cli.Flags(data_config.DataConfig, {
                       "source (the input pipeline's shuffle buffer spans a few chunks).",
     "on_decode_error": "What to do with a line that is not valid UTF-8 (the error names "
                        "file:line).",
+    "overwrite": "Replace records that other settings or another vocabulary made in "
+                 "--output_dir (without it they are refused; the same settings redo them).",
 }, enums={"tokenizer": ["fast", "bert"], "packing": ["fill", "electra", "sentences"],
           "mask_strategy": ["electra", "bert", "mask_only"], "on_decode_error": ["fail", "skip"]})
 

@@ -25,7 +25,11 @@ def get_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
   if name == "multi_worker_mirrored":
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    try:
+      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    except ValueError as e:  # e.g. "Please provide a TPU Name to connect to."
+      raise ValueError(f"--distribution_strategy=tpu: no TPU found ({e}); give --tpu=<the TPU's "
+                       "name or grpc:// address>, or run where one is attached") from None
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)

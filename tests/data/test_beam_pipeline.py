@@ -90,7 +90,7 @@ class BeamPipelineTest(tf.test.TestCase):
                               b"good line one\ncaf\xe9 in latin-1\n\nanother good line\n", "wb")
     with self.assertRaisesRegex(corpus_lib.CorpusError, r"bad.txt:2: invalid UTF-8"):
       self._run(runner="DirectRunner", output_dir=beam_dir,
-                input_files=(testutil.SAMPLE_CORPUS, bad))
+                input_files=(testutil.SAMPLE_CORPUS, bad), overwrite=True)
     after = {n: open(os.path.join(beam_dir, n), "rb").read() for n in os.listdir(beam_dir)}
     self.assertEqual(before, after)  # nothing added, removed or changed; no staging left
 

@@ -237,7 +237,8 @@ class CreatePretrainingDataTest(tf.test.TestCase):
                               b"good line one\ncaf\xe9 in latin-1\n\nanother good line\n", "wb")
     with self.assertRaisesRegex(corpus_lib.CorpusError, r"bad.txt:2: invalid UTF-8"):
       pretraining_data.create_pretraining_data(
-          self._config(input_files=(self.corpus, bad), num_shards=3), log=lambda _: None)
+          self._config(input_files=(self.corpus, bad), num_shards=3, overwrite=True),
+          log=lambda _: None)
     after = {n: open(os.path.join(out, n), "rb").read() for n in os.listdir(out)}
     self.assertEqual(before, after)  # nothing added, removed or changed; no temp dir left
     skipped, rows = self._run(input_files=(self.corpus, bad), on_decode_error="skip",
@@ -248,11 +249,30 @@ class CreatePretrainingDataTest(tf.test.TestCase):
 
   def test_rerun_replaces_stale_shards(self):
     self._run(num_shards=3)
-    sidecar, _ = self._run(num_shards=2)
+    sidecar, _ = self._run(num_shards=2, overwrite=True)
     out = os.path.join(self.tmp, "out")
     self.assertCountEqual(os.listdir(out), sidecar["shards"] + [records.SIDECAR_NAME])
     with open(os.path.join(out, records.SIDECAR_NAME)) as f:
       self.assertEqual(json.load(f)["flags"]["num_shards"], 2)
+
+
+  def test_records_of_other_settings_are_not_replaced_without_overwrite(self):
+    self._run(num_shards=2)
+    out = os.path.join(self.tmp, "out")
+    before = {n: open(os.path.join(out, n), "rb").read() for n in os.listdir(out)}
+    with self.assertRaisesRegex(
+        ValueError, r"--output_dir=.*/out holds records made with other settings \(--max_seq_length "
+        r"64 → 32\): nothing was written; give a new --output_dir, or --overwrite to replace them"):
+      self._run(num_shards=2, max_seq_length=32)
+    other_vocab = testutil.write_text(os.path.join(self.tmp, "vocab.txt"), "".join(
+        f"{t}\n" for t in self.vocab.tokens[:-1]))  # the same tokens but the last
+    with self.assertRaisesRegex(ValueError, r"\(--vocab_file .* → .*vocab.txt'; the vocabulary "):
+      self._run(num_shards=2, vocab_file=other_vocab)
+    after = {n: open(os.path.join(out, n), "rb").read() for n in os.listdir(out)}
+    self.assertEqual(before, after)
+    self._run(num_shards=2, num_workers=2)  # the same records (spread otherwise): redone
+    sidecar, _ = self._run(num_shards=2, max_seq_length=32, overwrite=True)
+    self.assertEqual(sidecar["max_seq_length"], 32)
 
 
 if __name__ == "__main__":

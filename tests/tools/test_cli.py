@@ -75,6 +75,38 @@ class CreatePretrainingDataCliTest(tf.test.TestCase):
             pretraining_data.DataConfig(**{**config, **changes}), log=lambda _: None)
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "out", records.SIDECAR_NAME)))
 
+  def test_a_bad_flag_is_one_line_naming_it(self):
+    """Unknown or misspelled flags and values outside a flag's type or choices: the tool's own
+    one line (absl's parser otherwise ends with a generic 'Pass --helpshort ...' line)."""
+    for args, message in [
+        (["--model_type=bpe"], r"^build_vocab: error: flag --model_type=bpe: value should be one "
+                               r"of <wordpiece\|sentencepiece_unigram\|sentencepiece_bpe>"),
+        (["--input_file=x"], r"^build_vocab: error: Unknown command line flag 'input_file'\. "
+                             r"Did you mean: input_files \?"),
+        (["--vocab_size=ten"], r"^build_vocab: error: flag --vocab_size=ten: invalid literal"),
+    ]:
+      result = run_tool(["build_vocab", f"--output_file={self.tmp}/v.txt", *args], cwd=self.tmp)
+      self.assertEqual(result.returncode, 1, result.stderr)
+      lines = testutil.tool_lines(result.stderr)
+      self.assertLen(lines, 1, result.stderr)
+      self.assertRegex(lines[0], message)
+      self.assertFalse(os.path.exists(f"{self.tmp}/v.txt"))
+
+  def test_build_vocab_refuses_to_replace_a_vocabulary_without_overwrite(self):
+    path = testutil.write_text(os.path.join(self.tmp, "vocab.txt"), "kept\n")
+    args = ["build_vocab", f"--input_files={self.corpus}", "--vocab_size=200",
+            f"--output_file={path}"]
+    result = run_tool(args, cwd=self.tmp)
+    self.assertEqual(result.returncode, 1, result.stderr)
+    self.assertEqual(testutil.tool_lines(result.stderr)[-1],
+                     f"build_vocab: error: --output_file={path} already exists: nothing was "
+                     "written; give a new path, or --overwrite to replace it")
+    with open(path, encoding="utf-8") as f:
+      self.assertEqual(f.read(), "kept\n")
+    self.assertEqual(run_tool(args + ["--overwrite"], cwd=self.tmp).returncode, 0)
+    with open(path, encoding="utf-8") as f:
+      self.assertEqual(f.read().split("\n")[0], "[PAD]")
+
   def test_tensorflows_log_lines_are_told_from_the_tools(self):
     cuinit = ("E0000 00:00:1795657823.950584   10768 cuda_platform.cc:51] failed call to cuInit: "
               "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)")
@@ -212,7 +244,11 @@ class RunMainTest(tf.test.TestCase):
         ("raise tf.errors.DataLossError(None, None, 'truncated record at 12\\nmore detail')",
          "tool: error: DataLossError: truncated record at 12"),
         ("raise tf.errors.InvalidArgumentError(None, None, '{{function_node __wrapped__x}} "
-         "CorpusError: a.txt:3: invalid UTF-8')", "tool: error: a.txt:3: invalid UTF-8")):
+         "CorpusError: a.txt:3: invalid UTF-8')", "tool: error: a.txt:3: invalid UTF-8"),
+        # Raised inside a gin configurable: without the "In call to configurable" line gin adds.
+        ("import gin; r = gin.configurable('raiser')(lambda n=1: (_ for _ in ()).throw("
+         "ValueError('raiser.n = %d must be >= 1' % n))); gin.parse_config('raiser.n = -5'); r()",
+         "tool: error: raiser.n = -5 must be >= 1")):
       result = self._run(statement)
       self.assertEqual(result.returncode, 1, result.stderr)
       self.assertEqual(result.stderr.strip().splitlines()[-1], line)
