@@ -3,6 +3,7 @@
 A range is `(lowest, highest, whether the lowest is allowed)`; `highest` None is unbounded and is
 always allowed. A value of None means "unset" (a default resolved later) and is not checked.
 """
+import numbers
 from typing import Dict, Optional, Tuple
 
 Range = Tuple[float, Optional[float], bool]
@@ -17,12 +18,16 @@ def range_text(valid: Range) -> str:
 
 
 def check_ranges(config, ranges: Dict[str, Range], setting: str = "--{name}={value}") -> None:
-  """Raises ValueError naming the first setting of `config` outside its range, written as
-  `setting` (a flag `--{name}={value}`, or a gin binding `TrainConfig.{name} = {value}`)."""
+  """Raises ValueError naming the first setting of `config` outside its range (or not a number),
+  written as `setting` (a flag `--{name}={value}`, or a gin binding `TrainConfig.{name} =
+  {value}`)."""
   for name, (low, high, inclusive) in ranges.items():
     value = getattr(config, name, None)
     if value is None:
       continue
+    if not isinstance(value, numbers.Real):  # e.g. a gin binding of a string
+      raise ValueError(f"{setting.format(name=name, value=repr(value))} must be a number "
+                       f"{range_text((low, high, inclusive))}")
     if (value < low if inclusive else value <= low) or (high is not None and value > high):
       raise ValueError(f"{setting.format(name=name, value=value)} must be "
                        f"{range_text((low, high, inclusive))}")

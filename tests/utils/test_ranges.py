@@ -36,6 +36,9 @@ class RangesTest(tf.test.TestCase):
   def test_gin_spelling(self):
     with self.assertRaisesRegex(ValueError, r"^Train.steps = -2 must be >= 1$"):
       ranges.check_ranges(Settings(steps=-2), RANGES, "Train.{name} = {value}")
+    # A gin binding of a string where a number is meant: our line, not a TypeError traceback.
+    with self.assertRaisesRegex(ValueError, r"^Train.steps = 'ten' must be a number >= 1$"):
+      ranges.check_ranges(Settings(steps="ten"), RANGES, "Train.{name} = {value}")
 
 
 if __name__ == "__main__":
