@@ -57,11 +57,11 @@ def cases(w):
        ["build_vocab", f"--input_files={corpus}", "--model_type=bpe",
         f"--output_file={out('v3.txt')}"], out("v3.txt")),
       ("vocab_binary_input", "a binary file as the corpus",
-       ["build_vocab", f"--input_files={os.path.join(run, 'checkpoint')}*",
+       ["build_vocab", f"--input_files={os.path.join(run, 'ckpt-*.data-*')}",
         f"--output_file={out('v4.txt')}"], out("v4.txt")),
-      ("vocab_exists", "output file already there",
-       ["build_vocab", f"--input_files={corpus}", "--vocab_size=500", f"--output_file={vocab}"],
-       ""),
+      ("vocab_exists", "output file already there (a copy of the run's vocabulary)",
+       ["build_vocab", f"--input_files={corpus}", "--vocab_size=500",
+        f"--output_file={w}/existing/vocab.txt"], ""),
       # create_pretraining_data
       ("cpd_no_vocab", "vocab file path wrong",
        ["create_pretraining_data", f"--input_files={corpus}", f"--vocab_file={w}/vocab.txt",
@@ -75,9 +75,9 @@ def cases(w):
       ("cpd_mask_prob", "mask_prob as a percentage",
        ["create_pretraining_data", f"--input_files={corpus}", f"--vocab_file={vocab}",
         "--mask_prob=15", f"--output_dir={out('r4')}"], out("r4")),
-      ("cpd_output_exists", "output_dir holds records already",
+      ("cpd_output_exists", "output_dir holds other records (a copy of the run's)",
        ["create_pretraining_data", f"--input_files={corpus}", f"--vocab_file={vocab}",
-        f"--output_dir={records}"], ""),
+        f"--output_dir={w}/existing/records"], ""),
       ("cpd_bad_packing", "a packing value that does not exist",
        ["create_pretraining_data", f"--input_files={corpus}", f"--vocab_file={vocab}",
         "--packing=documents", f"--output_dir={out('r5')}"], out("r5")),
@@ -329,10 +329,18 @@ def cases(w):
 
 
 def setup(w):
-  """The quickstart run the cases start from (a few steps), and a Latin-1 notes file."""
-  if not os.path.isdir(os.path.join(w, "qs", "model", "export")):
-    subprocess.run(["rtd_quickstart", f"--output_dir={os.path.join(w, 'qs')}",
-                    "--num_train_steps=4", "--vocab_size=1000"], check=True, cwd=REPO)
+  """The quickstart run the cases start from (a few steps), copies of its vocabulary and records
+  for the cases that write over existing outputs (so that a tool that wrongly replaces them
+  leaves the run's own intact for the later cases), and a Latin-1 notes file."""
+  qs = os.path.join(w, "qs")
+  if not os.path.isdir(os.path.join(qs, "model", "export")):
+    subprocess.run(["rtd_quickstart", f"--output_dir={qs}", "--num_train_steps=4",
+                    "--vocab_size=1000"], check=True, cwd=REPO)
+  existing = os.path.join(w, "existing")
+  shutil.rmtree(existing, ignore_errors=True)
+  os.makedirs(existing)
+  shutil.copy(os.path.join(qs, "vocab.txt"), existing)
+  shutil.copytree(os.path.join(qs, "records"), os.path.join(existing, "records"))
   with open(os.path.join(w, "notes.txt"), "wb") as f:
     f.write("caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1") * 50)
 

@@ -9,7 +9,6 @@ the local worker pool or an Apache Beam runner (`beam_pipeline`) does the work.
 import collections
 import dataclasses
 import hashlib
-import json
 import os
 import random
 import time
@@ -18,6 +17,7 @@ from typing import Callable, List, Optional
 import tensorflow as tf
 
 from official_rtd.utils import run_lock
+from official_rtd.utils import textio
 from official_rtd.utils import progress as progress_lib
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import data_config
@@ -239,8 +239,7 @@ def check_replaced_records(config: DataConfig, vocab) -> None:
   path = os.path.join(config.output_dir, records.SIDECAR_NAME)
   if config.overwrite or not os.path.isfile(path):
     return
-  with open(path, encoding="utf-8") as f:
-    old = json.load(f)
+  old = textio.load_json(path)
   new = dict(dataclasses.asdict(config), input_files=list(config.input_files))
   changed = [f"--{k} {old.get('flags', {}).get(k)!r} → {new[k]!r}" for k in sorted(new)
              if k not in NOT_RECORDED and old.get("flags", {}).get(k) != new[k]]
