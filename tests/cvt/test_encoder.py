@@ -55,13 +55,17 @@ class RecurrenceTest(tf.test.TestCase):
     recurrent = tf.constant(rng.normal(size=[stack, proj, 4 * units]) * 0.5, tf.float32)
     projection = tf.constant(rng.normal(size=[stack, units, proj]) * 0.5, tf.float32)
     weights = tf.constant(rng.normal(size=[time, stack, batch, proj]), tf.float32)
+    z_major = lambda x: tf.transpose(x, [1, 0, 2, 3])  # lstmp_recurrence's gates' layout
     results = []
-    for fn in (plain_recurrence, encoder_lib.lstmp_recurrence):
+    for fn, layout in ((plain_recurrence, tf.identity),
+                       (encoder_lib.lstmp_recurrence, z_major)):
+      gates = layout(x_gates)
       with tf.GradientTape() as tape:
-        tape.watch([x_gates, recurrent, projection])
-        outputs = fn(x_gates, keep, recurrent, projection)
+        tape.watch([gates, recurrent, projection])
+        outputs = fn(gates, keep, recurrent, projection)
         loss = tf.reduce_sum(outputs * weights)
-      results.append([outputs] + tape.gradient(loss, [x_gates, recurrent, projection]))
+      d_gates, d_recurrent, d_projection = tape.gradient(loss, [gates, recurrent, projection])
+      results.append([outputs, layout(d_gates), d_recurrent, d_projection])
     for expected, got in zip(*results):
       self.assertAllClose(expected, got, atol=1e-5)
     # Padding steps carry the state: a sentence's last output repeats past its end.
