@@ -73,9 +73,12 @@ class ParserModules(tf_keras.layers.Layer):
   def call(self, states: Dict[str, tf.Tensor], lengths=None, dropout_rate: float = 0.0,
            names: Sequence[str] = tuple(MODULES)):
     drop = lambda x: encoder_lib.dropout(x, dropout_rate)
-    views = {"top": tf.concat([drop(states["h1"]), drop(states["h2"])], -1),
-             "fwd1": drop(states["fwd1"]), "bwd1": drop(states["bwd1"])}
-    batch, time = tf.shape(views["top"])[0], tf.shape(views["top"])[1]
+    # Only the views `names` read are dropped out (`tf.function` keeps stateful ops: an unused
+    # view's random numbers would still be drawn).
+    wanted = {view for name in names for view in MODULES[name]}
+    views = {view: (tf.concat([drop(states["h1"]), drop(states["h2"])], -1) if view == "top"
+                    else drop(states[view])) for view in sorted(wanted)}
+    batch, time = tf.shape(states["h1"])[0], tf.shape(states["h1"])[1]
     nodes = {view: tf.concat([tf.tile(tf.cast(self.roots[view], x.dtype)[None, None],
                                       [batch, 1, 1]), x], 1)
              for view, x in views.items()}  # [batch, T + 1, width]: ROOT first

@@ -35,15 +35,21 @@ class PredictionModule(tf_keras.layers.Layer):
     return self.out(self.hidden(x))
 
 
-def views(states, dropout_rate: float):
-  """Each module's input `[batch, time, ·]` from the encoder's states, dropout applied."""
+def views(states, dropout_rate: float, names: Sequence[str]):
+  """The input `[batch, time, ·]` of each module in `names` from the encoder's states, dropout
+  applied. Only the states those modules read are dropped out: `tf.function` keeps stateful ops,
+  so an unused view's random numbers would still be drawn."""
   drop = lambda x: encoder_lib.dropout(x, dropout_rate)
-  fwd1, bwd1 = drop(states["fwd1"]), drop(states["bwd1"])
-  top = tf.concat([drop(states["h1"]), drop(states["h2"])], -1)
-  return {"primary": top, "fwd": fwd1, "bwd": bwd1,
-          "future": tf.pad(fwd1[:, :-1], [[0, 0], [1, 0], [0, 0]]),  # h→1_{t−1}, zero at t = 1
-          "past": tf.pad(bwd1[:, 1:], [[0, 0], [0, 1], [0, 0]]),  # h←1_{t+1}, zero past the end
-          "full": top}
+  wanted, out = set(names), {}
+  if wanted & {"primary", "full"}:
+    out["primary"] = out["full"] = tf.concat([drop(states["h1"]), drop(states["h2"])], -1)
+  if wanted & {"fwd", "future"}:
+    out["fwd"] = drop(states["fwd1"])
+    out["future"] = tf.pad(out["fwd"][:, :-1], [[0, 0], [1, 0], [0, 0]])  # h→1_{t−1}, 0 at t = 1
+  if wanted & {"bwd", "past"}:
+    out["bwd"] = drop(states["bwd1"])
+    out["past"] = tf.pad(out["bwd"][:, 1:], [[0, 0], [0, 1], [0, 0]])  # h←1_{t+1}, 0 past the end
+  return {name: out[name] for name in names}
 
 
 class TaggerModules(tf_keras.layers.Layer):
@@ -57,7 +63,7 @@ class TaggerModules(tf_keras.layers.Layer):
   def call(self, states, lengths=None, dropout_rate: float = 0.0,
            names: Sequence[str] = ("primary",) + AUXILIARY):
     del lengths
-    inputs = views(states, dropout_rate)
+    inputs = views(states, dropout_rate, names)
     return {name: self.modules[name](inputs[name]) for name in names}
 
 
