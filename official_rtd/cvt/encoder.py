@@ -52,9 +52,10 @@ def lstmp_recurrence(x_gates, keep, recurrent_kernel, projection):
 
   Its gradient is backpropagation through time written out: the loop computes only each step's
   gate gradients; the weight gradients are then one matmul each over all steps (`[time·batch]`
-  rows), where autodiff of the loop would accumulate a small matmul per step. The loops read
-  step t of `x_gates` in place (`x_gates[:, t]`): the gates stay in the input matmul's layout,
-  and their gradient is returned in it, so no `[time, ..., 4·units]` copy is transposed.
+  rows), where autodiff of the loop would accumulate a small matmul per step. The forward loop
+  slices step t out of `x_gates` (`x_gates[:, t]`): the gates stay in the input matmul's layout,
+  and their gradient is returned in it, so no `[time, ..., 4·units]` tensor is transposed to
+  time-major and back.
   """
   z, time, batch = tf.shape(x_gates)[0], tf.shape(x_gates)[1], tf.shape(x_gates)[2]
   units, proj = tf.shape(projection)[1], tf.shape(projection)[2]
@@ -114,7 +115,7 @@ def lstmp_recurrence(x_gates, keep, recurrent_kernel, projection):
 def run_lstmp(inputs, mask, input_kernel, bias, recurrent_kernel, projection):
   """Z stacked LSTMPs over `inputs` `[Z, batch, time, features]` (`mask` `[batch, time]`, False
   at padding): the input's share of the gates for every step as one matmul (rows in time-major
-  order, so the recurrence reads each step's gates in place), then `lstmp_recurrence`. Returns
+  order, so the recurrence slices each step's gates without a transpose), then `lstmp_recurrence`. Returns
   `[Z, batch, time, projection]`."""
   z, batch, time = tf.shape(inputs)[0], tf.shape(inputs)[1], tf.shape(inputs)[2]
   inputs = tf.transpose(inputs, [0, 2, 1, 3])  # [Z, time, batch, features]
