@@ -88,8 +88,10 @@ class PretrainingValueFlagsTest(tf.test.TestCase):
       self.assertIn(message, result.stderr.strip().splitlines()[-1])
 
 
+# The two README runs are separate classes so that pytest-xdist (`--dist loadscope`) can give them
+# to different workers: together they are ~8 minutes, the suite's longest class.
 @testutil.requires(testutil.SHARED_DATA)
-class ReadmeCommandsTest(tf.test.TestCase):
+class ReadmePretrainingValueTest(tf.test.TestCase):
 
   def test_pretraining_value_runs_as_typed(self):
     # The README's command, only the size flags appended (argparse: the last value wins) and
@@ -113,6 +115,10 @@ class ReadmeCommandsTest(tf.test.TestCase):
       self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/context.json"), run)
     self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/probes.json"))
     self.assertIn("mlm", result.stdout)
+
+
+@testutil.requires(testutil.SHARED_DATA)
+class ReadmeStepByStepTest(tf.test.TestCase):
 
   def test_step_by_step_runs_as_typed(self):
     root = tempfile.mkdtemp()
