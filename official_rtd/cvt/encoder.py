@@ -67,7 +67,8 @@ def lstmp_recurrence(x_gates, keep, recurrent_kernel, projection):
     i, f, g, o = tf.split(gates, 4, axis=-1)
     c = tf.sigmoid(f + 1.0) * c_prev + tf.sigmoid(i) * tf.tanh(g)
     r = tf.matmul(tf.sigmoid(o) * tf.tanh(c), projection)
-    r, c = tf.where(keep[t], r, r_prev), tf.where(keep[t], c, c_prev)
+    keep_t = keep[t]
+    r, c = tf.where(keep_t, r, r_prev), tf.where(keep_t, c, c_prev)
     return t + 1, r, c, r_all.write(t, r), c_all.write(t, c), gates_all.write(t, gates)
 
   # The loop keeps only the states and the gates' pre-activations; the gradient recomputes the
@@ -94,13 +95,14 @@ def lstmp_recurrence(x_gates, keep, recurrent_kernel, projection):
     projection_t = tf.transpose(projection, [0, 2, 1])
 
     def backward(t, dr_next, dc_next, d_gates_all, d_r_all):
+      keep_t = keep_f[t]  # sliced once: each `[t]` is an op of the loop
       dr = d_outputs[t] + dr_next  # ∂L/∂(state r_t)
-      d_new_r, d_new_c = keep_f[t] * dr, keep_f[t] * dc_next
+      d_new_r, d_new_c = keep_t * dr, keep_t * dc_next
       dh = tf.matmul(d_new_r, projection_t)
       d_new_c += dh * dh_to_dc[t]
       d_gates = tf.concat([d_new_c, d_new_c, d_new_c, dh], -1) * factors[t]
-      dr_prev = tf.matmul(d_gates, recurrent_t) + (1.0 - keep_f[t]) * dr
-      dc_prev = d_new_c * f[t] + (1.0 - keep_f[t]) * dc_next
+      dr_prev = tf.matmul(d_gates, recurrent_t) + (1.0 - keep_t) * dr
+      dc_prev = d_new_c * f[t] + (1.0 - keep_t) * dc_next
       return t - 1, dr_prev, dc_prev, d_gates_all.write(t, d_gates), d_r_all.write(t, d_new_r)
 
     _, _, _, d_gates, d_new_r = tf.while_loop(
