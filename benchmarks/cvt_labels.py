@@ -16,7 +16,9 @@ and mode, the median, min and max of the dev figure over the seeds, and the best
 `--variant` names extra settings measured against the default (`vocab_labeled_only`: the word
 and character vocabulary from the labeled text only, as before; `word2vec`: `--word_embeddings`
 from `--word_vectors`, e.g. written by `train_word_vectors`; `late_unlabeled`: unlabeled steps
-start after `--unlabeled_start_step` supervised steps, for the modes that have them). Results in benchmarks/RESULTS.md.
+start after `--unlabeled_start_step` supervised steps, for the modes that have them; `in_domain`:
+the task's own training sentences that the fraction leaves out, labels removed, are the unlabeled
+text instead of Wikipedia (`run_cvt --unlabeled_remainder`), the vocabulary read from them too). Results in benchmarks/RESULTS.md.
 """
 import json
 import os
@@ -35,7 +37,7 @@ flags.DEFINE_list("seeds", ["0", "1"], "Seeds (each picks its own labeled subset
 flags.DEFINE_list("modes_at_all_labels", ["supervised", "cvt"],
                   "Modes run with fraction 1.0 (all labels).")
 flags.DEFINE_list("variants", ["default"],
-                  "default, vocab_labeled_only, word2vec, late_unlabeled.")
+                  "default, vocab_labeled_only, word2vec, late_unlabeled, in_domain.")
 flags.DEFINE_string("word_vectors", "", "GloVe-format vectors for the word2vec variant.")
 flags.DEFINE_string("unlabeled_data", os.path.join(SHARED, "wiki", "wiki_*.txt"),
                     "Unlabeled corpus.")
@@ -85,6 +87,8 @@ def train(task, fraction, mode, seed, variant):
     extra["word_embeddings"] = FLAGS.word_vectors
   elif variant == "late_unlabeled":
     extra["unlabeled_start_step"] = FLAGS.unlabeled_start_step
+  elif variant == "in_domain":
+    extra.update(unlabeled_data="", unlabeled_remainder=True)
   elif variant != "default":
     raise ValueError(f"--variants: unknown {variant!r}")
   log_path = run_dir(task, fraction, mode, seed, variant) + ".log"
@@ -97,12 +101,12 @@ def train(task, fraction, mode, seed, variant):
         tasks=task, data_dir=os.path.join(SHARED, "tagging") if task != "dep" else
         os.path.join(SHARED, "parsing", "ud_ewt"),
         model_dir=run_dir(task, fraction, mode, seed, variant), mode=mode,
-        unlabeled_data=FLAGS.unlabeled_data, train_fraction=fraction,
+        **{"unlabeled_data": FLAGS.unlabeled_data, **extra}, train_fraction=fraction,
         word_dim=FLAGS.word_dim, lstm1_size=FLAGS.lstm1_size, lstm2_size=FLAGS.lstm2_size,
         projection_size=FLAGS.projection_size, hidden_size=FLAGS.hidden_size,
         train_steps=FLAGS.train_steps, train_batch_size=FLAGS.batch_size,
         eval_every_steps=FLAGS.eval_every_steps, patience=FLAGS.patience,
-        save_checkpoints_steps=FLAGS.eval_every_steps, log_every_steps=100, seed=seed, **extra),
+        save_checkpoints_steps=FLAGS.eval_every_steps, log_every_steps=100, seed=seed),
                      log).run()
 
 

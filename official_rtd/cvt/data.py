@@ -156,9 +156,9 @@ def length_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Gener
   return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:
-  """Sentences (split after . ! ? before a capital or digit, not after a title or an initial
-  such as "Mr." or "J.") as word lists of 2..max_words; words and punctuation are tokens."""
+def sentence_pieces(paragraph: str) -> List[str]:
+  """A paragraph's sentences as text, split after . ! ? before a capital or digit, not after a
+  title or an initial such as "Mr." or "J."."""
   pieces, start = [], 0
   for match in _SENTENCE_END.finditer(paragraph):
     if _ABBREVIATION_END.search(paragraph[start:match.start() + 1]):
@@ -166,8 +166,13 @@ def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:
     pieces.append(paragraph[start:match.end()])
     start = match.end()
   pieces.append(paragraph[start:])
+  return pieces
+
+
+def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:
+  """`sentence_pieces` as word lists of 2..max_words; words and punctuation are tokens."""
   out = []
-  for sentence in pieces:
+  for sentence in sentence_pieces(paragraph):
     words = _TOKEN.findall(sentence)
     if 2 <= len(words) <= max_words:
       out.append(words)
@@ -204,6 +209,20 @@ def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
     rng.shuffle(buffer)
     yield from buffer
     buffer = []
+
+
+def shuffled_forever(items: Sequence, seed: int) -> Iterator:
+  """`items` in a new random order (seeded) each pass, pass after pass."""
+  rng = np.random.default_rng(seed)
+  while True:
+    for index in rng.permutation(len(items)):
+      yield items[index]
+
+
+def alternate(streams: Sequence[Iterator]) -> Iterator:
+  """One item of each endless stream in turn."""
+  for items in zip(*streams):
+    yield from items
 
 
 def run_in_length_batches(indices: Sequence[int], length_of: Callable[[int], int],

@@ -104,8 +104,8 @@ class ParsingTask(task_lib.PerWordTask):
     super().__init__(name, config, rng)
     folder = os.path.join(config.data_dir, "parsing", "ud_ewt")
     data_dir = folder if os.path.isdir(folder) else config.data_dir
-    self.train = task_lib.subset(conllu.read_conllu(parsing_data.treebank_file(data_dir, "train")),
-                                 rng, config.train_fraction, config.max_train_sentences)
+    self.train = self.labeled_subset(
+        conllu.read_conllu(parsing_data.treebank_file(data_dir, "train")), rng, config)
     self.dev = conllu.read_conllu(parsing_data.treebank_file(data_dir, "dev"))
     self.relations = sorted({r for s in self.train for r in s.relations})
     self._relation_ids = {r: i for i, r in enumerate(self.relations)}

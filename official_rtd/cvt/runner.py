@@ -17,18 +17,20 @@ import itertools
 import json
 import os
 import shutil
-from typing import Callable, Dict, List
+from typing import Callable, ClassVar, Dict, List, Tuple
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
 from official_rtd.utils import checkpoint_files
+from official_rtd.utils import ranges
 from official_rtd.utils import textio
 from official_rtd.cvt import all_tasks  # pylint: disable=unused-import
 from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import model as model_lib
+from official_rtd.cvt import settings
 from official_rtd.cvt import task as task_lib
 from official_rtd.cvt import training
 from official_rtd.finetune import fingerprint
@@ -40,10 +42,14 @@ SELECTION_NAME = "selection.json"
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CvtRunConfig:
+  # The settings that name data inputs, whose content the run's fingerprint digests.
+  INPUTS: ClassVar[Tuple[str, ...]] = ("data_dir", "unlabeled_data", "word_embeddings",
+                                       "init_from_encoder")
   tasks: str
   data_dir: str
   model_dir: str
   unlabeled_data: str = ""
+  unlabeled_remainder: bool = False
   mode: str = "cvt"
   word_embeddings: str = ""
   init_from_encoder: str = ""
@@ -57,6 +63,7 @@ class CvtRunConfig:
   train_batch_size: int = 64
   max_sentence_length: int = 100
   on_decode_error: str = "fail"
+  on_bad_pair: str = "fail"
   max_train_sentences: int = 0
   train_fraction: float = 1.0
   vocab_unlabeled_sentences: int = 200000
@@ -76,6 +83,11 @@ class CvtRunConfig:
   num_trials: int = 1
   seed: int = 0
 
+  def __post_init__(self):
+    ranges.check_ranges(self, settings.RUN_CONFIG_RANGES)
+    if self.on_bad_pair not in ("fail", "skip"):
+      raise ValueError(f"--on_bad_pair must be fail or skip, got {self.on_bad_pair!r}")
+
 
 class CvtRunner:
   """Loads every task and the vocabulary once; `run()` runs the trials."""
@@ -89,10 +101,9 @@ class CvtRunner:
     unknown = [n for n in names if n not in task_lib.names()]
     if unknown:
       raise ValueError(f"--tasks: unknown {unknown}; one of: {', '.join(task_lib.names())}")
-    if config.mode != "supervised" and not config.unlabeled_data:
-      raise ValueError(f"--mode={config.mode} needs --unlabeled_data (a corpus)")
-    if config.train_steps < 1 or config.train_batch_size < 1:
-      raise ValueError("--train_steps and --train_batch_size must be >= 1")
+    if config.mode != "supervised" and not (config.unlabeled_data or config.unlabeled_remainder):
+      raise ValueError(f"--mode={config.mode} needs --unlabeled_data (a corpus) or "
+                       "--unlabeled_remainder (the training sentences --train_fraction leaves out)")
     if not 0 <= config.unlabeled_start_step < config.train_steps:
       raise ValueError(f"--unlabeled_start_step={config.unlabeled_start_step} must be in "
                        f"[0, --train_steps={config.train_steps})")
@@ -106,10 +117,16 @@ class CvtRunner:
       raise ValueError(f"--tasks={config.tasks}: these tasks read unlabeled text differently "
                        "(translation: one sentence per line); run them separately")
     self.split_unlabeled = splitters.pop()
+    self.remainder = [list(t.source_words(e)) for t in self.tasks.values() for e in t.remainder
+                      if 2 <= len(t.source_words(e)) <= config.max_sentence_length]
+    if config.unlabeled_remainder and not self.remainder:
+      raise ValueError("--unlabeled_remainder: --train_fraction and --max_train_sentences leave "
+                       "no training sentences out (of 2 to --max_sentence_length words); lower "
+                       "one of them")
     pretrained = self._pretrained_vectors()
     labeled = [t.source_words(e) for t in self.tasks.values() for e in t.train]
     unlabeled = []
-    if config.unlabeled_data and config.vocab_unlabeled_sentences:
+    if (config.unlabeled_data or config.unlabeled_remainder) and config.vocab_unlabeled_sentences:
       stream = self._unlabeled_stream(config.seed)
       unlabeled = list(itertools.islice(stream, config.vocab_unlabeled_sentences))
     self.vocab = data_lib.WordCharVocab.build(labeled, extra_words=sorted(pretrained),
@@ -214,10 +231,16 @@ class CvtRunner:
       yield (name,) + self._batch(name, queues[name].pop())
 
   def _unlabeled_stream(self, seed: int):
-    return data_lib.unlabeled_sentences(self.config.unlabeled_data.split(","),
-                                        self.config.max_sentence_length, seed,
-                                        on_decode_error=self.config.on_decode_error,
-                                        warn=self.log, split=self.split_unlabeled)
+    """Endless unlabeled sentences: `--unlabeled_data`'s, the tasks' remainder's
+    (`--unlabeled_remainder`), or both, alternating sentence by sentence."""
+    streams = []
+    if self.config.unlabeled_data:
+      streams.append(data_lib.unlabeled_sentences(
+          self.config.unlabeled_data.split(","), self.config.max_sentence_length, seed,
+          on_decode_error=self.config.on_decode_error, warn=self.log, split=self.split_unlabeled))
+    if self.config.unlabeled_remainder:
+      streams.append(data_lib.shuffled_forever(self.remainder, seed))
+    return streams[0] if len(streams) == 1 else data_lib.alternate(streams)
 
   def _unlabeled_batches(self, seed: int):
     """Endless unlabeled minibatches, length-bucketed over pools of 50 batches."""
@@ -263,7 +286,7 @@ class CvtRunner:
       dev = self.evaluate(steps, trial)  # predictions as `<name>.last`
       score = self.selection_score(dev)
       selection["curve"].append({"step": step, **dev})
-      self.log(f"trial {trial + 1} step {step}: dev {json.dumps(dev)}")
+      self.log(f"trial_{trial} step {step}: dev {json.dumps(dev)}")
       new_best = best is None or score > best["score"]
       for task in self.tasks.values():
         path = trials_lib.trial_dir(cfg.model_dir, trial, task.predictions_name())
@@ -278,12 +301,12 @@ class CvtRunner:
       since = [p["step"] for p in selection["curve"] if p["step"] > selection["best"]["step"]]
       if cfg.patience and len(since) >= cfg.patience:
         stopped.append(step)
-        self.log(f"trial {trial + 1}: no better dev figure in {cfg.patience} evaluations; "
+        self.log(f"trial_{trial}: no better dev figure in {cfg.patience} evaluations; "
                  f"stopping at step {step} (best: step {selection['best']['step']})")
       return bool(stopped)
 
     losses = trials_lib.run_steps(begin, cfg.train_steps, self.log, cfg.log_every_steps,
-                                  f"trial {trial + 1}/{cfg.num_trials}", checkpoint,
+                                  f"trial_{trial} of {cfg.num_trials}", checkpoint,
                                   checkpoint_dir, cfg.save_checkpoints_steps, evaluate_now,
                                   cfg.eval_every_steps)
     if not stopped:

@@ -81,7 +81,7 @@ class TaggingTask(task_lib.PerWordTask):
                for parts in ((), ("tagging",))]
     train, self.dev = tagging_data.load_task(
         self.spec, next((f for f in folders if os.path.isdir(f)), config.data_dir))
-    train = task_lib.subset(train, rng, config.train_fraction, config.max_train_sentences)
+    train = self.labeled_subset(train, rng, config)
     if self.spec.spans:  # §4.3.1: BIOES for chunking and NER
       train = tagging_data.with_scheme(train, "bioes")
     self.train = train

@@ -64,7 +64,16 @@ class CvtTask(abc.ABC):
     self.name = name
     self.train: list = []
     self.dev: list = []
+    self.remainder: list = []  # training examples `labeled_subset` left out (labels unused)
     del config, rng
+
+  def labeled_subset(self, examples: list, rng: np.random.Generator, config) -> list:
+    """The training examples kept (`subset` of `--train_fraction`, `--max_train_sentences`);
+    the others become `self.remainder`, which `--unlabeled_remainder` reads as unlabeled text."""
+    kept = subset(examples, rng, config.train_fraction, config.max_train_sentences)
+    chosen = {id(e) for e in kept}
+    self.remainder = [e for e in examples if id(e) not in chosen]
+    return kept
 
   # --- data --------------------------------------------------------------------------------------
   @abc.abstractmethod

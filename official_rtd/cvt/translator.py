@@ -27,6 +27,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.utils import textio
+from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import losses
 from official_rtd.cvt import task as task_lib
@@ -239,9 +240,15 @@ def shifted(targets, bos: int):
 
 
 def split_lines(line: str, max_words: int) -> List[List[str]]:
-  """An unlabeled source line (one sentence per line) as Moses tokens, if 2..max_words long."""
-  words = tokenize(line, SOURCE)
-  return [words] if 2 <= len(words) <= max_words else []
+  """An unlabeled source line's sentences as Moses tokens, each kept if 2..max_words long: one
+  sentence per line, as Multi30k's captions; a line holding a paragraph (Wikipedia's format) is
+  split into its sentences (`data.sentence_pieces`) rather than dropped for its length."""
+  out = []
+  for sentence in data_lib.sentence_pieces(line):
+    words = tokenize(sentence, SOURCE)
+    if 2 <= len(words) <= max_words:
+      out.append(words)
+  return out
 
 
 @task_lib.register("translate")
@@ -258,9 +265,12 @@ class TranslationTask(task_lib.CvtTask):
     super().__init__(name, config, rng)
     folder = os.path.join(config.data_dir, "translation", "multi30k")
     data_dir = folder if os.path.isdir(folder) else config.data_dir
-    pairs = read_parallel(data_dir, "train", config.max_sentence_length)
-    self.train = task_lib.subset(pairs, rng, config.train_fraction, config.max_train_sentences)
-    self.dev = read_parallel(data_dir, "val", 0)
+    pairs, train_lines = read_parallel(data_dir, "train", config.on_bad_pair)
+    self.train = self.labeled_subset([pair for _, pair in pairs], rng, config)
+    dev, self.dev_lines = read_parallel(data_dir, "val", config.on_bad_pair)
+    self.dev_line_numbers = [number for number, _ in dev]
+    self.dev = [pair for _, pair in dev]
+    self.skipped = {"train": train_lines - len(pairs), "dev": self.dev_lines - len(dev)}
     self.vocab = TargetVocab.build([t for _, t, _ in self.train], config.target_min_count)
     self.beam_size, self.max_decode_length = config.beam_size, config.max_decode_length
     self.attention_dropout = config.attention_dropout
@@ -339,19 +349,32 @@ class TranslationTask(task_lib.CvtTask):
   def predictions_name(self):
     return f"predictions_{self.name}.{TARGET}"
 
+  def describe(self):
+    skipped = " and ".join(f"{n} {split} pair{'s' * (n != 1)}"
+                           for split, n in self.skipped.items() if n)
+    return super().describe() + (f" ({skipped} with a blank side skipped, --on_bad_pair=skip)"
+                                 if skipped else "")
+
   def evaluate(self, rows, path, log):
+    """BLEU over the dev pairs; the predictions file has one line per line of `val.en` (a
+    skipped pair's line empty), so line i translates line i."""
     hypotheses = self.translations(rows)
     if path:
-      textio.write_lines_atomic(path, hypotheses)
+      lines = [""] * self.dev_lines
+      for number, hypothesis in zip(self.dev_line_numbers, hypotheses):
+        lines[number - 1] = hypothesis
+      textio.write_lines_atomic(path, lines)
     scores = bleu(hypotheses, [raw for _, _, raw in self.dev])
     log(f"{self.name}: BLEU {scores['bleu']:.2f} ({scores.pop('signature')}), tokenized BLEU "
         f"{scores['tokenized_bleu']:.2f}")
     return scores
 
 
-def read_parallel(data_dir: str, split: str, max_words: int):
-  """`(source tokens, target tokens, raw target)` per line pair of `<split>.en` / `<split>.de`;
-  with `max_words`, pairs with a longer side are left out."""
+def read_parallel(data_dir: str, split: str, on_bad_pair: str = "fail"):
+  """`([(line number, (source tokens, target tokens, raw target))], lines)` of `<split>.en` /
+  `<split>.de`, line i of one translating line i of the other; no pair is dropped for its length.
+  A pair with a blank side fails naming `file:line`, or with `on_bad_pair="skip"` is left out
+  (its line number is missing from the list; `lines` counts them all)."""
   paths = [os.path.join(data_dir, f"{split}.{lang}") for lang in (SOURCE, TARGET)]
   for path in paths:
     if not os.path.isfile(path):
@@ -364,16 +387,18 @@ def read_parallel(data_dir: str, split: str, max_words: int):
     raise ValueError(f"{paths[0]} has {len(sources)} lines but {paths[1]} {len(targets)}: line i "
                      "of one must translate line i of the other")
   out = []
-  for source, target in zip(sources, targets):
+  for number, (source, target) in enumerate(zip(sources, targets), 1):
     if not source.strip() or not target.strip():
+      if on_bad_pair != "skip":
+        blank = paths[0] if not source.strip() else paths[1]
+        raise ValueError(f"{blank}:{number}: blank line, so the pair at line {number} of "
+                         f"{split}.{SOURCE}/{split}.{TARGET} has no translation; fix the files "
+                         "or pass --on_bad_pair=skip (leave such pairs out, counted in the log)")
       continue
-    pair = (tokenize(source, SOURCE), tokenize(target, TARGET), target.strip())
-    if not max_words or max(len(pair[0]), len(pair[1])) <= max_words:
-      out.append(pair)
+    out.append((number, (tokenize(source, SOURCE), tokenize(target, TARGET), target.strip())))
   if not out:
     raise ValueError(f"{paths[0]}: no sentence pairs")
-  return out
-
+  return out, len(sources)
 
 
 class _Trained:
@@ -389,10 +414,16 @@ class _Trained:
 def load(model_dir: str, trial: int = 0):
   """(encoder vocabulary, model, target vocabulary) of a `run_cvt --tasks=translate` run's
   `trial_<k>/model` (the kept EMA weights), from its `vocab.json`."""
-  from official_rtd.cvt import data as data_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.cvt import model as model_lib  # pylint: disable=g-import-not-at-top
   vocab_path = os.path.join(model_dir, "vocab.json")
   weights = os.path.join(model_dir, f"trial_{trial}", "model")
+  trials = sorted(int(n[len("trial_"):]) for n in os.listdir(model_dir)
+                  if n.startswith("trial_") and n[len("trial_"):].isdigit()
+                  ) if os.path.isdir(model_dir) else []
+  if trials and trial not in trials:
+    raise ValueError(f"--trial={trial}: --model_dir={model_dir} holds trial_"
+                     f"{', trial_'.join(map(str, trials))} (--trial counts from 0, as the "
+                     "folders and the log do)")
   if not os.path.isfile(vocab_path) or not tf.io.gfile.exists(weights + ".index"):
     raise ValueError(f"--model_dir={model_dir}: no vocab.json or trial_{trial}/model (a "
                      "finished or evaluated run_cvt --tasks=translate run is needed)")
@@ -421,7 +452,6 @@ def translate_lines(lines: Sequence[str], vocab, model, target_vocab: TargetVoca
                     ) -> List[str]:
   """Detokenized German of each English line (an empty line stays empty), batched by length,
   with progress and an ETA every 30 s."""
-  from official_rtd.cvt import data as data_lib  # pylint: disable=g-import-not-at-top
   head = model.heads["translate"]
 
   @tf.function

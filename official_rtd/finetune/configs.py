@@ -3,7 +3,7 @@ default" (resolved per model size). `FinetuneConfig` holds what every task famil
 export, trials, the optimizer and its layer-wise decay, precision); each family adds its data and
 head options."""
 import dataclasses
-from typing import Optional
+from typing import ClassVar, Optional, Tuple
 
 from official_rtd.utils import ranges
 
@@ -34,6 +34,10 @@ def check_ranges(config) -> None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FinetuneConfig:
+  # The settings that name data inputs, whose content a run's fingerprint digests (`fingerprint`).
+  INPUTS: ClassVar[Tuple[str, ...]] = ("init_checkpoint", "data_dir", "tfds_data_dir",
+                                       "train_file", "dev_file", "predict_file",
+                                       "teachers_from", "single_task_finetune")
   init_checkpoint: str
   model_dir: str
   random_init: bool = False

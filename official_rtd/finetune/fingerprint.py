@@ -2,8 +2,10 @@
 
 The first run of a directory writes `run_fingerprint.json`: the tool (runner class), every setting
 that changes results (the config's fields but `RESUMABLE`) and a digest of the content of every
-input the settings name (the export, the data files or directories). A re-run resumes only the
-same run; otherwise it stops before writing anything, naming what differs.
+data input: the settings the config class declares in its `INPUTS` (the export, the data files or
+folders), never another string because a folder of that name happens to exist (`--task=rte` beside
+an `rte/` folder is a task name). A re-run resumes only the same run; otherwise it stops before
+writing anything, naming what differs.
 """
 import contextlib
 import dataclasses
@@ -11,7 +13,7 @@ import glob
 import hashlib
 import json
 import os
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from official_rtd.utils import run_lock
 from official_rtd.utils import textio
@@ -44,11 +46,18 @@ def path_digest(path: str) -> str:
   return digest.hexdigest()
 
 
+def input_settings(config) -> Tuple[str, ...]:
+  """The settings of `config` that name data inputs (its class's `INPUTS`)."""
+  return tuple(getattr(type(config), "INPUTS", ()))
+
+
 def fingerprint(tool: str, config) -> Dict:
-  """`{"tool", "settings", "inputs"}` of a fine-tuning config dataclass."""
+  """`{"tool", "settings", "inputs"}` of a run config dataclass; `inputs` digests the content of
+  each declared input (`input_settings`) that names an existing file or folder."""
   settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE}
   inputs = {}
-  for name, value in sorted(settings.items()):
+  for name in sorted(input_settings(config)):
+    value = settings.get(name)
     if isinstance(value, str) and value and os.path.exists(value):
       inputs[name] = path_digest(value)
   return json.loads(json.dumps({"tool": tool, "settings": settings, "inputs": inputs},
@@ -69,10 +78,18 @@ def differences(old: Dict, new: Dict, defaults: Optional[Dict] = None) -> List[s
     after = new["settings"].get(key)
     if before != after:
       out.append(f"--{key} {before!r} → {after!r}")
-  for key in sorted(set(old.get("inputs", {})) | set(new["inputs"])):
-    if old.get("inputs", {}).get(key) != new["inputs"].get(key):
+  # Only inputs both recorded are compared: a directory written before inputs were declared may
+  # hold digests of other settings (a folder named like `--task`), which never count.
+  for key in sorted(set(old.get("inputs", {})) & set(new["inputs"])):
+    if old["inputs"][key] != new["inputs"][key]:
       out.append(f"the content of --{key} changed")
   return out
+
+
+def recorded_settings(model_dir: str) -> Dict:
+  """The settings the run in `model_dir` recorded when it started (`{}` if none)."""
+  path = os.path.join(model_dir, FILE)
+  return textio.load_json(path).get("settings", {}) if os.path.isfile(path) else {}
 
 
 def field_defaults(config) -> Dict:

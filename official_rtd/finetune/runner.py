@@ -76,12 +76,12 @@ class Runner:
     def evaluate_now(step):
       dev = self.task.evaluate(model, None)
       curve.append({"step": step, **dev})
-      self.log(f"trial {trial + 1} step {step}: {self.task.brief(dev)}")
+      self.log(f"trial_{trial} step {step}: {self.task.brief(dev)}")
 
     eval_every_steps = getattr(cfg, "eval_every_steps", 0)
     checkpoint_dir = trials_lib.trial_dir(cfg.model_dir, trial, "checkpoint")
     final_loss = trials_lib.train(model, optimizer, dataset, self.steps, self.task.loss, self.log,
-                                  cfg.log_every_steps, f"trial {trial + 1}/{cfg.num_trials}",
+                                  cfg.log_every_steps, f"trial_{trial} of {cfg.num_trials}",
                                   cfg.jit_compile, checkpoint_dir, cfg.save_checkpoints_steps,
                                   evaluate_now, eval_every_steps, seed=seed,
                                   older_layouts=self.task.older_layouts(model))

@@ -86,7 +86,7 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
     path = trial_dir(model_dir, trial, "results.json")
     if os.path.isfile(path):
       trials.append(textio.load_json(path))
-      log(f"trial {trial + 1}/{num_trials}: already done, reusing {path}")
+      log(f"trial_{trial} of {num_trials}: already done, reusing {path}")
       continue
     os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there
     try:
@@ -96,7 +96,7 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
         os.rmdir(os.path.dirname(path))
       raise
     textio.write_json_atomic(path, result)
-    log(f"trial {trial + 1}/{num_trials}: {brief(result)}")
+    log(f"trial_{trial} of {num_trials}: {brief(result)}")
     trials.append(result)
   return trials
 

@@ -43,16 +43,17 @@ ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "on_decode_error": ["fail", "skip"]}
 
 
-def spec(config_class, help_texts, enums=None, **kwargs):
+def spec(config_class, help_texts, enums=None, ranges=None, **kwargs):
   """The tool's `cli.Flags`: `help_texts`' fields of `config_class` (a fine-tuning config: the
-  shared `COMMON_HELP` flags first), with `ENUMS` and the tool's `enums`, and the shared ranges
-  (`configs.RANGES`)."""
+  shared `COMMON_HELP` flags first), with `ENUMS` and the tool's `enums`, and `ranges` (default:
+  the shared `configs.RANGES`)."""
   from official_rtd.finetune import configs  # pylint: disable=g-import-not-at-top
   from official_rtd.tools import cli  # pylint: disable=g-import-not-at-top
   enums = {**ENUMS, **(enums or {})}
+  ranges = configs.RANGES if ranges is None else ranges
   return cli.Flags(config_class, help_texts,
                    enums={k: v for k, v in enums.items() if k in help_texts},
-                   ranges={k: v for k, v in configs.RANGES.items() if k in help_texts}, **kwargs)
+                   ranges={k: v for k, v in ranges.items() if k in help_texts}, **kwargs)
 
 
 def common_spec(config_class, help_texts, enums=None, **kwargs):

@@ -24,6 +24,7 @@ from official_rtd.tools import cli
 from absl import logging  # pylint: disable=g-bad-import-order
 
 from official_rtd.cvt import runner  # pylint: disable=g-bad-import-order
+from official_rtd.cvt import settings
 from official_rtd.tools import finetune_flags
 
 COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
@@ -32,7 +33,11 @@ COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
     "data_dir": "Root with the tasks' folders (tagging ones, parsing/ud_ewt, translation/multi30k) "
                 "or one task's folder.",
     "model_dir": "Where checkpoints, results and predictions go.",
-    "unlabeled_data": "Comma list of corpus files/globs (needed unless --mode=supervised).",
+    "unlabeled_data": "Comma list of corpus files/globs (needed unless --mode=supervised or "
+                      "--unlabeled_remainder).",
+    "unlabeled_remainder": "Also read, as unlabeled text, each task's training sentences that "
+                           "--train_fraction / --max_train_sentences leave out (labels removed): "
+                           "in-domain unlabeled data; alone or alternating with --unlabeled_data.",
     "mode": "cvt: auxiliary modules learn the primary's predictions on unlabeled data; "
             "word_dropout: the primary learns its own predictions with 10% of words REMOVED; "
             "supervised: labeled data only.",
@@ -48,9 +53,13 @@ COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
     "hidden_size": "Prediction modules' hidden layer (dep: the edge scorers' projections).",
     "train_steps": "Labeled steps (each followed by an unlabeled step unless supervised).",
     "train_batch_size": "Sentences per minibatch (labeled and unlabeled).",
-    "max_sentence_length": "Longest unlabeled sentence kept, in words.",
+    "max_sentence_length": "Longest unlabeled sentence kept, in words (labeled sentences are "
+                           "never dropped).",
     "on_decode_error": "A line of --unlabeled_data that is not UTF-8: fail (naming file:line) "
                        "or skip (with a warning).",
+    "on_bad_pair": "translate: a pair of train.*/val.* lines with a blank side: fail (naming "
+                   "file:line) or skip (left out and counted; dev predictions keep one line "
+                   "per line of val.en).",
     "max_train_sentences": "Use at most this many of each task's training sentences, a seeded "
                            "random subset (0: all).",
     "train_fraction": "Use this fraction of each task's training sentences, a seeded random "
@@ -79,7 +88,8 @@ COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
     "log_every_steps": "Progress line interval.",
     "num_trials": "Runs with seeds seed..seed+N-1; medians in eval_results.json.",
     "seed": "First trial's seed.",
-}, required=("tasks", "data_dir", "model_dir"), renamed={"batch_size": "train_batch_size"})
+}, enums={"on_bad_pair": ["fail", "skip"]}, ranges=settings.RUN_CONFIG_RANGES,
+    required=("tasks", "data_dir", "model_dir"), renamed={"batch_size": "train_batch_size"})
 
 
 def main(config):

@@ -109,7 +109,7 @@ class RunCvtTest(tf.test.TestCase):
     glove = testutil.write_text(os.path.join(tmp, "glove.txt"), "the 0.1 0.2\n")
     with self.assertRaisesRegex(ValueError, "glove.txt holds 2-d vectors but --word_dim=24"):
       runner.CvtRunner(self.config(tmp, word_embeddings=glove), lambda _: None)
-    with self.assertRaisesRegex(ValueError, "--train_steps and --train_batch_size must be >= 1"):
+    with self.assertRaisesRegex(ValueError, "--train_steps=0 must be >= 1"):
       runner.CvtRunner(self.config(tmp, train_steps=0), lambda _: None)
     with self.assertRaisesRegex(ValueError, "must name each task once"):
       runner.CvtRunner(self.config(tmp, tasks="chunk,chunk"), lambda _: None)

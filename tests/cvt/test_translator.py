@@ -87,6 +87,7 @@ class AttentionTest(tf.test.TestCase):
 class FakeConfig:
   data_dir = MULTI30K
   max_sentence_length = 100
+  on_bad_pair = "fail"
   train_fraction = 1.0
   max_train_sentences = 50
   target_min_count = 1
@@ -103,13 +104,76 @@ class BadInputTest(tf.test.TestCase):
     testutil.write_text(os.path.join(tmp, "train.en"), "A dog runs.\nA cat sleeps.\n")
     testutil.write_text(os.path.join(tmp, "train.de"), "Ein Hund rennt.\n")
     with self.assertRaisesRegex(ValueError, r"train.en has 2 lines but .*train.de 1"):
-      translator.read_parallel(tmp, "train", 0)
+      translator.read_parallel(tmp, "train")
     with self.assertRaisesRegex(ValueError, r"val.en not found \(--data_dir must hold"):
-      translator.read_parallel(tmp, "val", 0)
+      translator.read_parallel(tmp, "val")
     from official_rtd.cvt import task as task_lib  # pylint: disable=g-import-not-at-top
     with self.assertRaisesRegex(ValueError, r"--train_fraction=0.0 must be in \(0, 1\]"):
       task_lib.subset([1, 2], np.random.default_rng(0), 0.0, 0)
     self.assertLen(task_lib.subset(list(range(10)), np.random.default_rng(0), 0.25, 0), 2)
+
+
+@testutil.requires(MULTI30K)
+class NothingDroppedTest(tf.test.TestCase):
+  """Issue 70: no labeled pair is dropped without a word, dev predictions stay line-aligned."""
+
+  def _data(self, train_de_line=None, val_de_line=None):
+    tmp = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, tmp)
+    for split, count in (("train", 30), ("val", 6)):
+      for lang in ("en", "de"):
+        with open(os.path.join(MULTI30K, f"{split}.{lang}"), encoding="utf-8") as f:
+          lines = f.read().split("\n")[:count]
+        if lang == "de" and split == "train" and train_de_line is not None:
+          lines[4] = train_de_line
+        if lang == "de" and split == "val" and val_de_line is not None:
+          lines[2] = val_de_line
+        testutil.write_text(os.path.join(tmp, f"{split}.{lang}"), "\n".join(lines) + "\n")
+    return tmp
+
+  def _task(self, data_dir, on_bad_pair="fail", max_sentence_length=100):
+    config = FakeConfig()
+    config.data_dir, config.on_bad_pair = data_dir, on_bad_pair
+    config.max_sentence_length, config.max_train_sentences = max_sentence_length, 0
+    return translator.TranslationTask("translate", config, np.random.default_rng(0))
+
+  def test_a_blank_line_fails_naming_file_and_line_or_is_skipped_and_counted(self):
+    data_dir = self._data(val_de_line="  ")
+    with self.assertRaisesRegex(ValueError, r"val\.de:3: blank line, so the pair at line 3 .*"
+                                r"--on_bad_pair=skip"):
+      self._task(data_dir)
+    task = self._task(data_dir, "skip")
+    self.assertLen(task.dev, 5)
+    self.assertIn("1 dev pair with a blank side skipped", task.describe())
+    # The predictions file has one line per line of val.en: line 3 (the skipped pair) is empty
+    # and every other line holds its own sentence's translation.
+    rows = [{"tokens": np.array([task.vocab.ids[w] for w in example[1][:3] if w in task.vocab.ids]
+                                + [task.vocab.ids[translator.EOS]])} for example in task.dev]
+    path = os.path.join(data_dir, "predictions.de")
+    task.evaluate(rows, path, lambda _: None)
+    with open(path, encoding="utf-8") as f:
+      written = f.read().split("\n")[:-1]
+    expected = task.translations(rows)
+    self.assertEqual(written, expected[:2] + [""] + expected[2:])
+    data_dir = self._data(train_de_line="")
+    with self.assertRaisesRegex(ValueError, r"train\.de:5: blank line"):
+      self._task(data_dir)
+    task = self._task(data_dir, "skip")
+    self.assertLen(task.train, 29)
+    self.assertIn("1 train pair with a blank side skipped", task.describe())
+
+  def test_a_long_labeled_pair_is_kept(self):
+    task = self._task(self._data(train_de_line=" ".join(["Hund"] * 500)), max_sentence_length=20)
+    self.assertLen(task.train, 30)
+    self.assertIn(500, [len(example[1]) for example in task.train])
+
+  def test_paragraphs_of_unlabeled_text_are_split_into_sentences(self):
+    paragraph = ("A dog runs in the park. Two children play with a ball near the water. "
+                 "Mr. Smith watches them.")
+    self.assertEqual(translator.split_lines(paragraph, 12), [
+        ["A", "dog", "runs", "in", "the", "park", "."],
+        ["Two", "children", "play", "with", "a", "ball", "near", "the", "water", "."],
+        ["Mr.", "Smith", "watches", "them", "."]])
 
 
 @testutil.requires(MULTI30K)
@@ -227,14 +291,25 @@ class TranslateRunTest(tf.test.TestCase):
     source = testutil.write_text(os.path.join(tmp, "in.en"),
                                  f"{sources[0]}\n\n{sources[1]}\n")
     out = os.path.join(tmp, "out.de")
+    # Without decoding flags it decodes as the run did (beam 2, length 8, recorded), and says so.
     result = subprocess.run(
         [sys.executable, "-m", "official_rtd.tools.cvt_translate", f"--model_dir={model_dir}",
-         f"--input_file={source}", f"--output_file={out}", "--beam_size=2",
-         "--max_decode_length=8"], capture_output=True, text=True, check=False)
+         f"--input_file={source}", f"--output_file={out}"], capture_output=True, text=True,
+        check=False)
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    self.assertIn("decoding with beam_size=2 (the run's), max_decode_length=8 (the run's)",
+                  result.stderr)
     with open(out, encoding="utf-8") as f:
       translated = f.read().split("\n")
     self.assertEqual(translated, [hypotheses[0], "", hypotheses[1], ""])  # + the final newline
+    # --trial counts from 0, as the folders and the log do.
+    result = subprocess.run(
+        [sys.executable, "-m", "official_rtd.tools.cvt_translate", f"--model_dir={model_dir}",
+         f"--input_file={source}", f"--output_file={out}3", "--trial=1"], capture_output=True,
+        text=True, check=False)
+    self.assertNotEqual(result.returncode, 0)
+    self.assertIn("--trial=1: --model_dir=" + model_dir + " holds trial_0 (--trial counts from 0",
+                  result.stderr)
     result = subprocess.run(
         [sys.executable, "-m", "official_rtd.tools.cvt_translate", f"--model_dir={tmp}",
          f"--input_file={source}", f"--output_file={out}2"], capture_output=True, text=True,

@@ -43,7 +43,7 @@ class EarlierFinetuneRunTest(tf.test.TestCase):
     first = textio.load_json(os.path.join(root, "run", "trial_0", "results.json"))
     logged = []
     summary = runner_lib.Runner(config, log=logged.append).run()
-    self.assertTrue(any(line.startswith("trial 1/2: already done") for line in logged), logged)
+    self.assertTrue(any(line.startswith("trial_0 of 2: already done") for line in logged), logged)
     self.assertTrue(any("resuming at step 4" in line for line in logged), logged)
     self.assertEqual(summary["trials"][0], first)
     return summary["trials"][1]

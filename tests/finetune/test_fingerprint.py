@@ -39,6 +39,38 @@ class FingerprintTest(tf.test.TestCase):
     self.assertEqual(fingerprint.differences(old, new), ["--train_batch_size 32 → 64"])
 
 
+  def test_a_folder_named_like_a_setting_is_not_an_input(self):
+    """Issue 70: `--task=rte --model_dir=rte/x` (and run_cvt's `--mode=cvt` beside a `cvt/`
+    folder) resumes; only declared inputs are digested, and a changed one is still refused."""
+    from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
+    tmp = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, tmp)
+    self.addCleanup(os.chdir, os.getcwd())
+    os.chdir(tmp)
+    os.makedirs(os.path.join(tmp, "data"))
+    data = testutil.write_text(os.path.join(tmp, "data", "train.tsv"), "a\tb\n")
+    for tool, config, folder in (
+        ("GlueRunner", configs.GlueConfig(init_checkpoint="", model_dir="rte/x", task="rte",
+                                          data_dir="data"), "rte"),
+        ("CvtRunner", runner.CvtRunConfig(tasks="chunk", data_dir="data", model_dir="cvt/x",
+                                          mode="cvt"), "cvt")):
+      model_dir = config.model_dir
+      os.makedirs(model_dir)
+      self.assertFalse(fingerprint.check_or_record(model_dir,
+                                                   fingerprint.fingerprint(tool, config)))
+      testutil.write_text(os.path.join(folder, "other_file"), "new content")  # the folder changes
+      recorded = fingerprint.fingerprint(tool, config)
+      self.assertEqual(sorted(recorded["inputs"]), ["data_dir"])
+      self.assertTrue(fingerprint.check_or_record(model_dir, recorded))  # the same command resumes
+      # A directory recorded by the earlier code (which digested the folder named by --task or
+      # --mode) resumes too.
+      old = dict(recorded, inputs=dict(recorded["inputs"], **{"task": "0" * 64, "mode": "1" * 64}))
+      self.assertEqual(fingerprint.differences(old, recorded), [])
+      testutil.write_text(data, "changed\n")  # a declared input that changed is still refused
+      with self.assertRaisesRegex(fingerprint.RunMismatchError, "the content of --data_dir changed"):
+        fingerprint.check_or_record(model_dir, fingerprint.fingerprint(tool, config))
+      testutil.write_text(data, "a\tb\n")
+
   def test_a_failed_start_leaves_no_fingerprint_to_block_the_fix(self):
     tmp = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, tmp)

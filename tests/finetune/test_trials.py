@@ -99,7 +99,7 @@ class DivergenceTest(tf.test.TestCase):
     nan_after = lambda m, batch, p: loss_fn(m, batch, p) * tf.constant(float("nan"))
     with self.assertRaisesRegex(ValueError, r"the training loss is nan at step 1 \(learning rate "
                                 r"0\)"):
-      trials.train(model, optimizer, dataset(), STEPS, nan_after, lambda _: None, 100, "trial 1/1")
+      trials.train(model, optimizer, dataset(), STEPS, nan_after, lambda _: None, 100, "trial_0 of 1")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,73 @@
+"""run_cvt's settings: one range table for run_cvt and cvt_translate, checked where the config is
+built; `--unlabeled_remainder` (the task's own left-out training sentences as unlabeled text)."""
+import os
+
+import tensorflow as tf
+
+from official_rtd.cvt import runner
+from official_rtd.cvt import settings
+from official_rtd.tools import cvt_translate
+from tests import testutil
+
+TAGGING = os.path.join(testutil.SHARED_DATA, "tagging")
+
+
+def config(**overrides):
+  return runner.CvtRunConfig(**{"tasks": "chunk", "data_dir": TAGGING, "model_dir": "",
+                                **overrides})
+
+
+class RangesTest(tf.test.TestCase):
+
+  def test_every_number_is_checked_where_the_config_is_built(self):
+    for name, value, message in (
+        ("attention_dropout", 1.5, r"--attention_dropout=1.5 must be in \[0, 1\)"),
+        ("attention_dropout", 1.0, r"--attention_dropout=1.0 must be in \[0, 1\)"),
+        ("attention_dropout", -0.1, r"--attention_dropout=-0.1 must be in \[0, 1\)"),
+        ("beam_size", 0, r"--beam_size=0 must be >= 1"),
+        ("max_decode_length", 0, r"--max_decode_length=0 must be >= 1"),
+        ("learning_rate", -0.5, r"--learning_rate=-0.5 must be >= 0"),
+        ("train_fraction", 0.0, r"--train_fraction=0.0 must be in \(0, 1\]"),
+        ("train_steps", 0, r"--train_steps=0 must be >= 1")):
+      with self.assertRaisesRegex(ValueError, message):
+        config(**{name: value})
+    config(attention_dropout=0.0)  # the lowest is allowed
+    with self.assertRaisesRegex(ValueError, "--on_bad_pair must be fail or skip"):
+      config(on_bad_pair="drop")
+
+  def test_every_numeric_field_has_a_range_and_both_tools_share_them(self):
+    numeric = {f.name for f in runner.CvtRunConfig.__dataclass_fields__.values()
+               if f.type in (int, float, "int", "float")} - {"seed"}
+    self.assertEqual(numeric, set(settings.RUN_CONFIG_RANGES))
+    for name in ("beam_size", "max_decode_length"):
+      self.assertEqual(cvt_translate.COMMAND_LINE.ranges[name], settings.RUN_CONFIG_RANGES[name])
+
+
+@testutil.requires(TAGGING)
+class UnlabeledRemainderTest(tf.test.TestCase):
+
+  def test_the_left_out_training_sentences_are_the_unlabeled_text(self):
+    full = runner.CvtRunner(config(mode="supervised", vocab_unlabeled_sentences=0),
+                            lambda _: None)
+    cut = runner.CvtRunner(config(train_fraction=0.1, unlabeled_remainder=True,
+                                  vocab_unlabeled_sentences=100), lambda _: None)
+    everything = [tuple(s.words) for s in full.tasks["chunk"].train]
+    kept = [tuple(s.words) for s in cut.tasks["chunk"].train]
+    left_out = [tuple(s.words) for s in cut.tasks["chunk"].remainder]
+    self.assertLen(kept, round(0.1 * len(everything)))
+    self.assertCountEqual(kept + left_out, everything)  # a partition: nothing kept twice or lost
+    stream = cut._unlabeled_stream(0)  # pylint: disable=protected-access
+    pool = set(left_out)
+    drawn = [tuple(next(stream)) for _ in range(2 * len(left_out))]
+    self.assertTrue(set(drawn) <= pool)  # only the remainder, never a labeled sentence
+    self.assertEqual(set(drawn), {s for s in pool if 2 <= len(s) <= 100})  # every one, each pass
+    with self.assertRaisesRegex(ValueError, "--mode=cvt needs --unlabeled_data .* or "
+                                "--unlabeled_remainder"):
+      runner.CvtRunner(config(), lambda _: None)
+    with self.assertRaisesRegex(ValueError, "--unlabeled_remainder: .* leave no training "
+                                "sentences out"):
+      runner.CvtRunner(config(unlabeled_remainder=True), lambda _: None)
+
+
+if __name__ == "__main__":
+  tf.test.main()
