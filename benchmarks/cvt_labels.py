@@ -18,7 +18,8 @@ and character vocabulary from the labeled text only, as before; `word2vec`: `--w
 from `--word_vectors`, e.g. written by `train_word_vectors`; `late_unlabeled`: unlabeled steps
 start after `--unlabeled_start_step` supervised steps, for the modes that have them; `in_domain`:
 the task's own training sentences that the fraction leaves out, labels removed, are the unlabeled
-text instead of Wikipedia (`run_cvt --unlabeled_remainder`), the vocabulary read from them too). Results in benchmarks/RESULTS.md.
+text instead of Wikipedia (`run_cvt --unlabeled_remainder`), the vocabulary read from them too;
+`w0.3`: `--unlabeled_loss_weight=0.3`; several joined by `+`, e.g. `in_domain+w0.3`). Results in benchmarks/RESULTS.md.
 """
 import json
 import os
@@ -37,7 +38,8 @@ flags.DEFINE_list("seeds", ["0", "1"], "Seeds (each picks its own labeled subset
 flags.DEFINE_list("modes_at_all_labels", ["supervised", "cvt"],
                   "Modes run with fraction 1.0 (all labels).")
 flags.DEFINE_list("variants", ["default"],
-                  "default, vocab_labeled_only, word2vec, late_unlabeled, in_domain.")
+                  "default, vocab_labeled_only, word2vec, late_unlabeled, in_domain, w<weight> "
+                  "(--unlabeled_loss_weight), or several joined by + (in_domain+w0.3).")
 flags.DEFINE_string("word_vectors", "", "GloVe-format vectors for the word2vec variant.")
 flags.DEFINE_string("unlabeled_data", os.path.join(SHARED, "wiki", "wiki_*.txt"),
                     "Unlabeled corpus.")
@@ -64,7 +66,8 @@ def runs():
           for variant in FLAGS.variants for fraction in FLAGS.fractions for task in FLAGS.tasks
           for seed in FLAGS.seeds for mode in FLAGS.modes
           if (float(fraction) < 1.0 or mode in FLAGS.modes_at_all_labels)
-          and not (variant == "late_unlabeled" and mode == "supervised")]
+          and not (mode == "supervised" and any(
+              p == "late_unlabeled" or p.startswith("w") for p in variant.split("+")))]
 
 
 def shard_of(number: int, count: int) -> int:
@@ -81,16 +84,19 @@ def run_dir(task, fraction, mode, seed, variant):
 def train(task, fraction, mode, seed, variant):
   from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
   extra = {}
-  if variant == "vocab_labeled_only":
-    extra["vocab_unlabeled_sentences"] = 0
-  elif variant == "word2vec":
-    extra["word_embeddings"] = FLAGS.word_vectors
-  elif variant == "late_unlabeled":
-    extra["unlabeled_start_step"] = FLAGS.unlabeled_start_step
-  elif variant == "in_domain":
-    extra.update(unlabeled_data="", unlabeled_remainder=True)
-  elif variant != "default":
-    raise ValueError(f"--variants: unknown {variant!r}")
+  for part in variant.split("+"):
+    if part == "vocab_labeled_only":
+      extra["vocab_unlabeled_sentences"] = 0
+    elif part == "word2vec":
+      extra["word_embeddings"] = FLAGS.word_vectors
+    elif part == "late_unlabeled":
+      extra["unlabeled_start_step"] = FLAGS.unlabeled_start_step
+    elif part == "in_domain":
+      extra.update(unlabeled_data="", unlabeled_remainder=True)
+    elif part.startswith("w") and part[1:].replace(".", "", 1).isdigit():
+      extra["unlabeled_loss_weight"] = float(part[1:])
+    elif part != "default":
+      raise ValueError(f"--variants: unknown {part!r} in {variant!r}")
   log_path = run_dir(task, fraction, mode, seed, variant) + ".log"
   os.makedirs(FLAGS.work_dir, exist_ok=True)
   with open(log_path, "a", encoding="utf-8") as log_file:

@@ -75,6 +75,7 @@ class CvtRunConfig:
   learning_rate: float = 0.5
   warmup_steps: int = 0
   unlabeled_start_step: int = 0
+  unlabeled_loss_weight: float = 1.0
   ema_decay: float = 0.998
   eval_every_steps: int = 1000
   patience: int = 0
@@ -199,7 +200,7 @@ class CvtRunner:
                                self.tasks, word_embeddings=self.embeddings, name="cvt")
     steps = training.CvtSteps(model, self.tasks, training.CvtTrainConfig(
         mode=cfg.mode, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
-        ema_decay=cfg.ema_decay), self.vocab.words[data_lib.REMOVED])
+        ema_decay=cfg.ema_decay, unlabeled_loss_weight=cfg.unlabeled_loss_weight), self.vocab.words[data_lib.REMOVED])
     first = next(iter(self.tasks))
     inputs, _ = self._batch(first, [0, min(1, len(self.encoded[first]) - 1)])
     steps.build(inputs, {n: self._targets_for(n, inputs) for n in self.tasks})

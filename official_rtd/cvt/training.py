@@ -36,6 +36,7 @@ class CvtTrainConfig:
   unlabeled_dropout: float = 0.2
   word_dropout: float = 0.1
   ema_decay: float = 0.998
+  unlabeled_loss_weight: float = 1.0  # L = L_sup + w·L_CVT (the paper: w = 1)
 
   def __post_init__(self):
     ranges.check_ranges(self, TRAIN_CONFIG_RANGES)
@@ -48,7 +49,8 @@ TRAIN_CONFIG_RANGES = {
     "learning_rate": (0, None, True), "lr_decay": (0, None, True), "warmup_steps": (0, None, True),
     "momentum": (0, 1, True), "clip_norm": (0, None, True), "label_smoothing": (0, 1, True),
     "labeled_dropout": (0, 1, True), "unlabeled_dropout": (0, 1, True),
-    "word_dropout": (0, 1, True), "ema_decay": (0, 1, True)}
+    "word_dropout": (0, 1, True), "ema_decay": (0, 1, True),
+    "unlabeled_loss_weight": (0, None, False)}
 
 
 class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):
@@ -191,7 +193,8 @@ class CvtSteps:
       loss = tf.add_n([task.student_loss(self.model.heads[name], states, inputs, teachers[name],
                                          self.config.unlabeled_dropout, auxiliary=cvt)
                        for name, task in self.tasks.items()])
-    self._apply(tape, loss)
+      weighted = self.config.unlabeled_loss_weight * loss
+    self._apply(tape, weighted)
     return loss
 
   def predict(self, inputs, name: str) -> Dict[str, tf.Tensor]:

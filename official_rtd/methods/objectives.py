@@ -196,6 +196,10 @@ def mlm_and_rtd_metrics():
   return {"total_loss": m.Mean("total_loss"), "mlm_loss": m.Mean("mlm_loss"),
           "mlm_accuracy": m.SparseCategoricalAccuracy("mlm_accuracy"),
           "rtd_loss": m.Mean("rtd_loss"), "rtd_accuracy": m.BinaryAccuracy("rtd_accuracy"),
+          # The discriminator's accuracy on original and on replaced tokens apart: a collapsed
+          # one (`training/collapse_monitor.py`) is right on nearly every original, no replaced.
+          "rtd_accuracy_original": m.BinaryAccuracy("rtd_accuracy_original"),
+          "rtd_accuracy_replaced": m.BinaryAccuracy("rtd_accuracy_replaced"),
           "rtd_precision": m.Precision(name="rtd_precision"),
           "rtd_recall": m.Recall(name="rtd_recall"), "rtd_auc": m.AUC(name="rtd_auc"),
           "replaced_fraction": m.Mean("replaced_fraction")}
@@ -214,11 +218,16 @@ def update_mlm_and_rtd_metrics(metrics, inputs, outputs, losses):
 
 def update_detection_metrics(metrics, prefix: str, labels, probability, inputs):
   """`<prefix>accuracy`, `precision`, `recall`, `auc` (those in `metrics`) of the `[batch,
-  seq_len]` probability of "replaced" against `labels`, over the non-pad positions."""
+  seq_len]` probability of "replaced" against `labels`, over the non-pad positions, and
+  `<prefix>accuracy_original` / `_replaced` over the original / replaced ones."""
   mask = tf.cast(inputs["input_mask"], tf.float32)
-  for name in ("accuracy", "precision", "recall", "auc"):
+  labels = tf.cast(labels, tf.float32)
+  weights = {"": mask, "_original": mask * (1.0 - labels), "_replaced": mask * labels}
+  for name in ("accuracy", "precision", "recall", "auc", "accuracy_original",
+               "accuracy_replaced"):
     if prefix + name in metrics:
-      metrics[prefix + name].update_state(labels, probability, sample_weight=mask)
+      weight = weights[name[len("accuracy"):]] if name.startswith("accuracy") else mask
+      metrics[prefix + name].update_state(labels, probability, sample_weight=weight)
 
 
 def update_replaced_fraction(metrics, inputs, sampled_ids):

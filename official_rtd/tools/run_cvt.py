@@ -79,6 +79,8 @@ COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
     "warmup_steps": "Linear warm-up of the learning rate (cvt_text used 5000; the paper none).",
     "unlabeled_start_step": "Unlabeled steps begin after this many labeled steps (0: from the "
                             "first), so the teacher is trained before the students learn from it.",
+    "unlabeled_loss_weight": "w in L = L_sup + w*L_CVT: scales each unlabeled step's gradient (the "
+                             "paper: 1).",
     "ema_decay": "Exponential moving average of the weights used for evaluation and export.",
     "eval_every_steps": "Dev evaluation interval (0: at the end only); the best evaluation's "
                         "weights and predictions are kept.",

@@ -24,6 +24,7 @@ from official_rtd.utils import checkpoint_files
 from official_rtd.methods import base
 from official_rtd.interop import export
 from official_rtd.training import checkpointing
+from official_rtd.training import collapse_monitor
 from official_rtd.training import ema
 from official_rtd.training import errors
 from official_rtd.training import nonfinite
@@ -97,6 +98,7 @@ class Trainer:
         None if self.is_chief else strategy.cluster_resolver.task_id, log)
     # The public reporting hook: `trainer.reporter.add_listener(fn)` (`reporting.py`).
     self.reporter = reporting.Reporter(model_dir, self.train_flops, log)
+    self.reporter.add_listener(collapse_monitor.CollapseMonitor(log))  # one line, if ever
     self._train_fn = None
     self.nonfinite = nonfinite.NonFinitePolicy(train_config, self.step_fn, optimizer,
                                                self.checkpointer, optimizer_config.learning_rate,

@@ -104,6 +104,38 @@ class LossesTest(tf.test.TestCase):
                         for old, variable in zip(before[len(primary):], auxiliary)))
     self.assertEqual(int(steps.optimizer.iterations), 1)
 
+  def test_the_teacher_is_the_full_view_without_dropout_or_gradient(self):
+    """Issue 73: with the students' dropout on (0.5) and L_CVT weighted (0.5), the targets are
+    still a numpy softmax of the primary module's logits computed without dropout, twice the same
+    (no dropout in the teacher), and no gradient of the weighted L_CVT reaches the primary
+    module; the auxiliary modules' gradients are the unweighted ones times the weight."""
+    model, tasks, vocab = toy_model()
+    inputs = data.make_batch([SENTENCE], vocab).inputs()
+    config = training.CvtTrainConfig(unlabeled_dropout=0.5, unlabeled_loss_weight=0.5)
+    steps = training.CvtSteps(model, tasks, config, vocab.words[data.REMOVED])
+    steps.build(inputs, {"toy": np.zeros([1, len(SENTENCE)], np.int32)})
+    head, task = model.heads["toy"], tasks["toy"]
+    logits = head(model(inputs, 0.0), inputs["lengths"], names=("primary",))["primary"].numpy()
+    numpy_softmax = np.exp(logits - logits.max(-1, keepdims=True))
+    numpy_softmax /= numpy_softmax.sum(-1, keepdims=True)
+    for _ in range(2):
+      teacher = task.teacher(head, model(inputs, 0.0), inputs)
+      self.assertAllClose(tf.nn.softmax(teacher), numpy_softmax, atol=1e-6)
+    # A student equal to the teacher has zero loss against these targets: they are the softmax.
+    self.assertAllClose(losses.kl_divergence(teacher, np.log(numpy_softmax),
+                                             np.ones([1, len(SENTENCE)], np.float32)),
+                        0.0, atol=1e-6)
+    primary = head.modules["primary"].trainable_variables
+    fwd = head.modules["fwd"].trainable_variables
+    with tf.GradientTape(persistent=True) as tape:
+      tf.random.set_seed(5)
+      states = model(inputs, config.unlabeled_dropout)
+      loss = task.student_loss(head, states, inputs, teacher, config.unlabeled_dropout, True)
+      weighted = config.unlabeled_loss_weight * loss
+    self.assertTrue(all(g is None for g in tape.gradient(weighted, primary)))
+    for full, scaled in zip(tape.gradient(loss, fwd), tape.gradient(weighted, fwd)):
+      self.assertAllClose(0.5 * full, scaled)
+
   def test_ema_update(self):
     variable = tf.Variable([1.0, 2.0])
     ema = training.ExponentialMovingAverage([variable], 0.9)

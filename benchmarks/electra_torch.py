@@ -1,0 +1,190 @@
+r"""An independent ELECTRA in PyTorch for `electra_crosscheck.py` (issue 72): Hugging Face's
+`ElectraForMaskedLM` as the generator and `ElectraForPreTraining` as the discriminator, trained as
+the paper says (Clark et al. 2020 §2-3; dissertation Table 5.1), on the batches our input pipeline
+wrote (`batches.npz`), never importing TensorFlow (run it with `USE_TF=0`; torch and TensorFlow in
+one process crash on some CPUs here).
+
+  USE_TF=0 python benchmarks/electra_torch.py --run_dir=/tmp/xc/e14_s0 --output=/tmp/xc/e14_s0/hf
+
+- token, position and segment embeddings (and their LayerNorm) shared by the two networks; the
+  generator's output layer tied to the token embeddings; the generator a fraction of the
+  discriminator's width (`config.json`: its hidden size, heads and FFN) with its full depth;
+- the generator's MLM head on the masked positions only; replacements *sampled* from its softmax
+  (temperature 1), under no gradient; a sample equal to the original counts as original;
+- L = L_MLM + λ·L_Disc, λ = `rtd_weight` (50); L_Disc the mean sigmoid cross-entropy over the
+  non-pad positions;
+- AdamW (β 0.9/0.999, ε 1e-6, decoupled weight decay 0.01 except on LayerNorm and biases),
+  global-norm clipping at 1.0, the learning rate warmed up linearly over `warmup_steps` and
+  decayed linearly to 0 over the whole run; normal(0, `initializer_range`) initialisation
+  (Hugging Face's); dropout as `config.json` says.
+Every `log_every` steps it writes a row of training means to `<output>/curve.jsonl` (complete
+when the run is: `.partial` until then), and every `eval_every` steps adds the held-out figures
+(`heldout.npz`) computed by `rtd_figures`, the same numpy code our side uses.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rtd_figures  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+def build(config, torch, transformers):
+  """(generator, discriminator, parameters) with the embeddings shared and the LM head tied."""
+  common = dict(vocab_size=config["vocab_size"], embedding_size=config["embedding_size"],
+                max_position_embeddings=config["max_position_embeddings"],
+                type_vocab_size=config["type_vocab_size"], hidden_act="gelu",
+                hidden_dropout_prob=config["dropout_rate"],
+                attention_probs_dropout_prob=config["attention_dropout_rate"],
+                initializer_range=config["initializer_range"], layer_norm_eps=1e-12)
+  generator = transformers.ElectraForMaskedLM(transformers.ElectraConfig(
+      hidden_size=config["generator"]["hidden_size"], num_hidden_layers=config["generator"]["num_layers"],
+      num_attention_heads=config["generator"]["num_attention_heads"],
+      intermediate_size=config["generator"]["intermediate_size"], **common))
+  discriminator = transformers.ElectraForPreTraining(transformers.ElectraConfig(
+      hidden_size=config["hidden_size"], num_hidden_layers=config["num_layers"],
+      num_attention_heads=config["num_attention_heads"],
+      intermediate_size=config["intermediate_size"], **common))
+  generator.electra.embeddings = discriminator.electra.embeddings  # shared embeddings
+  generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
+  parameters = list({id(p): p for p in list(generator.parameters())
+                     + list(discriminator.parameters())}.values())
+  names = {id(p): n for module in (generator, discriminator) for n, p in module.named_parameters()}
+  decayed = [p for p in parameters if "LayerNorm" not in names[id(p)]
+             and not names[id(p)].endswith("bias")]
+  undecayed = [p for p in parameters if all(p is not q for q in decayed)]
+  return generator, discriminator, decayed, undecayed
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--run_dir", required=True, help="Holds config.json, batches.npz, heldout.npz.")
+  parser.add_argument("--output", required=True, help="Where curve.jsonl goes.")
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--threads", type=int, default=1)
+  args = parser.parse_args()
+  import torch  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  assert "tensorflow" not in sys.modules, "the PyTorch side must not import TensorFlow (USE_TF=0)"
+  torch.set_num_threads(args.threads)
+  torch.manual_seed(args.seed)
+  with open(os.path.join(args.run_dir, "config.json"), encoding="utf-8") as f:
+    config = json.load(f)
+  batches = np.load(os.path.join(args.run_dir, "batches.npz"))
+  heldout = np.load(os.path.join(args.run_dir, "heldout.npz"))
+  generator, discriminator, decayed, undecayed = build(config, torch, transformers)
+  optimizer = torch.optim.AdamW(
+      [{"params": decayed, "weight_decay": config["weight_decay_rate"]},
+       {"params": undecayed, "weight_decay": 0.0}],
+      lr=config["learning_rate"], betas=(0.9, 0.999), eps=1e-6)
+  steps, warmup, peak = config["num_train_steps"], config["warmup_steps"], config["learning_rate"]
+  schedule = lambda step: peak * step / warmup if step < warmup else peak * (1 - step / steps)
+  long = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.long)
+
+  def forward(ids, mask, types, positions, originals, weights, sample_generator=None):
+    """Outputs of one batch: MLM logits at the masked positions, samples, RTD labels, logits."""
+    hidden = generator.electra(input_ids=ids, attention_mask=mask,
+                               token_type_ids=types).last_hidden_state
+    at_masks = hidden.gather(1, positions[..., None].expand(-1, -1, hidden.shape[-1]))
+    mlm_logits = generator.generator_lm_head(generator.generator_predictions(at_masks))
+    with torch.no_grad():
+      sampled = torch.multinomial(torch.softmax(mlm_logits.reshape(-1, mlm_logits.shape[-1]), -1),
+                                  1, generator=sample_generator).reshape(positions.shape)
+      sampled = torch.where(weights > 0, sampled, originals)
+      original_ids = ids.scatter(1, positions, torch.where(weights > 0, originals,
+                                                           ids.gather(1, positions)))
+      corrupted = original_ids.scatter(1, positions, torch.where(weights > 0, sampled,
+                                                                 original_ids.gather(1, positions)))
+      labels = (corrupted != original_ids).float()
+    rtd_logits = discriminator(input_ids=corrupted, attention_mask=mask,
+                               token_type_ids=types).logits
+    return mlm_logits, sampled, labels, rtd_logits
+
+  def evaluate():
+    """Held-out figures: the run's own generator (fixed sampling seed) and the fixed noise."""
+    generator.eval()
+    discriminator.eval()
+    rows = {k: [] for k in ("labels", "logits", "mask", "mlm_ids", "mlm_weights", "mlm_logits",
+                            "sampled", "noise_logits")}
+    sample_generator = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+      for i in range(len(heldout["input_word_ids"])):
+        ids, mask = long(heldout["input_word_ids"][i]), long(heldout["input_mask"][i])
+        types = long(heldout["input_type_ids"][i])
+        positions, originals = long(heldout["masked_lm_positions"][i]), long(heldout["masked_lm_ids"][i])
+        weights = torch.as_tensor(heldout["masked_lm_weights"][i])
+        mlm_logits, sampled, labels, rtd_logits = forward(ids, mask, types, positions, originals,
+                                                          weights, sample_generator)
+        noise = discriminator(input_ids=long(heldout["noise_ids"][i]), attention_mask=mask,
+                              token_type_ids=types).logits
+        for key, value in (("labels", labels), ("logits", rtd_logits), ("mask", mask),
+                           ("mlm_ids", originals), ("mlm_weights", weights),
+                           ("mlm_logits", mlm_logits), ("sampled", sampled),
+                           ("noise_logits", noise)):
+          rows[key].append(value.numpy())
+    generator.train()
+    discriminator.train()
+    cat = {k: np.concatenate(v) for k, v in rows.items()}
+    figures = {f"heldout_rtd_{k}": v for k, v in rtd_figures.detection_figures(
+        cat["labels"], cat["logits"], cat["mask"]).items()}
+    figures.update({f"heldout_{k}": v for k, v in rtd_figures.generator_figures(
+        cat["mlm_ids"], cat["mlm_weights"], cat["mlm_logits"], cat["sampled"]).items()})
+    figures["heldout_fixed_noise_auc"] = rtd_figures.auc(
+        heldout["noise_labels"].reshape(cat["noise_logits"].shape)[cat["mask"] > 0],
+        cat["noise_logits"][cat["mask"] > 0])
+    return figures
+
+  os.makedirs(args.output, exist_ok=True)
+  curve_path = os.path.join(args.output, "curve.jsonl")
+  with open(curve_path + ".partial", "w", encoding="utf-8") as curve:
+    sums, start = {}, time.time()
+    generator.train()
+    discriminator.train()
+    for step in range(steps):
+      for group in optimizer.param_groups:
+        group["lr"] = schedule(step)
+      ids, mask = long(batches["input_word_ids"][step]), long(batches["input_mask"][step])
+      types = long(batches["input_type_ids"][step])
+      positions, originals = long(batches["masked_lm_positions"][step]), long(batches["masked_lm_ids"][step])
+      weights = torch.as_tensor(batches["masked_lm_weights"][step])
+      mlm_logits, sampled, labels, rtd_logits = forward(ids, mask, types, positions, originals,
+                                                        weights)
+      per_prediction = torch.nn.functional.cross_entropy(
+          mlm_logits.reshape(-1, mlm_logits.shape[-1]), originals.reshape(-1), reduction="none")
+      mlm = (per_prediction * weights.reshape(-1)).sum() / weights.sum().clamp(min=1)
+      per_token = torch.nn.functional.binary_cross_entropy_with_logits(rtd_logits, labels,
+                                                                       reduction="none")
+      rtd = (per_token * mask).sum() / mask.sum().clamp(min=1)
+      loss = mlm + config["rtd_weight"] * rtd
+      optimizer.zero_grad()
+      loss.backward()
+      torch.nn.utils.clip_grad_norm_(decayed + undecayed, 1.0)
+      optimizer.step()
+      figures = {"mlm_loss": mlm.item(), "rtd_loss": rtd.item()}
+      figures.update(rtd_figures.generator_figures(originals.numpy(), weights.numpy(),
+                                                   mlm_logits.detach().numpy(), sampled.numpy()))
+      figures.update({f"rtd_{k}": v for k, v in rtd_figures.detection_figures(
+          labels.numpy(), rtd_logits.detach().numpy(), mask.numpy()).items()})
+      for key, value in figures.items():
+        if np.isfinite(value):
+          sums.setdefault(key, []).append(value)
+      done = step + 1
+      if done % config["log_every"] == 0 or done % config["eval_every"] == 0 or done == steps:
+        row = {"step": done, **{k: float(np.mean(v)) for k, v in sums.items()},
+               "seconds": time.time() - start}
+        if done % config["eval_every"] == 0 or done == steps:
+          row.update(evaluate())
+        curve.write(json.dumps(row) + "\n")
+        curve.flush()
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}),
+              flush=True)
+        sums = {}
+  os.replace(curve_path + ".partial", curve_path)  # complete: a re-run skips it
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,61 @@
+"""Tells a run once, in one line, that its discriminator has collapsed, without stopping it.
+
+A discriminator has collapsed when it predicts one class on nearly every token for a stretch of
+steps while replacements exist: its accuracy on original tokens ≥ `threshold` and on replaced
+ones ≤ 1 − `threshold` (or the reverse), with `replaced_fraction` of the masked positions
+actually replaced, over consecutive training rows spanning at least `min_steps` steps. Its loss
+then sits at the entropy of the label prior and it learns nothing from the context (the ELECTRA
+runs of `benchmarks/results/pretraining.md`). It listens to the `Reporter`'s "train" rows
+(`reporting.py`) of any method logging `<prefix>accuracy_original` / `_replaced`.
+"""
+from typing import Callable, Optional
+
+# What this project measured to learn where joint training collapses (README, "Pre-training on
+# one machine"; benchmarks/results/pretraining.md).
+REMEDY = ("two-stage training learns at this budget: gin/tasks/electra_two_stage.gin after a "
+          "masked-LM run (README, 'ELECTRA on one machine')")
+
+
+class CollapseMonitor:
+  """A `Reporter` listener (`reporter.add_listener(CollapseMonitor(log))`)."""
+
+  def __init__(self, log: Callable[[str], None], prefix: str = "rtd_", threshold: float = 0.98,
+               min_steps: int = 1000, min_replaced: float = 0.01, remedy: str = REMEDY):
+    self.log, self.prefix, self.threshold = log, prefix, threshold
+    self.min_steps, self.min_replaced, self.remedy = min_steps, min_replaced, remedy
+    self.stretch_start: Optional[int] = None  # the step before the first collapsed row
+    self.last_step = 0
+    self.warned = False
+
+  def collapsed(self, row: dict) -> Optional[str]:
+    """The class a collapsed row predicts everywhere ("original" or "replaced"), else None."""
+    original = row.get(self.prefix + "accuracy_original")
+    replaced = row.get(self.prefix + "accuracy_replaced")
+    if original is None or replaced is None or row.get("replaced_fraction", 1.0) < self.min_replaced:
+      return None
+    if original >= self.threshold and replaced <= 1.0 - self.threshold:
+      return "original"
+    if replaced >= self.threshold and original <= 1.0 - self.threshold:
+      return "replaced"
+    return None
+
+  def __call__(self, kind: str, row: dict) -> None:
+    if kind != "train" or self.warned:
+      return
+    step = row["step"]
+    label = self.collapsed(row)
+    if label is None:
+      self.stretch_start = None
+    elif self.stretch_start is None:
+      self.stretch_start = self.last_step
+    self.last_step = step
+    if label is not None and step - self.stretch_start >= self.min_steps:
+      self.warned = True
+      auc = row.get(self.prefix + "auc")
+      self.log(
+          f"WARNING: the discriminator has collapsed onto '{label}' from step "
+          f"{self.stretch_start} to {step}: accuracy {row[self.prefix + 'accuracy_original']:.3f} "
+          f"on original and {row[self.prefix + 'accuracy_replaced']:.3f} on replaced tokens"
+          f"{f', AUC {auc:.3f}' if auc is not None else ''}, with "
+          f"{row.get('replaced_fraction', float('nan')):.0%} of the masked tokens replaced: it "
+          f"learns nothing from the context. The run goes on; {self.remedy}")

@@ -1,0 +1,88 @@
+"""The collapse warning (issue 72): one line when the discriminator predicts one class on nearly
+every token for a stretch of steps while replacements exist; none for a healthy run."""
+import os
+import tempfile
+
+import gin
+import tensorflow as tf
+
+from official_rtd.training import collapse_monitor
+from tests.training import test_trainer
+
+
+def row(step, original, replaced, replaced_fraction=0.9, auc=0.55):
+  return {"step": step, "rtd_accuracy_original": original, "rtd_accuracy_replaced": replaced,
+          "replaced_fraction": replaced_fraction, "rtd_auc": auc}
+
+
+class CollapseMonitorTest(tf.test.TestCase):
+
+  def test_a_stretch_of_one_class_warns_once(self):
+    lines = []
+    monitor = collapse_monitor.CollapseMonitor(lines.append, min_steps=300)
+    monitor("train", row(100, 0.95, 0.10))  # still learning
+    monitor("train", row(200, 1.0, 0.0))
+    monitor("train", row(300, 0.999, 0.004))
+    monitor("eval", row(350, 1.0, 0.0))  # only training rows count
+    self.assertEqual(lines, [])  # steps 101-300 collapsed (a row holds the means since the last)
+    monitor("train", row(400, 1.0, 0.002, auc=0.541))
+    self.assertLen(lines, 1)
+    self.assertStartsWith(lines[0], "WARNING: the discriminator has collapsed onto 'original' "
+                          "from step 100 to 400: accuracy 1.000 on original and 0.002 on "
+                          "replaced tokens, AUC 0.541, with 90% of the masked tokens replaced")
+    self.assertIn(collapse_monitor.REMEDY, lines[0])
+    monitor("train", row(600, 1.0, 0.0))
+    self.assertLen(lines, 1)  # once
+
+  def test_a_healthy_row_or_no_replacements_breaks_the_stretch(self):
+    lines = []
+    monitor = collapse_monitor.CollapseMonitor(lines.append, min_steps=250)
+    for step, args in ((100, (1.0, 0.0)), (200, (0.97, 0.3)), (300, (1.0, 0.0)),
+                       (400, (1.0, 0.0, 0.0)), (500, (1.0, 0.0)), (600, (1.0, 0.0))):
+      monitor("train", row(step, *args))
+    self.assertEqual(lines, [])  # no stretch of 250 steps: broken at 200 and at 400
+    monitor("train", row(700, 1.0, 0.0))
+    self.assertLen(lines, 1)
+    self.assertIn("from step 400 to 700", lines[0])
+    replaced_everywhere = []
+    monitor = collapse_monitor.CollapseMonitor(replaced_everywhere.append, min_steps=100)
+    monitor("train", row(100, 0.0, 1.0))
+    monitor("train", row(200, 0.01, 1.0))
+    self.assertIn("collapsed onto 'replaced'", replaced_everywhere[0])
+    mlm = collapse_monitor.CollapseMonitor(lines.append, min_steps=0)
+    mlm("train", {"step": 100, "mlm_accuracy": 0.3})  # a method without a discriminator
+    self.assertLen(lines, 1)
+
+  def test_a_collapsed_run_warns_and_a_healthy_one_does_not(self):
+    """Tiny runs: a unigram generator's replacements need the context, which this discriminator
+    does not find, so it settles at the prior ("original" everywhere); a uniform generator's are
+    told by the token alone, and it learns them."""
+    tmp = tempfile.mkdtemp()
+    records = test_trainer.make_records(os.path.join(tmp, "records"), paragraphs=200)
+    warnings = {}
+    for distribution in ("unigram", "uniform"):
+      gin.clear_config()
+      gin.parse_config(["pretraining_model.method = 'electra_noise_generator'",
+                        f"build_noise_generator_electra.distribution = '{distribution}'"])
+      trainer, logged = test_trainer.text_trainer(os.path.join(tmp, distribution), records, None,
+                                                  steps=200, log_every_steps=50)
+      self.assertTrue(any(isinstance(listener, collapse_monitor.CollapseMonitor)
+                          for listener in trainer.reporter.listeners))  # every run has one
+      warnings[distribution] = []
+      trainer.reporter.add_listener(collapse_monitor.CollapseMonitor(
+          warnings[distribution].append, min_steps=100))  # the run's own waits 1,000 steps
+      trainer.train()
+      last = logged[-1]
+      if distribution == "unigram":
+        self.assertGreater(last["rtd_accuracy_original"], 0.98)
+        self.assertLess(last["rtd_accuracy_replaced"], 0.02)
+      else:
+        self.assertGreater(last["rtd_accuracy_replaced"], 0.5)
+        self.assertGreater(last["rtd_auc"], 0.9)
+    self.assertLen(warnings["unigram"], 1)
+    self.assertIn("collapsed onto 'original'", warnings["unigram"][0])
+    self.assertEqual(warnings["uniform"], [])
+
+
+if __name__ == "__main__":
+  tf.test.main()
