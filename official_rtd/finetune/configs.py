@@ -27,6 +27,27 @@ RANGES = {
 }
 
 
+# Default epochs when `--num_train_epochs` is unset, TensorFlow-free so that every tool's `--help`
+# prints them without importing a task: the tasks read them, and `EPOCHS_HELP` says them (a test
+# checks it against the task registry).
+DEFAULT_EPOCHS = 3.0
+TASK_EPOCHS = {"rte": 10, "sts-b": 10, "squad": 2, "race": 2}  # the ELECTRA protocol's
+MULTI_TASK_EPOCHS = 6  # run_glue with several --tasks (BAM)
+PROTOCOL_EPOCHS = {"shao": 3, "bam": 3}  # --protocol's own, for the tasks that accept it
+EPOCHS_HELP = {
+    "GlueConfig": "3 (6: several --tasks; 10: rte, sts-b); --protocol=bam 3.",
+    "TaggingConfig": "3; --protocol=shao 3.",
+    "SquadConfig": "2.",
+    "MultipleChoiceConfig": "2; --protocol=shao 3.",
+    "ParsingConfig": "3.",
+}
+
+
+def task_epochs(name: str) -> float:
+  """The default epochs of the task registered as `name` (the ELECTRA protocol)."""
+  return TASK_EPOCHS.get(name, DEFAULT_EPOCHS)
+
+
 def check_ranges(config) -> None:
   """Raises ValueError naming the first flag whose value is outside `RANGES`."""
   ranges.check_ranges(config, RANGES)

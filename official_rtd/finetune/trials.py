@@ -30,7 +30,6 @@ PROTOCOL_DEFAULTS = {
     "shao": {"learning_rate": 5e-5, "layerwise_lr_decay": 1.0},
     "bam": {"learning_rate": 5e-5, "layerwise_lr_decay": 0.9, "lr_decay_convention": "corrected"},
 }
-PROTOCOL_EPOCHS = {"shao": 3, "bam": 3}
 
 
 def protocol_defaults(protocol: str, allowed) -> Dict:

@@ -65,15 +65,25 @@ def common_spec(config_class, help_texts, enums=None, **kwargs):
 
 
 def epochs_defaults(config_class) -> str:
-  """The default epochs of the tasks built from `config_class` (`task.epochs_defaults_text`),
-  and its protocols' where it has `--protocol`."""
+  """The default epochs of the tasks built from `config_class`, and its protocols' where it has
+  `--protocol`: `configs.EPOCHS_HELP` (TensorFlow-free data, so our tools' `--help` imports no
+  task), else (a config of a task added elsewhere) the registry's."""
+  from official_rtd.finetune import configs  # pylint: disable=g-import-not-at-top
+  if config_class.__name__ in configs.EPOCHS_HELP:
+    return configs.EPOCHS_HELP[config_class.__name__]
+  return epochs_defaults_from_registry(config_class)
+
+
+def epochs_defaults_from_registry(config_class) -> str:
+  """`epochs_defaults` as the task registry computes it (the test that keeps
+  `configs.EPOCHS_HELP` true): each task's `epochs_default` and its protocols'."""
   from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
+  from official_rtd.finetune import configs  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import task as task_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.finetune import trials  # pylint: disable=g-import-not-at-top
   text = task_lib.epochs_defaults_text(config_class)
   accepted = {p for name in task_lib.names_for(config_class)
               for p in task_lib.get(name).protocols}
-  protocols = ", ".join(f"{p} {n:g}" for p, n in sorted(trials.PROTOCOL_EPOCHS.items())
+  protocols = ", ".join(f"{p} {n:g}" for p, n in sorted(configs.PROTOCOL_EPOCHS.items())
                         if p in accepted)
   return text + (f"; --protocol={protocols.replace(', ', ', --protocol=')}" if protocols else "") + "."
 

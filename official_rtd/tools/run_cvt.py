@@ -23,11 +23,10 @@ from official_rtd.tools import cli
 
 from absl import logging  # pylint: disable=g-bad-import-order
 
-from official_rtd.cvt import runner  # pylint: disable=g-bad-import-order
-from official_rtd.cvt import settings
+from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
 from official_rtd.tools import finetune_flags
 
-COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
+COMMAND_LINE = finetune_flags.spec(settings.CvtRunConfig, {
     "tasks": "Comma list of pos, chunk, ner, dep (dependency parsing), translate (English to "
              "German; alone); several: multi-task CVT, one shared encoder.",
     "data_dir": "Root with the tasks' folders (tagging ones, parsing/ud_ewt, translation/multi30k) "
@@ -95,6 +94,7 @@ COMMAND_LINE = finetune_flags.spec(runner.CvtRunConfig, {
 
 
 def main(config):
+  from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
   summary = runner.CvtRunner(config, log=logging.info).run()
   logging.info("median dev results: %s (written to %s/eval_results.json)", summary["median"],
                config.model_dir)

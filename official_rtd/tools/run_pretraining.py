@@ -18,8 +18,6 @@ from official_rtd.tools import cli  # pylint: disable=g-bad-import-order
 
 from absl import logging  # pylint: disable=g-bad-import-order
 
-from official_rtd import runs
-
 
 @dataclasses.dataclass(frozen=True)
 class RunPretrainingConfig:
@@ -98,6 +96,7 @@ def main(config):
   if config.warm_start_allow_missing is not None:
     gin_params.append("TrainConfig.warm_start_allow_missing = "
                       f"{tuple(config.warm_start_allow_missing)!r}")
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   runs.run_pretraining(list(config.gin_file), gin_params, config.input_records,
                        config.model_dir, config.distribution_strategy, config.tpu,
                        config.vocab_file or None, config.num_cpu_devices, config.mode,

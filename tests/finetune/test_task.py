@@ -179,6 +179,10 @@ class TaskContractTest(tf.test.TestCase):
     self.assertEqual(task_lib.epochs_defaults_text(configs.GlueConfig),
                      "3 (6: several --tasks; 10: rte, sts-b)")
     self.assertEqual(finetune_flags.epochs_defaults(configs.TaggingConfig), "3; --protocol=shao 3.")
+    # Our tools' help reads TensorFlow-free data (configs.EPOCHS_HELP): it says what the registry
+    # computes, for every tool.
+    for name, text in configs.EPOCHS_HELP.items():
+      self.assertEqual(finetune_flags.epochs_defaults_from_registry(getattr(configs, name)), text)
     spec = finetune_flags.common_spec(ToyConfig, {})
     epochs = next(f for f in spec.flags() if f.name == "num_train_epochs")
     self.assertEqual(epochs.help, "Epochs over the training set; unset: the task's default, 2. "

@@ -26,7 +26,7 @@ from official_rtd.finetune import trials as trials_lib
 # output (lr·α^d: the "corrected" convention of layerwise_decay.py), 6 epochs.
 BAM_DEFAULTS = {"train_batch_size": 128, "learning_rate": 1e-4, "layerwise_lr_decay": 0.9,
                 "lr_decay_convention": "corrected"}
-MULTI_TASK_EPOCHS = 6
+MULTI_TASK_EPOCHS = configs.MULTI_TASK_EPOCHS
 SINGLE_TASK_FINETUNE_LEARNING_RATE = 1e-5  # Table 3.3
 MODEL_NAME = "model"
 

@@ -21,7 +21,6 @@ from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
 
-LONG_TASKS = ("rte", "sts-b")  # 10 epochs instead of 3
 PROTOCOLS = ("electra", "bam")
 REGRESSION_SCALE = 5.0  # BAM: STS-B labels 0–5 normalised to [0, 1] under a sigmoid
 
@@ -94,7 +93,7 @@ class GlueTask(task_lib.Head):
     self.sigmoid = bam and self.spec.is_regression
     self.num_outputs = self.spec.num_classes
     self.teacher_file = distillation.file_name(self.spec.name)
-    self.default_epochs = (trials_lib.PROTOCOL_EPOCHS["bam"] if config.protocol == "bam"
+    self.default_epochs = (configs.PROTOCOL_EPOCHS["bam"] if config.protocol == "bam"
                            else self.epochs_default(self.spec.name))
     self.check_max_seq_length()
     if config.double_unordered and self.spec.name not in ("mrpc", "sts-b"):
@@ -113,7 +112,7 @@ class GlueTask(task_lib.Head):
 
   @classmethod
   def epochs_default(cls, name: str) -> float:
-    return 10 if name in LONG_TASKS else 3
+    return configs.task_epochs(name)
 
   def describe(self) -> str:
     return (f"run_glue ({self.config.protocol} protocol): {self.spec.name}, "

@@ -88,7 +88,7 @@ class DependencyParsing(task_lib.Task):
   """Reads and encodes the treebank once; a trial's model is `ParsingModel`."""
 
   run_name = "DependencyParsing"
-  default_epochs = 3
+  default_epochs = configs.DEFAULT_EPOCHS
   primary_metric = "las"
   published = (PREDICTIONS_NAME,)
 

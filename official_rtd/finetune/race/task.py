@@ -58,14 +58,14 @@ class MultipleChoice(task_lib.Task):
 
   run_name = "MultipleChoiceRunner"
   protocols = PROTOCOLS
-  default_epochs = 2
+  default_epochs = configs.task_epochs("race")
   published = (PREDICTIONS_NAME,)
 
   def __init__(self, config: MultipleChoiceConfig, export, log: Callable[[str], None]):
     super().__init__(config, export, log)
     shao = config.protocol == "shao"
     if shao:
-      self.default_epochs = trials_lib.PROTOCOL_EPOCHS["shao"]
+      self.default_epochs = configs.PROTOCOL_EPOCHS["shao"]
     positions = export.encoder_config["max_position_embeddings"]
     caps = [(positions, "the encoder's max_position_embeddings")]
     if shao:

@@ -35,7 +35,7 @@ class Squad(task_lib.Task):
   """Reads and converts the data once; a trial's model is `span_head.SpanQuestionAnswerer`."""
 
   run_name = "SquadRunner"
-  default_epochs = 2
+  default_epochs = configs.task_epochs("squad")
   primary_metric = "f1"
 
   def __init__(self, config: SquadConfig, export, log: Callable[[str], None]):

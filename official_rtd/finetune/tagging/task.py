@@ -94,7 +94,7 @@ class TokenTagging(task_lib.Head):
       if self.spec.name != "pos":
         raise ValueError(f"--protocol=shao is Shao's PTB part-of-speech protocol; --task="
                          f"{self.spec.name} has none (use --protocol=electra)")
-      self.default_epochs = trials_lib.PROTOCOL_EPOCHS["shao"]
+      self.default_epochs = configs.PROTOCOL_EPOCHS["shao"]
     if config.tag_scheme not in tag_schemes.SCHEMES:
       raise ValueError(f"--tag_scheme must be one of {tag_schemes.SCHEMES}")
     if config.max_seq_length < 3:
