@@ -57,6 +57,7 @@ setuptools.setup(
             "run_multiple_choice=official_rtd.tools.run_multiple_choice:run",
             "run_cvt=official_rtd.tools.run_cvt:run",
             "cvt_translate=official_rtd.tools.cvt_translate:run",
+            "cvt_predict=official_rtd.tools.cvt_predict:run",
             "train_word_vectors=official_rtd.tools.train_word_vectors:run",
             "export_model=official_rtd.tools.export_model:run",
             "import_checkpoint=official_rtd.tools.import_checkpoint:run",

@@ -223,7 +223,7 @@ def train_ours(budget: str, seed: str, implementation: str, output: str) -> None
   rows, start = {}, time.time()
 
   def listen(kind, row):
-    if kind == "train":
+    if kind in ("train", "onset"):  # training means; the structure-onset monitor's figures
       rows.setdefault(row["step"], {"step": row["step"]}).update(
           {k: float(v) for k, v in row.items() if k != "step"})
 
@@ -233,7 +233,8 @@ def train_ours(budget: str, seed: str, implementation: str, output: str) -> None
   trainer.reporter.add_listener(listen)
   trainer.add_action(periodic.PeriodicAction("heldout", evaluate, periods=(FLAGS.eval_every,)))
   trainer.restore()
-  trainer.train()
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
+  trainer.train(monitor=runs.build_monitor(trainer, FLAGS.heldout))
   with open(os.path.join(output, "curve.jsonl.partial"), "w", encoding="utf-8") as f:
     for step in sorted(rows):
       f.write(json.dumps(dict(rows[step], seconds=time.time() - start)) + "\n")
@@ -250,7 +251,8 @@ def train_huggingface(budget: str, seed: str, output: str) -> None:
 def report() -> None:
   shown = ("heldout_rtd_auc", "heldout_fixed_noise_auc", "heldout_mlm_accuracy",
            "heldout_replaced_fraction", "heldout_rtd_accuracy_original",
-           "heldout_rtd_accuracy_replaced", "rtd_auc", "rtd_loss")
+           "heldout_rtd_accuracy_replaced", "rtd_auc", "rtd_loss", "onset_attn_next_max",
+           "onset_order_sensitivity")
   print("| budget | seed | implementation | step | " + " | ".join(shown) + " |")
   print("|---" * (4 + len(shown)) + "|")
   for budget in FLAGS.budgets:

@@ -308,6 +308,37 @@ def cases(w):
       ("translate_no_run", "cvt_translate on a directory that is no CVT run",
        ["cvt_translate", f"--model_dir={run}", f"--input_file={m30k}/val.en",
         f"--output_file={out('tr.de')}"], out("tr.de")),
+      # issue 70's cases: ranges where the flag is read, translation's pairs, messages
+      ("cvt_attention_dropout", "attention dropout above 1",
+       ["run_cvt", "--tasks=translate", f"--data_dir={m30k}", "--attention_dropout=1.5",
+        "--mode=supervised", f"--model_dir={out('v8')}"], out("v8")),
+      ("cvt_beam_zero", "beam size 0",
+       ["run_cvt", "--tasks=translate", f"--data_dir={m30k}", "--beam_size=0",
+        "--mode=supervised", f"--model_dir={out('v9')}"], out("v9")),
+      ("cvt_decode_zero", "longest translation 0 words",
+       ["run_cvt", "--tasks=translate", f"--data_dir={m30k}", "--max_decode_length=0",
+        "--mode=supervised", f"--model_dir={out('v10')}"], out("v10")),
+      ("cvt_blank_dev_line", "a blank line in val.de",
+       ["run_cvt", "--tasks=translate", f"--data_dir={w}/mt_blank", "--mode=supervised",
+        "--train_steps=2", f"--model_dir={out('v11')}"], out("v11")),
+      ("cvt_multitask_root", "several tasks with a root that lacks one of them",
+       ["run_cvt", "--tasks=chunk,pos", f"--data_dir={w}/root_chunk_only", "--mode=supervised",
+        f"--model_dir={out('v12')}"], out("v12")),
+      ("cvt_small_chunking", "a chunking slice of 800 sentences (no dev file)",
+       ["run_cvt", "--tasks=chunk", f"--data_dir={w}/chunk_small", "--mode=supervised",
+        f"--model_dir={out('v13')}"], out("v13")),
+      ("translate_trial_one", "trial 1 of a one-trial run (its folder is trial_0)",
+       ["cvt_translate", f"--model_dir={w}/mt_run", f"--input_file={m30k}/val.en",
+        f"--trial=1", f"--output_file={out('tr1.de')}"], out("tr1.de")),
+      ("pretrain_vocab_replaced", "the records' vocabulary replaced since (build_vocab --overwrite)",
+       ["run_pretraining", *tiny, f"--input_records={w}/replaced/records",
+        f"--model_dir={out('p9')}"], out("p9")),
+      ("pretrain_gin_string", "a gin string for a size",
+       ["run_pretraining", *tiny, f"--input_records={records}", f"--model_dir={out('p10')}",
+        "--gin_param=EncoderConfig.hidden_size = 'big'"], out("p10")),
+      ("export_vocab_replaced", "a run whose vocab.txt is not its checkpoint's",
+       ["export_model", f"--run_dir={w}/run_other_vocab", f"--output_dir={out('e4')}"],
+       out("e4")),
       ("w2v_missing", "input glob matches nothing",
        ["train_word_vectors", f"--input_files={w}/nope*.txt", f"--output_file={out('w.txt')}"],
        out("w.txt")),
@@ -343,6 +374,50 @@ def setup(w):
   shutil.copytree(os.path.join(qs, "records"), os.path.join(existing, "records"))
   with open(os.path.join(w, "notes.txt"), "wb") as f:
     f.write("caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1") * 50)
+  issue_70_fixtures(w, qs)
+
+
+def issue_70_fixtures(w, qs):
+  """A Multi30k slice with a blank line in val.de (and a tiny translation run on the intact
+  slice), a root holding chunking only, a chunking slice of 800 sentences, records whose
+  vocabulary file was replaced since, and a copy of the run with another vocab.txt."""
+  m30k, tagging = os.path.join(SHARED, "translation", "multi30k"), os.path.join(SHARED, "tagging")
+  for name, blank in (("mt_slice", False), ("mt_blank", True)):
+    os.makedirs(os.path.join(w, name), exist_ok=True)
+    for split, count in (("train", 200), ("val", 20)):
+      for lang in ("en", "de"):
+        with open(os.path.join(m30k, f"{split}.{lang}"), encoding="utf-8") as f:
+          lines = f.read().split("\n")[:count]
+        if blank and (split, lang) == ("val", "de"):
+          lines[4] = ""
+        with open(os.path.join(w, name, f"{split}.{lang}"), "w", encoding="utf-8") as f:
+          f.write("\n".join(lines) + "\n")
+  if not os.path.isfile(os.path.join(w, "mt_run", "eval_results.json")):
+    subprocess.run(["run_cvt", "--tasks=translate", f"--data_dir={w}/mt_slice",
+                    "--mode=supervised", "--train_steps=2", "--word_dim=16", "--lstm1_size=16",
+                    "--lstm2_size=8", "--projection_size=8", "--hidden_size=16",
+                    "--eval_every_steps=0", f"--model_dir={w}/mt_run"], check=True, cwd=REPO)
+  with open(os.path.join(tagging, "chunk_conll2000", "train.txt"), encoding="utf-8") as f:
+    sentences = f.read().strip().split("\n\n")
+  for name, count in (("root_chunk_only", len(sentences)), ("chunk_small", 800)):
+    os.makedirs(os.path.join(w, name, "chunk_conll2000"), exist_ok=True)
+    with open(os.path.join(w, name, "chunk_conll2000", "train.txt"), "w", encoding="utf-8") as f:
+      f.write("\n\n".join(sentences[:count]) + "\n")
+  replaced = os.path.join(w, "replaced")
+  shutil.rmtree(replaced, ignore_errors=True)
+  os.makedirs(replaced)
+  shutil.copy(os.path.join(qs, "vocab.txt"), replaced)
+  corpus = os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt")
+  subprocess.run(["create_pretraining_data", f"--input_files={corpus}",
+                  f"--vocab_file={replaced}/vocab.txt", "--max_seq_length=64",
+                  "--max_predictions_per_seq=10",
+                  f"--output_dir={replaced}/records"], check=True, cwd=REPO)
+  with open(os.path.join(replaced, "vocab.txt"), "a", encoding="utf-8") as f:
+    f.write("zzzunseentoken\n")
+  other = os.path.join(w, "run_other_vocab")
+  shutil.rmtree(other, ignore_errors=True)
+  shutil.copytree(os.path.join(qs, "model"), other)
+  shutil.copy(os.path.join(replaced, "vocab.txt"), os.path.join(other, "vocab.txt"))
 
 
 def main(_):

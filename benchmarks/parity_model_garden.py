@@ -68,7 +68,7 @@ def figures(call, batches):
   """MLM loss/accuracy and RTD loss/AUC of `call(batch) -> (mlm_logits [B, P, V], rtd_logits
   [B, S], rtd_labels [B, S])` over the evaluation batches (the same code for both models)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import evaluation  # pylint: disable=g-import-not-at-top
+  from official_rtd.utils import detection  # pylint: disable=g-import-not-at-top
   tf.random.set_seed(1234)  # Model Garden samples replacements from the global generator
   nll, correct, weight, rtd_loss, tokens = 0.0, 0.0, 0.0, 0.0, 0.0
   labels, logits = [], []
@@ -87,7 +87,7 @@ def figures(call, batches):
     logits.append(z)
   return {"mlm_loss": nll / weight, "mlm_accuracy": correct / weight,
           "rtd_loss": rtd_loss / tokens,
-          "rtd_auc": evaluation.roc_auc(np.concatenate(labels), np.concatenate(logits))}
+          "rtd_auc": detection.roc_auc(np.concatenate(labels), np.concatenate(logits))}
 
 
 def input_batches(records_dir, seed, is_training):

@@ -237,7 +237,7 @@ def stage_representations(args):
   (mean cosine of random token pairs; effective rank = exp(entropy of the centred outputs'
   normalised squared singular values)). A collapsed encoder maps every token near one vector."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from official_rtd.finetune.glue import data as glue_data  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import glue_data  # pylint: disable=g-import-not-at-top
   task = glue_data.get_task("sst-2")
   sentences = [e.text_a for e in glue_data.read_tsv(
       os.path.join(args.shared_data, "glue", "SST-2", "dev.tsv"), task, "dev")[:128]]

@@ -63,6 +63,9 @@ flags.DEFINE_string("one", None, "Internal: run one configuration (impl/precisio
 flags.DEFINE_string("baseline_checkout", None, "A checkout of this repository (e.g. a git worktree "
                     "of an earlier commit) whose code the `baseline` configurations run, "
                     "interleaved with ours: e.g. --configs=baseline/float32/32,ours/float32/32.")
+flags.DEFINE_integer("reference_parameters", 0, "Internal: our trainable parameter count, which "
+                     "a PyTorch configuration must match (computed by the parent).")
+flags.DEFINE_float("reference_flops", 0.0, "Internal: our train FLOPs of one batch (the parent's).")
 FLAGS = flags.FLAGS
 
 SEQ = 128
@@ -93,9 +96,10 @@ def small_config():
   return EncoderConfig(vocab_size=vocab_size(), **MODELS[FLAGS.model][0])
 
 
-def synthetic_batch(batch_size):
+def synthetic_arrays(batch_size):
+  """One batch of random token ids with `predictions()` masked positions each, as numpy arrays
+  (the PyTorch configurations read these and never import TensorFlow)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
   ids = rng.integers(1000, vocab_size(), size=[batch_size, SEQ]).astype(np.int32)
   positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ - 1), predictions(), replace=False)
@@ -103,10 +107,40 @@ def synthetic_batch(batch_size):
   originals = np.take_along_axis(ids, positions, 1)
   masked = ids.copy()
   np.put_along_axis(masked, positions, 103, 1)
-  return {"input_word_ids": tf.constant(masked), "input_mask": tf.ones_like(masked),
-          "input_type_ids": tf.zeros_like(masked), "masked_lm_positions": tf.constant(positions),
-          "masked_lm_ids": tf.constant(originals),
-          "masked_lm_weights": tf.ones([batch_size, predictions()], tf.float32)}
+  return {"input_word_ids": masked, "input_mask": np.ones_like(masked),
+          "input_type_ids": np.zeros_like(masked), "masked_lm_positions": positions,
+          "masked_lm_ids": originals,
+          "masked_lm_weights": np.ones([batch_size, predictions()], np.float32)}
+
+
+def synthetic_batch(batch_size):
+  """`synthetic_arrays` as TensorFlow tensors."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {k: tf.constant(v) for k, v in synthetic_arrays(batch_size).items()}
+
+
+def reference_counts(batch_size):
+  """(our trainable parameters, our train FLOPs of one batch) of the --model's ELECTRA, which
+  the PyTorch configurations are checked and measured against (computed in the parent: the
+  PyTorch process never imports TensorFlow; torch and TensorFlow in one process crash on some
+  CPUs here)."""
+  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
+  model = electra.build_electra_pretrainer(small_config(), generator_size=0.25)
+  model(synthetic_batch(2), training=False)
+  return (trainable_parameters(model),
+          model.train_flops_per_example(SEQ, predictions()) * batch_size)
+
+
+def torch_peak_matmul_flops(dtype_name):
+  """Best FLOP/s of a 2048³ matmul in `dtype_name` with torch, over a few repetitions."""
+  import torch  # pylint: disable=g-import-not-at-top
+  a = torch.randn(2048, 2048).to({"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype_name])
+  best = 0.0
+  for _ in range(5):
+    start = time.perf_counter()
+    torch.matmul(a, a)
+    best = max(best, 2 * 2048 ** 3 / (time.perf_counter() - start))
+  return best
 
 
 def peak_matmul_flops(dtype_name):
@@ -232,28 +266,28 @@ def huggingface(precision_name, batch_size, compiled=False):
   except ImportError as e:
     return (f"skipped: {e.name} is not installed (pip install -e '.[benchmark]': torch and "
             "transformers)")
-  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
-  config = small_config()
-  common = dict(vocab_size=vocab_size(), embedding_size=config.embedding_size,
-                max_position_embeddings=config.max_position_embeddings)
+  assert "tensorflow" not in sys.modules, "a PyTorch configuration must not import TensorFlow"
+  sizes = MODELS[FLAGS.model][0]
+  common = dict(vocab_size=vocab_size(), embedding_size=sizes["embedding_size"],
+                max_position_embeddings=sizes["max_position_embeddings"])
+  generator_sizes = {k: max(1, int(round(sizes[k] * 0.25)))
+                     for k in ("hidden_size", "num_attention_heads", "intermediate_size")}
   gen, disc = (model_class(transformers.ElectraConfig(
-      hidden_size=c.hidden_size, num_hidden_layers=c.num_layers,
-      num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size, **common))
-               for model_class, c in ((transformers.ElectraForMaskedLM, config.scaled(0.25)),
-                                      (transformers.ElectraForPreTraining, config)))
+      hidden_size=c["hidden_size"], num_hidden_layers=sizes["num_layers"],
+      num_attention_heads=c["num_attention_heads"], intermediate_size=c["intermediate_size"],
+      **common)) for model_class, c in ((transformers.ElectraForMaskedLM, generator_sizes),
+                                        (transformers.ElectraForPreTraining, sizes)))
   gen.electra.embeddings = disc.electra.embeddings  # shared embeddings
   gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight  # tied to them
   params = list({id(p): p for p in list(gen.parameters()) + list(disc.parameters())}.values())
-  tf_batch = synthetic_batch(batch_size)
-  ours_model = electra.build_electra_pretrainer(config, generator_size=0.25)
-  ours_model(tf_batch, training=False)
-  counts = sum(p.numel() for p in params), trainable_parameters(ours_model)
+  arrays = synthetic_arrays(batch_size)
+  counts = sum(p.numel() for p in params), FLAGS.reference_parameters
   if counts[0] != counts[1]:
     return f"failed: {counts[0]} trainable parameters against our {counts[1]}"
   optimizer = torch.optim.AdamW(params, lr=5e-4, eps=1e-6, weight_decay=0.01)
-  ids = torch.tensor(tf_batch["input_word_ids"].numpy(), dtype=torch.long)
-  positions = torch.tensor(tf_batch["masked_lm_positions"].numpy(), dtype=torch.long)
-  originals = torch.tensor(tf_batch["masked_lm_ids"].numpy(), dtype=torch.long)
+  ids = torch.tensor(arrays["input_word_ids"], dtype=torch.long)
+  positions = torch.tensor(arrays["masked_lm_positions"], dtype=torch.long)
+  originals = torch.tensor(arrays["masked_lm_ids"], dtype=torch.long)
   bf16 = precision_name == "bfloat16"
 
   def forward_loss(ids, positions, originals):
@@ -286,7 +320,7 @@ def huggingface(precision_name, batch_size, compiled=False):
         f"{counts[0]} trainable parameters; torch {torch.__version__}, transformers "
         f"{transformers.__version__}, {torch.get_num_threads()} threads", flush=True)
   seconds = time_steps(step, None)
-  return seconds, ours_model.train_flops_per_example(SEQ, predictions()) * batch_size
+  return seconds, FLAGS.reference_flops
 
 
 # Kinds of TensorFlow ops in a traced step, first match wins (op type, or name scope for the
@@ -450,8 +484,9 @@ def run_one(spec):
     row["skipped"] = result
   else:
     seconds, flops = result
+    peak = (torch_peak_matmul_flops if impl == "huggingface" else peak_matmul_flops)
     row.update(seconds=seconds, tokens_per_s=batch_size * SEQ / seconds,
-               flops_per_s=flops / seconds, peak_flops=peak_matmul_flops(precision_name))
+               flops_per_s=flops / seconds, peak_flops=peak(precision_name))
   print("RESULT " + json.dumps(row), flush=True)
 
 
@@ -459,12 +494,17 @@ def run_child(spec, baseline: bool):
   """Runs `--one=spec` in its own process (with --baseline_checkout's code first on the path for
   a baseline); returns the dict it prints, or {"spec", "skipped": the error}."""
   env = dict(os.environ)
+  extra = []
   if baseline:
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.abspath(FLAGS.baseline_checkout)] + env.get("PYTHONPATH", "").split(os.pathsep))
+  if spec.startswith("huggingface/"):  # a clean process: no TensorFlow, not even transformers'
+    env.update(USE_TF="0", USE_TORCH="1")
+    parameters, flops = reference_counts(int(spec.split("/")[2]))
+    extra = [f"--reference_parameters={parameters}", f"--reference_flops={flops}"]
   out = subprocess.run([sys.executable, __file__, f"--one={spec}", f"--steps={FLAGS.steps}",
                         f"--warmup={FLAGS.warmup}", f"--model={FLAGS.model}",
-                        f"--breakdown_precision={FLAGS.breakdown_precision}"],
+                        f"--breakdown_precision={FLAGS.breakdown_precision}", *extra],
                        capture_output=True, text=True, env=env)
   found = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
   return (json.loads(found[-1][7:]) if found else
@@ -503,11 +543,11 @@ def _median_row(results):
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
-  if FLAGS.one:
+  if FLAGS.one:  # a child process (a PyTorch one imports no TensorFlow)
     run_one(FLAGS.one)
     return
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(precision.cpu_summary())  # figures from different CPUs are not comparable
   specs = FLAGS.configs or []
   for spec in specs:
     parts = spec.split("/")

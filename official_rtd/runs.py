@@ -297,6 +297,12 @@ def load_model(model_dir: str, weight_average: bool = False):
     gin.clear_config()
   model(base.dummy_inputs(2, train_config.max_predictions_per_seq),
         training=False)  # creates the variables (any length does)
+  trained_with = checkpoint_vocab_size(latest)
+  if trained_with is not None and trained_with != vocab.size:
+    raise run_dir.RunDirError(
+        f"the run's {vocab_lib.find_vocab(model_dir)} has {vocab.size} entries but its checkpoint "
+        f"{latest} was trained with {trained_with}: the vocabulary file was replaced; put back "
+        "the one the run was trained with")
   try:
     with checkpoint_files.quiet_restore_warnings():
       _restore(model, train_config, latest, weight_average, model_dir)
@@ -305,6 +311,19 @@ def load_model(model_dir: str, weight_average: bool = False):
     raise run_dir.RunDirError(checkpoint_files.damaged_message(latest) or (
         f"{latest} does not restore into the model of {config_path}: {first[:300]}")) from None
   return model, tokenizer_lib.for_vocab(vocab, flags.get("do_lower_case", True))
+
+
+def checkpoint_vocab_size(prefix: str) -> Optional[int]:
+  """The vocabulary size a checkpoint's token embedding table has (its first dimension), or None
+  if it holds none (by name: `embedding_table` or `word_embeddings`)."""
+  try:
+    variables = tf.train.list_variables(prefix)
+  except (tf.errors.OpError, ValueError):
+    return None  # a damaged checkpoint: the restore below says what is wrong
+  sizes = {shape[0] for name, shape in variables
+           if len(shape) == 2 and "OPTIMIZER_SLOT" not in name
+           and ("embedding_table" in name or "word_embeddings" in name)}
+  return sizes.pop() if len(sizes) == 1 else None
 
 
 def _restore(model, train_config, latest: str, weight_average: bool, model_dir: str):

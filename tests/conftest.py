@@ -24,9 +24,10 @@ SLOW_MODULES = (
     "tests/tools/", "tests/test_disk_full.py", "tests/utils/test_run_lock.py",
     "tests/training/test_distributed.py", "tests/training/test_long_runs.py",
     "tests/data/test_beam_pipeline.py", "tests/cvt/test_runner.py", "tests/cvt/test_parsing.py",
+    "tests/cvt/test_run_dir.py",
     "tests/finetune/bam/test_multitask.py", "tests/finetune/test_fingerprint.py",
     "tests/test_conftest.py", "tests/test_readme_commands.py",
-    "tests/training/test_xla_step.py")
+    "tests/training/test_xla_step.py", "tests/benchmarks/")
 
 
 def pytest_configure(config):

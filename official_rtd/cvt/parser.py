@@ -102,13 +102,24 @@ class ParsingTask(task_lib.PerWordTask):
 
   def __init__(self, name, config, rng):
     super().__init__(name, config, rng)
-    folder = os.path.join(config.data_dir, "parsing", "ud_ewt")
-    data_dir = folder if os.path.isdir(folder) else config.data_dir
+    data_dir = task_lib.task_folder(config, name, [os.path.join(config.data_dir, "parsing",
+                                                                "ud_ewt")], "parsing/ud_ewt")
     self.train = self.labeled_subset(
         conllu.read_conllu(parsing_data.treebank_file(data_dir, "train")), rng, config)
     self.dev = conllu.read_conllu(parsing_data.treebank_file(data_dir, "dev"))
-    self.relations = sorted({r for s in self.train for r in s.relations})
+    self._set_relations(sorted({r for s in self.train for r in s.relations}))
+
+  def _set_relations(self, relations):
+    self.relations = list(relations)
     self._relation_ids = {r: i for i, r in enumerate(self.relations)}
+
+  @classmethod
+  def restored(cls, name, vocabulary, settings):
+    del settings
+    task = cls.__new__(cls)
+    task_lib.CvtTask.__init__(task, name, None, None)
+    task._set_relations(vocabulary["relations"])  # pylint: disable=protected-access
+    return task
 
   def source_words(self, example):
     return example.words
@@ -133,13 +144,12 @@ class ParsingTask(task_lib.PerWordTask):
   def predictions_name(self):
     return f"predictions_{self.name}.conllu"
 
-  def evaluate(self, rows, path, log):
-    """UAS/LAS of the dev sentences (punctuation included, and `*_no_punct` without) from each
-    sentence's `[T, (T + 1)·R]` log-probabilities, decoded into well-formed trees (MST)."""
-    del log
+  def decoded_trees(self, rows, sentences):
+    """Each sentence (its words, tags and id kept) with the heads and relations of its
+    `[T, (T + 1)·R]` log-probabilities decoded into a well-formed tree (MST)."""
     predicted = []
     r = len(self.relations)
-    for sentence, row in zip(self.dev, rows):
+    for sentence, row in zip(sentences, rows):
       t = len(sentence)
       log_p = row["log_probs"][:t].reshape(t, -1, r)[:, :t + 1]  # [dependent, head, relation]
       arc = np.full([t + 1, t + 1], -1e9)
@@ -151,6 +161,17 @@ class ParsingTask(task_lib.PerWordTask):
       heads, relations = mst.decode(arc, best, relation, t + 1, "mst")
       predicted.append(conllu.Sentence(sentence.words, heads, [self.relations[i] for i in relations],
                                        sentence.upos, sentence.xpos, sentence.sent_id))
+    return predicted
+
+  def write_predictions(self, path, sentences, rows):
+    """CoNLL-U with the predicted heads and relations (the input's tags and ids kept)."""
+    conllu.write_conllu(path, sentences, self.decoded_trees(rows, sentences))
+
+  def evaluate(self, rows, path, log):
+    """UAS/LAS of the dev sentences (punctuation included, and `*_no_punct` without) from each
+    sentence's `[T, (T + 1)·R]` log-probabilities, decoded into well-formed trees (MST)."""
+    del log
+    predicted = self.decoded_trees(rows, self.dev)
     if path:
       conllu.write_conllu(path, self.dev, predicted)
     with_punct = parsing_metrics.attachment_scores(self.dev, predicted)

@@ -29,14 +29,13 @@ from official_rtd.cvt import all_tasks  # pylint: disable=unused-import
 from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import model as model_lib
+from official_rtd.cvt import run_dir
 from official_rtd.cvt import settings
 from official_rtd.cvt import task as task_lib
 from official_rtd.cvt import training
 from official_rtd.finetune import fingerprint
 from official_rtd.finetune import trials as trials_lib
 
-VOCAB_NAME = "vocab.json"
-SELECTION_NAME = "selection.json"
 
 
 CvtRunConfig = settings.CvtRunConfig  # the run's settings (TensorFlow-free, for --help)
@@ -210,7 +209,7 @@ class CvtRunner:
     checkpoint = tf.train.Checkpoint(model=model, optimizer=steps.optimizer,
                                      ema=steps.ema.shadows, ema_updates=steps.ema.updates)
     checkpoint_dir = trials_lib.trial_dir(cfg.model_dir, trial, "checkpoint")
-    selection_path = trials_lib.trial_dir(cfg.model_dir, trial, SELECTION_NAME)
+    selection_path = trials_lib.trial_dir(cfg.model_dir, trial, run_dir.SELECTION_NAME)
     selection = (textio.load_json(selection_path) if os.path.isfile(selection_path)
                  else {"curve": [], "best": None})
 
@@ -322,7 +321,7 @@ class CvtRunner:
 
   def _trials_and_summary(self) -> dict:
     cfg = self.config
-    textio.write_json_atomic(os.path.join(cfg.model_dir, VOCAB_NAME), {
+    textio.write_json_atomic(os.path.join(cfg.model_dir, run_dir.VOCAB_NAME), {
         **self.vocab.to_json(), "tasks": {n: t.vocabulary_json() for n, t in self.tasks.items()},
         "model": dataclasses.asdict(self.model_config)})
     primary = {n: t.primary_metric for n, t in self.tasks.items()}

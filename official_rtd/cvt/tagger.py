@@ -19,8 +19,10 @@ from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import task as task_lib
 from official_rtd.finetune import tag_predictions
 from official_rtd.data import tagging_data
+from official_rtd.utils import textio
 
 AUXILIARY = ("fwd", "bwd", "future", "past", "full")
+CARVED_DEV = 1000  # a task without a dev file (CoNLL-2000 chunking): its last sentences are dev
 
 
 class PredictionModule(tf_keras.layers.Layer):
@@ -75,18 +77,47 @@ class TaggingTask(task_lib.PerWordTask):
 
   def __init__(self, name, config, rng):
     super().__init__(name, config, rng)
-    self.spec = tagging_data.get_task(name)
-    self.primary_metric = "f1" if self.spec.spans else "accuracy"
-    folders = [os.path.join(config.data_dir, *parts, self.spec.folder)
-               for parts in ((), ("tagging",))]
-    train, self.dev = tagging_data.load_task(
-        self.spec, next((f for f in folders if os.path.isdir(f)), config.data_dir))
+    self._set_task(name)
+    folder = task_lib.task_folder(config, name, [
+        os.path.join(config.data_dir, *parts, self.spec.folder) for parts in ((), ("tagging",))],
+                                  self.spec.folder)
+    train, self.dev = self._read(folder)
     train = self.labeled_subset(train, rng, config)
     if self.spec.spans:  # §4.3.1: BIOES for chunking and NER
       train = tagging_data.with_scheme(train, "bioes")
     self.train = train
-    self.labels = sorted({t for s in train for t in s.tags})
+    self._set_labels(sorted({t for s in train for t in s.tags}))
+
+  def _set_task(self, name):
+    self.spec = tagging_data.get_task(name)
+    self.primary_metric = "f1" if self.spec.spans else "accuracy"
+
+  def _set_labels(self, labels):
+    self.labels = list(labels)
     self._ids = {tag: i for i, tag in enumerate(self.labels)}
+
+  @classmethod
+  def restored(cls, name, vocabulary, settings):
+    del settings
+    task = cls.__new__(cls)
+    task_lib.CvtTask.__init__(task, name, None, None)
+    task._set_task(name)  # pylint: disable=protected-access
+    task._set_labels(vocabulary["tags"])  # pylint: disable=protected-access
+    return task
+
+  def _read(self, folder: str):
+    """(train, dev) sentences; without a dev file the last `CARVED_DEV` training sentences are
+    dev, as `run_tagging` does by default."""
+    train_path = os.path.join(folder, self.spec.train_file)
+    if not self.spec.dev_file and os.path.isfile(train_path):
+      count = len(tagging_data.read_conll(train_path, -1, self.spec.spans))
+      if count <= CARVED_DEV:
+        raise ValueError(
+            f"{self.name}: {train_path} holds {count} sentences and the task has no dev file, "
+            f"so run_cvt sets its last {CARVED_DEV} sentences aside as dev: give it more than "
+            f"{CARVED_DEV} training sentences (then --train_fraction or --max_train_sentences "
+            "picks the training subset from the rest)")
+    return tagging_data.load_task(self.spec, folder, carve_dev_sentences=CARVED_DEV)
 
   def source_words(self, example):
     return example.words
@@ -110,13 +141,26 @@ class TaggingTask(task_lib.PerWordTask):
     logits = head(states, inputs["lengths"])
     return {name: tf.argmax(x, -1, output_type=tf.int32) for name, x in logits.items()}
 
+  def decoded_tags(self, rows, sentences, module: str = "primary"):
+    """Each sentence's tags from module `module`'s `predict` rows, as written and scored (IOB2
+    for span tasks)."""
+    return tag_predictions.output_tags(
+        self.spec, [[self.labels[i] for i in row[module][:len(s.words)]]
+                    for row, s in zip(rows, sentences)])
+
+  def write_predictions(self, path, sentences, rows):
+    """`word tag` lines (CoNLL columns), a blank line after each sentence."""
+    lines = []
+    for sentence, tags in zip(sentences, self.decoded_tags(rows, sentences)):
+      lines.extend(f"{word} {tag}" for word, tag in zip(sentence.words, tags))
+      lines.append("")
+    textio.write_lines_atomic(path, lines)
+
   def evaluate(self, rows, path, log):
     """The primary module's metrics (written to `path`), and `<module>_<metric>` of each
     auxiliary module's own predictions."""
     del log
-    tags = {name: tag_predictions.output_tags(
-        self.spec, [[self.labels[i] for i in row[name][:len(s.words)]]
-                    for row, s in zip(rows, self.dev)]) for name in rows[0]}
+    tags = {name: self.decoded_tags(rows, self.dev, name) for name in rows[0]}
     if path:
       tag_predictions.write_predictions(path, self.dev, tags["primary"])
     out = tag_predictions.evaluate(self.spec, self.dev, tags["primary"])

@@ -13,10 +13,15 @@ over the shared encoder's states `encoder.CnnBiLstmEncoder`), its losses and its
   predict(head, states, inputs)                          what `evaluate` decodes
   evaluate(rows, path)                                   dev metrics; writes the predictions file
 
+A trained run's task comes back without its data (`restored`, from the labels its run wrote) to
+label new text: `predict_file` reads a file (`INPUT_FORMATS`), predicts in batches of similar
+lengths with progress and an ETA, and writes the task's own output format (`cvt_predict`).
+
 A new task is one module (a `CvtTask` subclass decorated with `register`) and its import line in
 `all_tasks.py`.
 """
 import abc
+import os
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -135,9 +140,50 @@ class CvtTask(abc.ABC):
     """The predictions file's name in `trial_<k>/`."""
     return f"predictions_{self.name}.txt"
 
+  # --- a trained run's task, applied to new text (`cvt_predict`) ------------------------------------
+  @classmethod
+  def restored(cls, name: str, vocabulary: dict, settings: dict) -> "CvtTask":
+    """The task of a trained run without its data: `vocabulary` is what its `vocabulary_json`
+    wrote, `settings` the run's recorded flags (with any overrides)."""
+    raise NotImplementedError(f"{cls.__name__} cannot be restored from a trained run")
+
+  def create_variables(self, head, states, inputs) -> None:
+    """Builds what prediction reads in `head` (before a trained run's weights are checked in):
+    by default, one `predict` call."""
+    self.predict(head, states, inputs)
+
+  input_formats: Sequence[str] = ("text",)
+
+  def predict_file(self, run, input_path: str, output_path: str, input_format: str,
+                   log: Callable[[str], None]) -> int:
+    """Labels `input_path` (one of `input_formats`) with `run` (`run_dir.TrainedRun`) and writes
+    `output_path` atomically; returns the number of sentences."""
+    raise NotImplementedError(f"{type(self).__name__} cannot label new text")
+
   def describe(self) -> str:
     return (f"{self.name} {len(self.train)} train / {len(self.dev)} dev sentences, "
             f"{self.num_labels} {self.label_kind}")
+
+
+# What `--data_dir` must hold when several tasks share one run (named in its errors).
+ROOT_LAYOUT = ("a root holding each task's folder (pos_ptb/, chunk_conll2000/, ner_conll2003/, "
+               "each also under tagging/; parsing/ud_ewt/; translation/multi30k/), e.g. "
+               "../shared/data")
+
+
+def task_folder(config, name: str, candidates: Sequence[str], folder: str) -> str:
+  """The first existing folder of `candidates` (the task's folder under `--data_dir`); else
+  `--data_dir` itself when the run has one task (its files there); else an error naming the
+  root layout a multi-task run needs."""
+  found = next((c for c in candidates if os.path.isdir(c)), None)
+  if found:
+    return found
+  tasks = [t for t in config.tasks.split(",") if t.strip()]
+  if len(tasks) > 1:
+    raise FileNotFoundError(
+        f"--tasks={config.tasks}: --data_dir={config.data_dir} has no {folder}/ for {name}; with "
+        f"several tasks --data_dir is {ROOT_LAYOUT}")
+  return config.data_dir
 
 
 def subset(examples: list, rng: np.random.Generator, fraction: float, limit: int) -> list:
@@ -149,6 +195,35 @@ def subset(examples: list, rng: np.random.Generator, fraction: float, limit: int
   if limit:
     keep = min(keep, limit)
   return subsets.random_subset(examples, keep, rng)
+
+
+def read_sentences(path: str, input_format: str):
+  """`conllu.Sentence`s of an input file: "text" (a sentence per line, tokens split on
+  whitespace; blank lines skipped), "conll" (the first column of a column file, blank lines
+  between sentences) or "conllu" (Universal Dependencies; its tags and ids are written back)."""
+  from official_rtd.data import conllu  # pylint: disable=g-import-not-at-top
+  from official_rtd.utils import textio  # pylint: disable=g-import-not-at-top
+  if input_format == "conllu":
+    return conllu.read_conllu(path)
+  blank = lambda words: conllu.Sentence(list(words), [0] * len(words), ["_"] * len(words),
+                                        ["_"] * len(words), ["_"] * len(words))
+  sentences, words = [], []
+  for _, line in textio.numbered_lines(path):
+    fields = line.split()
+    if input_format == "text":
+      if fields:
+        sentences.append(blank(fields))
+    elif not fields or fields[0] == "-DOCSTART-":
+      if words:
+        sentences.append(blank(words))
+      words = []
+    else:
+      words.append(fields[0])
+  if words:
+    sentences.append(blank(words))
+  if not sentences:
+    raise ValueError(f"{path}: no sentences (read as --input_format={input_format})")
+  return sentences
 
 
 class PerWordTask(CvtTask):
@@ -174,6 +249,33 @@ class PerWordTask(CvtTask):
     student = self._logits(head, states, inputs, dropout_rate, names)
     mask = word_mask(inputs)
     return tf.add_n([losses.kl_divergence(teacher, student[n], mask) for n in names])
+
+  input_formats = ("text", "conll", "conllu")
+
+  def write_predictions(self, path: str, sentences, rows) -> None:
+    """Writes the predictions (`predict` rows, one per sentence) of `sentences` to `path`."""
+    raise NotImplementedError(f"{type(self).__name__} cannot write predictions")
+
+  def predict_file(self, run, input_path, output_path, input_format, log):
+    from official_rtd.cvt import data as data_lib  # pylint: disable=g-import-not-at-top
+    from official_rtd.cvt import training  # pylint: disable=g-import-not-at-top
+    sentences = read_sentences(input_path, input_format)
+    encoded = [run.vocab.encode(s.words) for s in sentences]
+    head = run.model.heads[self.name]
+    step = tf.function(lambda inputs: self.predict(head, run.model(inputs), inputs),
+                       input_signature=[training.INPUTS])
+    rows = [None] * len(encoded)
+
+    def run_batch(chunk):
+      out = {k: v.numpy() for k, v in step(data_lib.pad_batch([encoded[i] for i in chunk])
+                                           .inputs()).items()}
+      for j, i in enumerate(chunk):
+        rows[i] = {k: v[j] for k, v in out.items()}
+
+    data_lib.run_in_length_batches(range(len(encoded)), lambda i: len(encoded[i][0]), 64,
+                                   run_batch, log, f"{self.name}: predicted")
+    self.write_predictions(output_path, sentences, rows)
+    return len(sentences)
 
 
 def word_mask(inputs) -> tf.Tensor:

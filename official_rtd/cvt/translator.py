@@ -263,8 +263,8 @@ class TranslationTask(task_lib.CvtTask):
 
   def __init__(self, name, config, rng):
     super().__init__(name, config, rng)
-    folder = os.path.join(config.data_dir, "translation", "multi30k")
-    data_dir = folder if os.path.isdir(folder) else config.data_dir
+    data_dir = task_lib.task_folder(config, name, [
+        os.path.join(config.data_dir, "translation", "multi30k")], "translation/multi30k")
     pairs, train_lines = read_parallel(data_dir, "train", config.on_bad_pair)
     self.train = self.labeled_subset([pair for _, pair in pairs], rng, config)
     dev, self.dev_lines = read_parallel(data_dir, "val", config.on_bad_pair)
@@ -275,6 +275,30 @@ class TranslationTask(task_lib.CvtTask):
     self.beam_size, self.max_decode_length = config.beam_size, config.max_decode_length
     self.attention_dropout = config.attention_dropout
     self.teacher_smoothing = 0.1  # §4.3.1: label smoothing on the teacher's hard targets
+
+  @classmethod
+  def restored(cls, name, vocabulary, settings):
+    task = cls.__new__(cls)
+    task_lib.CvtTask.__init__(task, name, None, None)
+    task.vocab = TargetVocab(vocabulary["target_words"])
+    task.beam_size = settings.get("beam_size", 10)
+    task.max_decode_length = settings.get("max_decode_length", 50)
+    task.attention_dropout = settings.get("attention_dropout", 0.5)
+    return task
+
+  def create_variables(self, head, states, inputs):
+    """Every decoder (the beam search steps them without building them)."""
+    head(states, inputs["lengths"], np.zeros([1, 2], np.int32), np.array([2], np.int32),
+         names=("primary", "attention_dropout", "future"))
+
+  def predict_file(self, run, input_path, output_path, input_format, log):
+    """Detokenized German of each line of raw English (an empty line stays empty)."""
+    del input_format  # text only
+    lines = [line.rstrip("\n") for _, line in textio.numbered_lines(input_path)]
+    out = translate_lines(lines, run.vocab, run.model, self.vocab, self.beam_size,
+                          self.max_decode_length, log)
+    textio.write_lines_atomic(output_path, out)
+    return len(out)
 
   def source_words(self, example):
     return example[0]
@@ -399,52 +423,6 @@ def read_parallel(data_dir: str, split: str, on_bad_pair: str = "fail"):
   if not out:
     raise ValueError(f"{paths[0]}: no sentence pairs")
   return out, len(sources)
-
-
-class _Trained:
-  """A trained run's translation task as far as rebuilding its model needs (`build_head`)."""
-
-  def __init__(self, target_words):
-    self.vocab = TargetVocab(target_words)
-
-  def build_head(self, config):
-    return TranslatorModules(config, len(self.vocab.words), name="translate_decoders")
-
-
-def load(model_dir: str, trial: int = 0):
-  """(encoder vocabulary, model, target vocabulary) of a `run_cvt --tasks=translate` run's
-  `trial_<k>/model` (the kept EMA weights), from its `vocab.json`."""
-  from official_rtd.cvt import model as model_lib  # pylint: disable=g-import-not-at-top
-  vocab_path = os.path.join(model_dir, "vocab.json")
-  weights = os.path.join(model_dir, f"trial_{trial}", "model")
-  trials = sorted(int(n[len("trial_"):]) for n in os.listdir(model_dir)
-                  if n.startswith("trial_") and n[len("trial_"):].isdigit()
-                  ) if os.path.isdir(model_dir) else []
-  if trials and trial not in trials:
-    raise ValueError(f"--trial={trial}: --model_dir={model_dir} holds trial_"
-                     f"{', trial_'.join(map(str, trials))} (--trial counts from 0, as the "
-                     "folders and the log do)")
-  if not os.path.isfile(vocab_path) or not tf.io.gfile.exists(weights + ".index"):
-    raise ValueError(f"--model_dir={model_dir}: no vocab.json or trial_{trial}/model (a "
-                     "finished or evaluated run_cvt --tasks=translate run is needed)")
-  saved = textio.load_json(vocab_path)
-  if "translate" not in saved.get("tasks", {}):
-    raise ValueError(f"--model_dir={model_dir} is not a translation run (its tasks: "
-                     f"{sorted(saved.get('tasks', {}))})")
-  vocab = data_lib.WordCharVocab(saved["words"], saved["chars"])
-  trained = _Trained(saved["tasks"]["translate"]["target_words"])
-  config = encoder_lib.CvtConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                    for k, v in saved["model"].items()})
-  model = model_lib.CvtModel(config, len(vocab.words), len(vocab.chars),
-                             {"translate": trained}, name="cvt")
-  inputs = data_lib.make_batch([["a", "b"]], vocab).inputs()
-  head = model.heads["translate"]
-  states = model(inputs)
-  prev = np.zeros([1, 2], np.int32)
-  head(states, inputs["lengths"], prev, np.array([2], np.int32),
-       names=("primary", "attention_dropout", "future"))
-  tf.train.Checkpoint(model=model).read(weights).assert_existing_objects_matched()
-  return vocab, model, trained.vocab
 
 
 def translate_lines(lines: Sequence[str], vocab, model, target_vocab: TargetVocab,

@@ -30,18 +30,27 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
   """`objectives.GeneratorDiscriminator` (see its outputs) with ELECTRA 15%: `rtd_positions`
   "all" (ELECTRA) or "masked" (the discriminator loss only over the masked positions)."""
 
-  def __init__(self, generator, discriminator, rtd_positions: str = "all", **kwargs):
+  def __init__(self, generator, discriminator, rtd_positions: str = "all",
+               rtd_start_step: int = 0, **kwargs):
     super().__init__(generator, discriminator, **kwargs)
     if rtd_positions not in ("all", "masked"):
       raise ValueError(f"rtd_positions must be 'all' or 'masked', got {rtd_positions!r}")
+    if not isinstance(rtd_start_step, int) or rtd_start_step < 0:
+      raise ValueError(f"build_electra_pretrainer.rtd_start_step = {rtd_start_step!r} must be an "
+                       "integer >= 0")
     self.rtd_positions = rtd_positions
+    self.rtd_start_step = rtd_start_step
 
   def compute_losses(self, inputs, outputs):
     if self.rtd_positions == "masked":  # ELECTRA 15%: the loss only over the masked positions
       inputs = dict(inputs, input_mask=sampling.scatter_positions(
           tf.zeros_like(inputs["input_mask"]), inputs["masked_lm_positions"],
           tf.ones_like(inputs["masked_lm_positions"]), inputs["masked_lm_weights"]))
-    return super().compute_losses(inputs, outputs)
+    if not self.rtd_start_step:
+      return super().compute_losses(inputs, outputs)
+    # A generator-only warm-up: λ_t = 0 before step `rtd_start_step`, λ after.
+    weight = tf.where(self.training_step() >= self.rtd_start_step, self.rtd_weight, 0.0)
+    return objectives.mlm_and_rtd_losses(inputs, outputs, weight)
 
 
 def create_variables(model: ElectraPretrainer) -> None:
@@ -91,8 +100,8 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
                              disallow_correct: bool = False, rtd_weight: float = 50.0,
                              rtd_positions: str = "all", generator_init_checkpoint: str = "",
                              freeze_generator: bool = False,
-                             generator_config: Optional[EncoderConfig] = None
-                             ) -> ElectraPretrainer:
+                             generator_config: Optional[EncoderConfig] = None,
+                             rtd_start_step: int = 0) -> ElectraPretrainer:
   """Builds ELECTRA.
 
   Args:
@@ -109,6 +118,7 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
       discriminator from this stage-1 masked-LM run (see `init_from_generator_checkpoint`).
     freeze_generator: keep the generator (encoder and MLM head) fixed; needs embeddings that are
       not shared ("none", or "gdes": E_G is frozen, the discriminator trains E_Δ).
+    rtd_start_step: a generator-only warm-up: L_Disc counts (λ > 0) from this training step on.
   """
   embedding_sharing = objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings)
   if freeze_generator and (embedding_sharing in ("shared", "tokens") or tie_all):
@@ -122,7 +132,8 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
                                                        generator_config)
   model = ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
                             temperature=temperature, disallow_correct=disallow_correct,
-                            rtd_positions=rtd_positions, name="electra")
+                            rtd_positions=rtd_positions, rtd_start_step=rtd_start_step,
+                            name="electra")
   if generator_init_checkpoint:
     init_from_generator_checkpoint(model, generator_init_checkpoint)
   if freeze_generator:

@@ -5,6 +5,8 @@ from typing import Optional
 
 import gin
 
+from official_rtd.utils import ranges
+
 
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +35,9 @@ class EncoderConfig:
   # last block. False: BERT's post-LayerNorm blocks.
   norm_first: bool = False
 
+  def __post_init__(self):
+    ranges.check_ranges(self, ENCODER_CONFIG_RANGES, "EncoderConfig.{name} = {value}")
+
   def scaled(self, size: float, layers: float = 1.0) -> "EncoderConfig":
     """ELECTRA's generator size: hidden size, FFN size and heads × `size`; layers × `layers`.
     The embedding size is unchanged (the embeddings are shared)."""
@@ -45,3 +50,15 @@ class EncoderConfig:
 
   def to_json(self) -> dict:
     return dataclasses.asdict(self)
+
+
+# Valid values of EncoderConfig's numbers (`ranges.Range`; a gin string is one line, not a
+# traceback from deep in the model).
+ENCODER_CONFIG_RANGES = {
+    "vocab_size": (1, None, True), "hidden_size": (1, None, True), "num_layers": (1, None, True),
+    "num_attention_heads": (1, None, True), "intermediate_size": (1, None, True),
+    "embedding_size": (1, None, True), "max_position_embeddings": (1, None, True),
+    "type_vocab_size": (1, None, True), "dropout_rate": (0, 1, True, False),
+    "attention_dropout_rate": (0, 1, True, False), "initializer_range": (0, None, False),
+    "relative_attention_num_buckets": (1, None, True),
+    "relative_attention_max_distance": (1, None, True)}

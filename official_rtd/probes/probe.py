@@ -13,8 +13,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.data import tokenizer as tokenizer_lib
-from official_rtd.finetune.glue import task as glue
-from official_rtd.finetune.glue import data as glue_data
+from official_rtd.data import glue_data
 from official_rtd.data import tagging_data
 from official_rtd.utils import subsets
 
@@ -36,7 +35,7 @@ class LinearProbe:
 
   def features(self, encoder, examples) -> np.ndarray:
     """`[examples, hidden]` mean of the encoder's sequence output over the real tokens."""
-    encoded = glue.encode(examples, self.tokenizer, self.max_seq_length)
+    encoded = glue_data.encode(examples, self.tokenizer, self.max_seq_length)
     out = []
     for start in range(0, len(examples), 128):
       batch = {k: v[start:start + 128] for k, v in encoded.items()}

@@ -55,7 +55,7 @@ COMMAND_LINE = finetune_flags.common_spec(configs.GlueConfig, {
 
 def check(config):
   """Exactly one of --task and --tasks; an unknown GLUE name is refused naming the GLUE tasks."""
-  from official_rtd.finetune.glue import data as glue_data  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import glue_data  # pylint: disable=g-import-not-at-top
   if bool(config.task) == bool(config.tasks):
     raise ValueError("give exactly one of --task (single-task) and --tasks (multi-task)")
   if config.task:

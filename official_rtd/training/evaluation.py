@@ -27,6 +27,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.data import pretrain_dataloader
+from official_rtd.utils import detection
 from official_rtd.ops import sampling
 
 @gin.configurable
@@ -45,34 +46,6 @@ class EvalConfig:
   probe_data_dir: str = ""  # empty: no probe
   probe_max_train_examples: int = 2000
   probe_max_seq_length: int = 64
-
-
-def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
-  """Area under the ROC curve = P(score of a random positive > a random negative), ties 1/2."""
-  labels, scores = np.asarray(labels, bool), np.asarray(scores, np.float64)
-  n_pos, n_neg = labels.sum(), (~labels).sum()
-  if n_pos == 0 or n_neg == 0:
-    return float("nan")
-  order = np.argsort(scores, kind="mergesort")
-  ranks = np.empty(len(scores))
-  sorted_scores = scores[order]
-  start = 0
-  for end in range(1, len(scores) + 1):  # average ranks over ties
-    if end == len(scores) or sorted_scores[end] != sorted_scores[start]:
-      ranks[order[start:end]] = (start + end + 1) / 2.0
-      start = end
-  return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def detection_figures(labels: np.ndarray, logits: np.ndarray, prefix: str) -> Dict[str, float]:
-  """Accuracy, precision, recall (threshold 0) and AUC of "replaced" over the given positions."""
-  labels = np.asarray(labels, bool)
-  predicted = np.asarray(logits) > 0
-  tp = float((predicted & labels).sum())
-  return {f"{prefix}accuracy": float((predicted == labels).mean()),
-          f"{prefix}precision": tp / predicted.sum() if predicted.sum() else 0.0,
-          f"{prefix}recall": tp / labels.sum() if labels.sum() else 0.0,
-          f"{prefix}auc": roc_auc(labels, logits), f"{prefix}replaced_fraction": float(labels.mean())}
 
 
 class Evaluator:
@@ -159,7 +132,8 @@ class Evaluator:
         return {}
       labels.append((noisy != ids)[candidates])
       logits.append(scores.numpy()[candidates])
-    return detection_figures(np.concatenate(labels), np.concatenate(logits), "fixed_noise_")
+    return detection.detection_figures(np.concatenate(labels), np.concatenate(logits),
+                                       "fixed_noise_")
 
   # --- pseudo-log-likelihood swap test -----------------------------------------------------------
   def _pll_swap_accuracy(self) -> Optional[float]:

@@ -95,9 +95,16 @@ class RunInputs:
                                            cfg.max_predictions_per_seq)
     vocab = vocab_lib.load_vocab(vocab_file or sidecar["vocab"]["file"])
     if vocab.sha256 != sidecar["vocab"]["sha256"]:
+      same_path = os.path.abspath(vocab.path) == os.path.abspath(sidecar["vocab"]["file"])
       raise TrainingSetupError(
-          f"vocab file {vocab.path} is not the one the records in {input_path} were built with "
-          f"({sidecar['vocab']['file']})")
+          (f"vocab file {vocab.path} changed since the records in {input_path} were built with it "
+           f"(sha256 {sidecar['vocab']['sha256'][:12]}... then, {vocab.sha256[:12]}... now; "
+           "e.g. build_vocab --overwrite replaced it): rebuild the records with "
+           "create_pretraining_data from this vocabulary, or restore the old file")
+          if same_path else
+          (f"vocab file {vocab.path} is not the one the records in {input_path} were built with "
+           f"({sidecar['vocab']['file']}, sha256 {sidecar['vocab']['sha256'][:12]}...): drop "
+           "--vocab_file to use the records' own, or rebuild the records with this one"))
     recorded = run_dir.recorded_vocab(self.model_dir)
     if (recorded and recorded[0] != vocab.sha256
         and checkpoint_files.latest(self.model_dir)):

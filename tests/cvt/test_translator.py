@@ -85,6 +85,7 @@ class AttentionTest(tf.test.TestCase):
 
 
 class FakeConfig:
+  tasks = "translate"
   data_dir = MULTI30K
   max_sentence_length = 100
   on_bad_pair = "fail"
@@ -302,6 +303,11 @@ class TranslateRunTest(tf.test.TestCase):
     with open(out, encoding="utf-8") as f:
       translated = f.read().split("\n")
     self.assertEqual(translated, [hypotheses[0], "", hypotheses[1], ""])  # + the final newline
+    from official_rtd.tools import cvt_predict  # pylint: disable=g-import-not-at-top
+    cvt_predict.predict(cvt_predict.CvtPredictConfig(  # cvt_predict is cvt_translate's tool
+        model_dir=model_dir, input_file=source, output_file=out + "p"), log=lambda _: None)
+    with open(out + "p", encoding="utf-8") as f:
+      self.assertEqual(f.read().split("\n"), translated)
     # --trial counts from 0, as the folders and the log do.
     result = subprocess.run(
         [sys.executable, "-m", "official_rtd.tools.cvt_translate", f"--model_dir={model_dir}",

@@ -113,6 +113,24 @@ class ElectraLossTest(tf.test.TestCase):
     self.assertAllClose(losses["rtd_loss"].value, rtd, rtol=1e-5)
     self.assertAllClose(losses["total_loss"].value, mlm + 50.0 * rtd, rtol=1e-5)
 
+  def test_a_generator_only_warmup_counts_the_discriminator_from_its_step(self):
+    """`rtd_start_step` (issue 72's screen): total = L_MLM before the step, L_MLM + λ·L_Disc from
+    it on; the reported L_Disc is the same either way."""
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, rtd_start_step=3)
+    step = tf.Variable(0, dtype=tf.int64)
+    model.bind_step(lambda: step)
+    batch = toy_batch()
+    batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+    outputs = model(batch, training=False)
+    for value, weight in ((2, 0.0), (3, 50.0), (10, 50.0)):
+      step.assign(value)
+      losses = model.compute_losses(batch, outputs)
+      self.assertAllClose(losses["total_loss"].value,
+                          losses["mlm_loss"].value + weight * losses["rtd_loss"].value)
+      self.assertGreater(float(losses["rtd_loss"].value), 0.0)
+    with self.assertRaisesRegex(ValueError, "rtd_start_step = -1 must be an integer >= 0"):
+      electra.build_electra_pretrainer(CONFIG, rtd_start_step=-1)
+
   def test_no_discriminator_gradient_reaches_the_generator(self):
     model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, tie_embeddings=False)
     batch = toy_batch()

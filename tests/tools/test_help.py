@@ -34,6 +34,7 @@ KEY_FLAGS = {
                 "train_steps", "num_trials", "train_fraction", "patience", "beam_size",
                 "vocab_min_count"],
     "cvt_translate": ["model_dir", "input_file", "output_file", "beam_size"],
+    "cvt_predict": ["model_dir", "input_file", "output_file", "task", "input_format"],
     "train_word_vectors": ["input_files", "output_file", "dim", "min_count"],
     "compare_runs": ["model_dirs", "figures"],
     "score_pll": ["run_dir", "input_file", "output_file"],

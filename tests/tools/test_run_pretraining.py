@@ -1,6 +1,7 @@
 """run_pretraining as a user runs it: bad gin fails clearly, a killed run resumes."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -10,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd import runs
+from official_rtd.data import vocab as vocab_lib
 from official_rtd.tools import cli
 from official_rtd.tools import run_pretraining
 from tests import testutil
@@ -239,6 +241,14 @@ class RunPretrainingCliTest(RecordsTestCase):
         rf"\({other_vocab}, 5884 entries\) than the run in {model_dir} was trained with"):
       pretrain(8, other)
     self.assertEqual(testutil.md5_tree(model_dir), before)
+    # The run's vocab.txt replaced by another (issue 70): export_model and score_pll load it with
+    # one line in our words, not TensorFlow's "incompatible tensor with shape".
+    vocab_copy = vocab_lib.find_vocab(model_dir)
+    shutil.copyfile(other_vocab, vocab_copy)
+    with self.assertRaisesRegex(
+        cli.USER_ERRORS, rf"the run's {vocab_copy} has 5884 entries but its checkpoint "
+        rf"{model_dir}/ckpt-6 was trained with 5883: the vocabulary file was replaced"):
+      runs.load_model(model_dir)
 
 if __name__ == "__main__":
   tf.test.main()

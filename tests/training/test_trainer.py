@@ -212,6 +212,22 @@ class TrainerTest(RecordsTestCase):
                          vocab_file=other_vocab, train_config=trainer_lib.TrainConfig(
                              max_seq_length=64, max_predictions_per_seq=10),
                          model_fn=electra.build_electra_pretrainer, log=lambda _: None)
+    # The records' own vocabulary file, replaced since (build_vocab --overwrite): said so, with
+    # the fix, not "X is not the one ... (X)".
+    replaced = os.path.join(self.tmp, "replaced_vocab.txt")
+    shutil.copyfile(testutil.SAMPLE_VOCAB, replaced)
+    records = make_records(os.path.join(self.tmp, "records_replaced"), paragraphs=20,
+                           vocab_file=replaced, num_shards=1)
+    with open(replaced, "a") as f:
+      f.write("zzzunseentoken\n")
+    with self.assertRaisesRegex(trainer_lib.TrainingSetupError,
+                                f"vocab file {replaced} changed since the records in {records} "
+                                r"were built with it \(sha256 \w{12}\.\.\. then, \w{12}\.\.\. "
+                                r"now; .*\): rebuild the records with create_pretraining_data"):
+      runs.build_trainer(model_dir, records, tf.distribute.get_strategy(),
+                         train_config=trainer_lib.TrainConfig(
+                             max_seq_length=64, max_predictions_per_seq=10),
+                         model_fn=electra.build_electra_pretrainer, log=lambda _: None)
     self.assertFalse(os.path.exists(model_dir))
 
   def test_dynamic_masking_of_unmasked_records(self):

@@ -13,10 +13,9 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.utils import textio
-from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import glue_data
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
-from official_rtd.finetune.glue import data as glue_data
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import task as task_lib
 from official_rtd.finetune import trials as trials_lib
@@ -26,29 +25,6 @@ REGRESSION_SCALE = 5.0  # BAM: STS-B labels 0–5 normalised to [0, 1] under a s
 
 
 GlueConfig = configs.GlueConfig
-
-
-def encode(examples: List[glue_data.Example], tokenizer: tokenizer_lib.Tokenizer,
-           max_seq_length: int, swap: bool = False) -> Dict[str, np.ndarray]:
-  """`[CLS] a [SEP] (b [SEP])` ids, longest-first truncation; `swap` puts b first."""
-  vocab = tokenizer.vocab
-  firsts = tokenizer.tokenize_to_lists([e.text_b if swap else e.text_a for e in examples])
-  has_b = examples[0].text_b is not None
-  seconds = (tokenizer.tokenize_to_lists([e.text_a if swap else e.text_b for e in examples])
-             if has_b else [[] for _ in examples])
-  n = len(examples)
-  ids = np.full([n, max_seq_length], vocab.pad_id, np.int32)
-  types = np.zeros([n, max_seq_length], np.int32)
-  for row, (a, b) in enumerate(zip(firsts, seconds)):
-    budget = max_seq_length - (3 if has_b else 2)
-    a, b = list(a), list(b)
-    while len(a) + len(b) > budget:
-      (a if len(a) >= len(b) else b).pop()
-    tokens = [vocab.cls_id, *a, vocab.sep_id] + ([*b, vocab.sep_id] if has_b else [])
-    ids[row, :len(tokens)] = tokens
-    types[row, len(a) + 2:len(tokens)] = 1
-  return {"input_word_ids": ids, "input_mask": (ids != vocab.pad_id).astype(np.int32),
-          "input_type_ids": types}
 
 
 def read_task_split(config: GlueConfig, task: glue_data.TaskSpec, split: str):
@@ -146,7 +122,7 @@ class GlueTask(task_lib.Head):
       teacher = (self.teacher[self.rows].astype(np.float32) if self.teacher is not None
                  else np.zeros_like(gold))
       has_teacher = np.full([len(examples)], float(self.teacher is not None), np.float32)
-      orders = [encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap)
+      orders = [glue_data.encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap)
                 for swap in self.orders]
       repeat = len(self.orders)
       self._mixture_arrays = (
@@ -181,7 +157,7 @@ class GlueTask(task_lib.Head):
     orders."""
     total = 0.0
     for swap in self.orders:
-      values = predict(encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap),
+      values = predict(glue_data.encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap),
                        f"{self.name}: predicting {len(examples)} examples")
       if self.spec.is_regression:
         values = values * self.label_scale

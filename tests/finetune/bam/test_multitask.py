@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
-from official_rtd.finetune.glue import data as glue_data
+from official_rtd.data import glue_data
 from official_rtd.finetune.bam import multitask
 from official_rtd.finetune import multihead
 from official_rtd.finetune import runner as runner_lib

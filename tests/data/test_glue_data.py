@@ -6,7 +6,7 @@ import time
 
 import tensorflow as tf
 
-from official_rtd.finetune.glue import data as glue_data
+from official_rtd.data import glue_data
 from tests import testutil
 
 GLUE = os.path.join(testutil.REPO, "..", "shared", "data", "glue")

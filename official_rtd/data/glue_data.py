@@ -5,7 +5,9 @@ dropped, and a row with too few columns or an unknown label fails with `file:lin
 """
 import dataclasses
 import os
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from official_rtd.utils import textio
 
@@ -204,3 +206,27 @@ def load_tfds_split(tfds_data_dir: str, task: TaskSpec, split: str
 
 def labels_of(examples: Sequence[Example]):
   return [e.label for e in examples]
+
+
+def encode(examples: List[Example], tokenizer,
+           max_seq_length: int, swap: bool = False) -> Dict[str, np.ndarray]:
+  """`[CLS] a [SEP] (b [SEP])` ids of `tokenizer` (a `data.tokenizer.Tokenizer`), longest-first
+  truncation; `swap` puts b first."""
+  vocab = tokenizer.vocab
+  firsts = tokenizer.tokenize_to_lists([e.text_b if swap else e.text_a for e in examples])
+  has_b = examples[0].text_b is not None
+  seconds = (tokenizer.tokenize_to_lists([e.text_a if swap else e.text_b for e in examples])
+             if has_b else [[] for _ in examples])
+  n = len(examples)
+  ids = np.full([n, max_seq_length], vocab.pad_id, np.int32)
+  types = np.zeros([n, max_seq_length], np.int32)
+  for row, (a, b) in enumerate(zip(firsts, seconds)):
+    budget = max_seq_length - (3 if has_b else 2)
+    a, b = list(a), list(b)
+    while len(a) + len(b) > budget:
+      (a if len(a) >= len(b) else b).pop()
+    tokens = [vocab.cls_id, *a, vocab.sep_id] + ([*b, vocab.sep_id] if has_b else [])
+    ids[row, :len(tokens)] = tokens
+    types[row, len(a) + 2:len(tokens)] = 1
+  return {"input_word_ids": ids, "input_mask": (ids != vocab.pad_id).astype(np.int32),
+          "input_type_ids": types}

@@ -1,0 +1,81 @@
+"""A trained `run_cvt` directory: its layout, and any trial's kept weights loaded back, through the
+task registry, for prediction (`cvt_predict`, `cvt_translate`).
+
+  <model_dir>/run_fingerprint.json   the run's settings (`finetune.fingerprint`)
+  <model_dir>/vocab.json             words, characters, each task's labels, the model's sizes
+  <model_dir>/trial_<k>/model        the dev-selected EMA weights of trial k (counted from 0)
+  <model_dir>/eval_results.json      the finished run's figures
+"""
+import dataclasses
+import os
+from typing import Dict, List
+
+import tensorflow as tf
+
+from official_rtd.cvt import all_tasks  # pylint: disable=unused-import
+from official_rtd.cvt import data as data_lib
+from official_rtd.cvt import encoder as encoder_lib
+from official_rtd.cvt import model as model_lib
+from official_rtd.cvt import task as task_lib
+from official_rtd.finetune import fingerprint
+from official_rtd.utils import textio
+
+VOCAB_NAME = "vocab.json"
+SELECTION_NAME = "selection.json"
+
+
+def trial_dir(model_dir: str, trial: int, *names: str) -> str:
+  return os.path.join(model_dir, f"trial_{trial}", *names)
+
+
+def trials(model_dir: str) -> List[int]:
+  """The trials of `model_dir` that have a folder, in order."""
+  if not os.path.isdir(model_dir):
+    return []
+  return sorted(int(n[len("trial_"):]) for n in os.listdir(model_dir)
+                if n.startswith("trial_") and n[len("trial_"):].isdigit())
+
+
+@dataclasses.dataclass
+class TrainedRun:
+  """A trial's kept weights: the encoder's vocabulary, the model and its tasks (restored without
+  their data, `CvtTask.restored`), and the run's recorded settings."""
+  vocab: data_lib.WordCharVocab
+  model: model_lib.CvtModel
+  tasks: Dict[str, task_lib.CvtTask]
+  settings: dict
+
+
+def load(model_dir: str, trial: int = 0, overrides: Dict[str, object] = None) -> TrainedRun:
+  """Trial `trial`'s kept weights of the run in `model_dir`; `overrides` replace recorded
+  settings the tasks read (e.g. a translation's `beam_size`).
+
+  Raises:
+    ValueError: naming what is missing (a finished trial's `trial_<k>/model`, `vocab.json`) or
+      the trials there are.
+  """
+  existing = trials(model_dir)
+  if existing and trial not in existing:
+    raise ValueError(f"--trial={trial}: --model_dir={model_dir} holds trial_"
+                     f"{', trial_'.join(map(str, existing))} (--trial counts from 0, as the "
+                     "folders and the log do)")
+  vocab_path = os.path.join(model_dir, VOCAB_NAME)
+  weights = trial_dir(model_dir, trial, "model")
+  if not os.path.isfile(vocab_path) or not tf.io.gfile.exists(weights + ".index"):
+    raise ValueError(f"--model_dir={model_dir}: no {VOCAB_NAME} or trial_{trial}/model (a "
+                     "finished or evaluated run_cvt run is needed)")
+  saved = textio.load_json(vocab_path)
+  settings = {**fingerprint.recorded_settings(model_dir), **(overrides or {})}
+  vocab = data_lib.WordCharVocab(saved["words"], saved["chars"])
+  tasks = {name: task_lib.get(name).restored(name, vocabulary, settings)
+           for name, vocabulary in saved["tasks"].items()}
+  config = encoder_lib.CvtConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                    for k, v in saved["model"].items()})
+  model = model_lib.CvtModel(config, len(vocab.words), len(vocab.chars), tasks, name="cvt")
+  status = tf.train.Checkpoint(model=model).read(weights)
+  inputs = data_lib.make_batch([["a", "b"]], vocab).inputs()
+  states = model(inputs)
+  for name, task in tasks.items():  # creates what prediction reads; the rest is never built
+    task.create_variables(model.heads[name], states, inputs)
+  status.assert_existing_objects_matched().expect_partial()
+  return TrainedRun(vocab, model, tasks, settings)

@@ -1,0 +1,35 @@
+"""The fair PyTorch comparison runs beside ours on any CPU (issue 71): each PyTorch configuration
+in a process that never imports TensorFlow, checked against our parameter count and FLOPs,
+computed by the parent."""
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+import tensorflow as tf
+
+from tests import testutil
+
+SCRIPT = os.path.join(testutil.REPO, "benchmarks", "train_throughput.py")
+
+
+@unittest.skipUnless(importlib.util.find_spec("torch") and importlib.util.find_spec("transformers"),
+                     "torch is not installed (pip install -e '.[benchmark]')")
+class TrainThroughputTest(tf.test.TestCase):
+
+  def test_ours_and_huggingface_in_both_precisions_reach_the_table(self):
+    result = subprocess.run(
+        [sys.executable, SCRIPT, "--configs=ours/float32/32,huggingface/float32/32,"
+         "huggingface/bfloat16/32", "--steps=1", "--warmup=1", "--model=one_machine",
+         "--noinput_pipeline", "--nobreakdown"], capture_output=True, text=True, timeout=1200,
+        stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    for spec in ("ours/float32/32", "huggingface/float32/32", "huggingface/bfloat16/32"):
+      self.assertRegex(result.stdout, rf"\n\| {re.escape(spec)} \| [0-9.]+ \| [0-9]+ \|",
+                       result.stdout)  # a timed row, not "skipped" or "failed"
+
+
+if __name__ == "__main__":
+  tf.test.main()

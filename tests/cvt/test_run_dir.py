@@ -1,0 +1,91 @@
+"""A trained run applied to new text (`cvt_predict`, issue 74): a trial's kept weights, loaded
+back through the task registry, label a file exactly as the run labelled its own dev set."""
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from official_rtd.cvt import run_dir
+from official_rtd.cvt import runner
+from official_rtd.data import conllu
+from official_rtd.tools import cvt_predict
+from tests import testutil
+
+SHARED = testutil.SHARED_DATA
+TAGGING = os.path.join(SHARED, "tagging")
+
+
+def tiny(model_dir, **kwargs):
+  return runner.CvtRunConfig(**{
+      "tasks": "chunk", "data_dir": SHARED, "model_dir": model_dir, "mode": "supervised",
+      "word_dim": 12, "char_dim": 4, "lstm1_size": 12, "lstm2_size": 8, "projection_size": 8,
+      "hidden_size": 8, "train_steps": 3, "train_batch_size": 8, "max_train_sentences": 40,
+      "vocab_unlabeled_sentences": 0, "eval_every_steps": 0, "save_checkpoints_steps": 0,
+      "log_every_steps": 10, **kwargs})
+
+
+def predict(model_dir, input_file, output_file, **kwargs):
+  config = cvt_predict.CvtPredictConfig(model_dir=model_dir, input_file=input_file,
+                                        output_file=output_file, **kwargs)
+  cvt_predict.predict(config, log=lambda _: None)
+
+
+def columns(path, column):
+  """Each sentence's `column`-th fields of a whitespace column file."""
+  with open(path, encoding="utf-8") as f:
+    blocks = f.read().strip().split("\n\n")
+  return [[line.split()[column] for line in block.split("\n")] for block in blocks]
+
+
+@testutil.requires(TAGGING)
+@testutil.requires(os.path.join(SHARED, "parsing", "ud_ewt"))
+class CvtPredictTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.tmp = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, self.tmp)
+
+  def test_taggers_label_a_file_as_the_run_labelled_its_dev_set(self):
+    model_dir = os.path.join(self.tmp, "tagging")
+    runner.CvtRunner(tiny(model_dir, tasks="chunk,ner,pos"), lambda _: None).run()
+    for task in ("chunk", "ner", "pos"):
+      dev = os.path.join(model_dir, "trial_0", f"predictions_{task}.txt")  # word gold predicted
+      words, expected = columns(dev, 0)[:300], columns(dev, 2)[:300]
+      conll = testutil.write_text(os.path.join(self.tmp, f"{task}.conll"), "\n\n".join(
+          "\n".join(sentence) for sentence in words) + "\n")
+      text = testutil.write_text(os.path.join(self.tmp, f"{task}.txt"),
+                                 "\n".join(" ".join(sentence) for sentence in words) + "\n")
+      for path, input_format in ((conll, "conll"), (text, "text")):
+        out = os.path.join(self.tmp, f"{task}.{input_format}.out")
+        predict(model_dir, path, out, task=task, input_format=input_format)
+        self.assertEqual(columns(out, 0), words)
+        self.assertEqual(columns(out, 1), expected)  # the run's own dev predictions
+    with self.assertRaisesRegex(ValueError, "trained chunk, ner, pos: name one with --task"):
+      predict(model_dir, text, os.path.join(self.tmp, "x.out"))
+    with self.assertRaisesRegex(ValueError, r"--trial=2: --model_dir=.* holds trial_0 "):
+      predict(model_dir, text, os.path.join(self.tmp, "x.out"), task="pos", trial=2)
+    self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.out")))
+
+  def test_a_parser_writes_the_trees_the_run_wrote_for_its_dev_set(self):
+    model_dir = os.path.join(self.tmp, "dep")
+    runner.CvtRunner(tiny(model_dir, tasks="dep"), lambda _: None).run()
+    dev = os.path.join(model_dir, "trial_0", "predictions_dep.conllu")
+    gold = conllu.read_conllu(os.path.join(SHARED, "parsing", "ud_ewt",
+                                           "en_ewt-ud-dev.conllu"))
+    out = os.path.join(self.tmp, "dev.pred.conllu")
+    predict(model_dir, os.path.join(SHARED, "parsing", "ud_ewt", "en_ewt-ud-dev.conllu"), out,
+            input_format="conllu")
+    expected, written = conllu.read_conllu(dev), conllu.read_conllu(out)
+    self.assertLen(written, len(gold))
+    self.assertEqual([s.heads for s in written], [s.heads for s in expected])
+    self.assertEqual([s.relations for s in written], [s.relations for s in expected])
+    self.assertEqual([s.upos for s in written], [s.upos for s in gold])  # the input's tags kept
+    trained = run_dir.load(model_dir)
+    self.assertEqual(sorted(trained.tasks), ["dep"])
+    self.assertEqual(trained.settings["max_train_sentences"], 40)
+
+
+if __name__ == "__main__":
+  tf.test.main()
