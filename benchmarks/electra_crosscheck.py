@@ -177,8 +177,7 @@ def heldout_figures(model, heldout) -> dict:
   """Our model's held-out figures, computed as `electra_torch.py` computes its own."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official_rtd.training import train_step  # pylint: disable=g-import-not-at-top
-  rows = {k: [] for k in ("labels", "logits", "mask", "mlm_ids", "mlm_weights", "mlm_logits",
-                          "sampled", "noise_logits")}
+  batches = []
   for i in range(len(heldout["input_word_ids"])):
     inputs = {k: tf.constant(heldout[k][i]) for k in (
         "input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions", "masked_lm_ids",
@@ -187,21 +186,11 @@ def heldout_figures(model, heldout) -> dict:
     out = model(inputs, training=False)
     noise = model.replaced_token_logits(dict(inputs, input_word_ids=tf.constant(
         heldout["noise_ids"][i])))
-    for key, value in (("labels", out["rtd_labels"]), ("logits", out["rtd_logits"]),
-                       ("mask", inputs["input_mask"]), ("mlm_ids", inputs["masked_lm_ids"]),
-                       ("mlm_weights", inputs["masked_lm_weights"]),
-                       ("mlm_logits", out["mlm_logits"]), ("sampled", out["sampled_ids"]),
-                       ("noise_logits", noise)):
-      rows[key].append(np.asarray(value))
-  cat = {k: np.concatenate(v) for k, v in rows.items()}
-  figures = {f"heldout_rtd_{k}": v for k, v in rtd_figures.detection_figures(
-      cat["labels"], cat["logits"], cat["mask"]).items()}
-  figures.update({f"heldout_{k}": v for k, v in rtd_figures.generator_figures(
-      cat["mlm_ids"], cat["mlm_weights"], cat["mlm_logits"], cat["sampled"]).items()})
-  figures["heldout_fixed_noise_auc"] = rtd_figures.auc(
-      heldout["noise_labels"].reshape(cat["noise_logits"].shape)[cat["mask"] > 0],
-      cat["noise_logits"][cat["mask"] > 0])
-  return figures
+    batches.append({"labels": out["rtd_labels"], "logits": out["rtd_logits"],
+                    "mask": inputs["input_mask"], "mlm_ids": inputs["masked_lm_ids"],
+                    "mlm_weights": inputs["masked_lm_weights"], "mlm_logits": out["mlm_logits"],
+                    "sampled": out["sampled_ids"], "noise_logits": noise})
+  return rtd_figures.heldout_figures(batches, heldout["noise_labels"])
 
 
 def train_ours(budget: str, seed: str, implementation: str, output: str) -> None:

@@ -108,8 +108,7 @@ def main():
     """Held-out figures: the run's own generator (fixed sampling seed) and the fixed noise."""
     generator.eval()
     discriminator.eval()
-    rows = {k: [] for k in ("labels", "logits", "mask", "mlm_ids", "mlm_weights", "mlm_logits",
-                            "sampled", "noise_logits")}
+    batches = []
     sample_generator = torch.Generator().manual_seed(1234)
     with torch.no_grad():
       for i in range(len(heldout["input_word_ids"])):
@@ -121,22 +120,13 @@ def main():
                                                           weights, sample_generator)
         noise = discriminator(input_ids=long(heldout["noise_ids"][i]), attention_mask=mask,
                               token_type_ids=types).logits
-        for key, value in (("labels", labels), ("logits", rtd_logits), ("mask", mask),
-                           ("mlm_ids", originals), ("mlm_weights", weights),
-                           ("mlm_logits", mlm_logits), ("sampled", sampled),
-                           ("noise_logits", noise)):
-          rows[key].append(value.numpy())
+        batches.append({k: v.numpy() for k, v in (
+            ("labels", labels), ("logits", rtd_logits), ("mask", mask), ("mlm_ids", originals),
+            ("mlm_weights", weights), ("mlm_logits", mlm_logits), ("sampled", sampled),
+            ("noise_logits", noise))})
     generator.train()
     discriminator.train()
-    cat = {k: np.concatenate(v) for k, v in rows.items()}
-    figures = {f"heldout_rtd_{k}": v for k, v in rtd_figures.detection_figures(
-        cat["labels"], cat["logits"], cat["mask"]).items()}
-    figures.update({f"heldout_{k}": v for k, v in rtd_figures.generator_figures(
-        cat["mlm_ids"], cat["mlm_weights"], cat["mlm_logits"], cat["sampled"]).items()})
-    figures["heldout_fixed_noise_auc"] = rtd_figures.auc(
-        heldout["noise_labels"].reshape(cat["noise_logits"].shape)[cat["mask"] > 0],
-        cat["noise_logits"][cat["mask"] > 0])
-    return figures
+    return rtd_figures.heldout_figures(batches, heldout["noise_labels"])
 
   os.makedirs(args.output, exist_ok=True)
   curve_path = os.path.join(args.output, "curve.jsonl")
