@@ -69,13 +69,20 @@ class CvtPredictTest(tf.test.TestCase):
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.out")))
 
   def test_a_parser_writes_the_trees_the_run_wrote_for_its_dev_set(self):
+    treebank = os.path.join(self.tmp, "ud_slice")  # 400 training and 300 dev sentences
+    os.makedirs(treebank)
+    for split, count in (("train", 400), ("dev", 300)):
+      with open(os.path.join(SHARED, "parsing", "ud_ewt", f"en_ewt-ud-{split}.conllu"),
+                encoding="utf-8") as f:
+        blocks = f.read().strip().split("\n\n")[:count]
+      testutil.write_text(os.path.join(treebank, f"en_ewt-ud-{split}.conllu"),
+                          "\n\n".join(blocks) + "\n\n")
     model_dir = os.path.join(self.tmp, "dep")
-    runner.CvtRunner(tiny(model_dir, tasks="dep"), lambda _: None).run()
+    runner.CvtRunner(tiny(model_dir, tasks="dep", data_dir=treebank), lambda _: None).run()
     dev = os.path.join(model_dir, "trial_0", "predictions_dep.conllu")
-    gold = conllu.read_conllu(os.path.join(SHARED, "parsing", "ud_ewt",
-                                           "en_ewt-ud-dev.conllu"))
+    gold = conllu.read_conllu(os.path.join(treebank, "en_ewt-ud-dev.conllu"))
     out = os.path.join(self.tmp, "dev.pred.conllu")
-    predict(model_dir, os.path.join(SHARED, "parsing", "ud_ewt", "en_ewt-ud-dev.conllu"), out,
+    predict(model_dir, os.path.join(treebank, "en_ewt-ud-dev.conllu"), out,
             input_format="conllu")
     expected, written = conllu.read_conllu(dev), conllu.read_conllu(out)
     self.assertLen(written, len(gold))
