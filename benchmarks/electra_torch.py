@@ -29,8 +29,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rtd_figures  # pylint: disable=g-import-not-at-top,wrong-import-position
+import rtd_figures  # pylint: disable=g-bad-import-order
 
 
 def build(config, torch, transformers):

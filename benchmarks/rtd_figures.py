@@ -6,14 +6,11 @@ generator's are here.
 All arrays are `[batch, seq_len]` unless said otherwise; `mask` is 1 at the positions scored (the
 non-pad ones).
 """
-import os
-import sys
 from typing import Dict
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from official_rtd.utils import detection  # pylint: disable=g-import-not-at-top,wrong-import-position
+from official_rtd.utils import detection
 
 auc = detection.roc_auc
 

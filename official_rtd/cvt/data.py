@@ -225,6 +225,23 @@ def alternate(streams: Sequence[Iterator]) -> Iterator:
     yield from items
 
 
+def predict_rows(encoded: Sequence, predict: Callable, log: Callable[[str], None], what: str,
+                 batch_size: int = 64) -> List[Dict[str, np.ndarray]]:
+  """`predict(inputs)`'s outputs (`{name: [batch, ...]}`) for every encoded sentence, one row each,
+  in order: batched by length (`run_in_length_batches`: progress and ETA every 30 s)."""
+  rows: List[Dict[str, np.ndarray]] = [None] * len(encoded)
+
+  def run_batch(chunk):
+    out = {k: np.asarray(v) for k, v in predict(pad_batch([encoded[i] for i in chunk])
+                                                 .inputs()).items()}
+    for j, i in enumerate(chunk):
+      rows[i] = {k: v[j] for k, v in out.items()}
+
+  run_in_length_batches(range(len(encoded)), lambda i: len(encoded[i][0]), batch_size,
+                        run_batch, log, what)
+  return rows
+
+
 def run_in_length_batches(indices: Sequence[int], length_of: Callable[[int], int],
                           batch_size: int, run_batch: Callable[[List[int]], None],
                           log: Callable[[str], None], what: str) -> float:

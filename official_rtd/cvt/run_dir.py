@@ -16,6 +16,7 @@ from official_rtd.cvt import all_tasks  # pylint: disable=unused-import
 from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import model as model_lib
+from official_rtd.cvt import settings as settings_lib
 from official_rtd.cvt import task as task_lib
 from official_rtd.finetune import fingerprint
 from official_rtd.utils import textio
@@ -47,8 +48,9 @@ class TrainedRun:
 
 
 def load(model_dir: str, trial: int = 0, overrides: Dict[str, object] = None) -> TrainedRun:
-  """Trial `trial`'s kept weights of the run in `model_dir`; `overrides` replace recorded
-  settings the tasks read (e.g. a translation's `beam_size`).
+  """Trial `trial`'s kept weights of the run in `model_dir`; the tasks read the run's recorded
+  settings (a setting it did not record: `CvtRunConfig`'s default), `overrides` replacing them
+  (e.g. a translation's `beam_size`).
 
   Raises:
     ValueError: naming what is missing (a finished trial's `trial_<k>/model`, `vocab.json`) or
@@ -65,7 +67,8 @@ def load(model_dir: str, trial: int = 0, overrides: Dict[str, object] = None) ->
     raise ValueError(f"--model_dir={model_dir}: no {VOCAB_NAME} or trial_{trial}/model (a "
                      "finished or evaluated run_cvt run is needed)")
   saved = textio.load_json(vocab_path)
-  settings = {**fingerprint.recorded_settings(model_dir), **(overrides or {})}
+  settings = {**fingerprint.field_defaults(settings_lib.CvtRunConfig),
+              **fingerprint.recorded_settings(model_dir), **(overrides or {})}
   vocab = data_lib.WordCharVocab(saved["words"], saved["chars"])
   tasks = {name: task_lib.get(name).restored(name, vocabulary, settings)
            for name, vocabulary in saved["tasks"].items()}

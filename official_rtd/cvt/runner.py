@@ -36,8 +36,6 @@ from official_rtd.cvt import training
 from official_rtd.finetune import fingerprint
 from official_rtd.finetune import trials as trials_lib
 
-
-
 CvtRunConfig = settings.CvtRunConfig  # the run's settings (TensorFlow-free, for --help)
 
 
@@ -151,7 +149,8 @@ class CvtRunner:
                                self.tasks, word_embeddings=self.embeddings, name="cvt")
     steps = training.CvtSteps(model, self.tasks, training.CvtTrainConfig(
         mode=cfg.mode, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
-        ema_decay=cfg.ema_decay, unlabeled_loss_weight=cfg.unlabeled_loss_weight), self.vocab.words[data_lib.REMOVED])
+        ema_decay=cfg.ema_decay, unlabeled_loss_weight=cfg.unlabeled_loss_weight),
+        self.vocab.words[data_lib.REMOVED])
     first = next(iter(self.tasks))
     inputs, _ = self._batch(first, [0, min(1, len(self.encoded[first]) - 1)])
     steps.build(inputs, {n: self._targets_for(n, inputs) for n in self.tasks})
@@ -289,27 +288,12 @@ class CvtRunner:
     steps.ema.swap()
     try:
       return {name: task.evaluate(
-          self.predict_rows(steps, name, self.encoded_dev[name]),
+          data_lib.predict_rows(self.encoded_dev[name], lambda x, n=name: steps.predict(x, n),
+                                self.log, f"{name}: predicted"),
           trials_lib.trial_dir(self.config.model_dir, trial, task.predictions_name() + ".last"),
           self.log) for name, task in self.tasks.items()}
     finally:
       steps.ema.swap()
-
-  def predict_rows(self, steps: training.CvtSteps, name: str, encoded, batch_size: int = 64
-                   ) -> List[Dict[str, np.ndarray]]:
-    """Task `name`'s `predict` outputs for every encoded sentence, one row each, in order
-    (batched by length; progress and ETA logged every 30 s)."""
-    rows: List[Dict[str, np.ndarray]] = [None] * len(encoded)
-
-    def run_batch(chunk):
-      out = steps.predict(data_lib.pad_batch([encoded[i] for i in chunk]).inputs(), name)
-      out = {k: v.numpy() for k, v in out.items()}
-      for j, i in enumerate(chunk):
-        rows[i] = {k: v[j] for k, v in out.items()}
-
-    data_lib.run_in_length_batches(range(len(encoded)), lambda i: len(encoded[i][0]),
-                                   batch_size, run_batch, self.log, f"{name}: predicted")
-    return rows
 
   def run(self) -> dict:
     """Writes `vocab.json` (what reading `trial_<k>/model` back needs: words, characters, each

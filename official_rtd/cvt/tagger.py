@@ -108,16 +108,15 @@ class TaggingTask(task_lib.PerWordTask):
   def _read(self, folder: str):
     """(train, dev) sentences; without a dev file the last `CARVED_DEV` training sentences are
     dev, as `run_tagging` does by default."""
-    train_path = os.path.join(folder, self.spec.train_file)
-    if not self.spec.dev_file and os.path.isfile(train_path):
-      count = len(tagging_data.read_conll(train_path, -1, self.spec.spans))
-      if count <= CARVED_DEV:
-        raise ValueError(
-            f"{self.name}: {train_path} holds {count} sentences and the task has no dev file, "
-            f"so run_cvt sets its last {CARVED_DEV} sentences aside as dev: give it more than "
-            f"{CARVED_DEV} training sentences (then --train_fraction or --max_train_sentences "
-            "picks the training subset from the rest)")
-    return tagging_data.load_task(self.spec, folder, carve_dev_sentences=CARVED_DEV)
+    try:
+      return tagging_data.load_task(self.spec, folder, carve_dev_sentences=CARVED_DEV)
+    except tagging_data.CarveError as e:
+      raise ValueError(
+          f"{self.name}: {os.path.join(folder, self.spec.train_file)} holds {e.sentences} "
+          f"sentences and the task has no dev file, so run_cvt sets its last {CARVED_DEV} "
+          f"sentences aside as dev: give it more than {CARVED_DEV} training sentences (then "
+          "--train_fraction or --max_train_sentences picks the training subset from the rest)"
+      ) from None
 
   def source_words(self, example):
     return example.words

@@ -14,7 +14,7 @@ over the shared encoder's states `encoder.CnnBiLstmEncoder`), its losses and its
   evaluate(rows, path)                                   dev metrics; writes the predictions file
 
 A trained run's task comes back without its data (`restored`, from the labels its run wrote) to
-label new text: `predict_file` reads a file (`INPUT_FORMATS`), predicts in batches of similar
+label new text: `predict_file` reads a file (one of its `input_formats`), predicts in batches of similar
 lengths with progress and an ETA, and writes the task's own output format (`cvt_predict`).
 
 A new task is one module (a `CvtTask` subclass decorated with `register`) and its import line in
@@ -260,20 +260,11 @@ class PerWordTask(CvtTask):
     from official_rtd.cvt import data as data_lib  # pylint: disable=g-import-not-at-top
     from official_rtd.cvt import training  # pylint: disable=g-import-not-at-top
     sentences = read_sentences(input_path, input_format)
-    encoded = [run.vocab.encode(s.words) for s in sentences]
     head = run.model.heads[self.name]
     step = tf.function(lambda inputs: self.predict(head, run.model(inputs), inputs),
                        input_signature=[training.INPUTS])
-    rows = [None] * len(encoded)
-
-    def run_batch(chunk):
-      out = {k: v.numpy() for k, v in step(data_lib.pad_batch([encoded[i] for i in chunk])
-                                           .inputs()).items()}
-      for j, i in enumerate(chunk):
-        rows[i] = {k: v[j] for k, v in out.items()}
-
-    data_lib.run_in_length_batches(range(len(encoded)), lambda i: len(encoded[i][0]), 64,
-                                   run_batch, log, f"{self.name}: predicted")
+    rows = data_lib.predict_rows([run.vocab.encode(s.words) for s in sentences], step, log,
+                                 f"{self.name}: predicted")
     self.write_predictions(output_path, sentences, rows)
     return len(sentences)
 

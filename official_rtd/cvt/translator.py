@@ -281,9 +281,8 @@ class TranslationTask(task_lib.CvtTask):
     task = cls.__new__(cls)
     task_lib.CvtTask.__init__(task, name, None, None)
     task.vocab = TargetVocab(vocabulary["target_words"])
-    task.beam_size = settings.get("beam_size", 10)
-    task.max_decode_length = settings.get("max_decode_length", 50)
-    task.attention_dropout = settings.get("attention_dropout", 0.5)
+    task.beam_size, task.max_decode_length = settings["beam_size"], settings["max_decode_length"]
+    task.attention_dropout = settings["attention_dropout"]
     return task
 
   def create_variables(self, head, states, inputs):

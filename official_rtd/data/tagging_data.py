@@ -101,6 +101,16 @@ def with_scheme(sentences: Sequence[Sentence], scheme: str) -> List[Sentence]:
   return [Sentence(s.words, tuple(tag_schemes.convert(s.tags, scheme))) for s in sentences]
 
 
+class CarveError(ValueError):
+  """A task without a dev file whose training file is too short to set `carve` sentences aside
+  (`sentences`: how many it holds); the message names `--carve_dev_sentences` (`run_tagging`'s
+  flag), and other tools say it in their own terms."""
+
+  def __init__(self, message: str, sentences: int, carve: int):
+    super().__init__(message)
+    self.sentences, self.carve = sentences, carve
+
+
 def load_task(task: TaggingTask, data_dir: str, label_column: int = -1, train_file: str = "",
               dev_file: str = "", carve_dev_sentences: int = 1000
               ) -> Tuple[List[Sentence], List[Sentence]]:
@@ -124,8 +134,8 @@ def load_task(task: TaggingTask, data_dir: str, label_column: int = -1, train_fi
   if dev_name:
     return train, read(dev_name)
   if not 0 < carve_dev_sentences < len(train):
-    raise ValueError(f"--carve_dev_sentences={carve_dev_sentences} must be in (0, "
-                     f"{len(train)}) for {task.train_file}")
+    raise CarveError(f"--carve_dev_sentences={carve_dev_sentences} must be in (0, "
+                     f"{len(train)}) for {task.train_file}", len(train), carve_dev_sentences)
   return train[:-carve_dev_sentences], train[-carve_dev_sentences:]
 
 

@@ -37,14 +37,13 @@ class CvtPredictConfig:
   overwrite: bool = False
 
 
-# What decodes as the run did when a flag is unset (the run's recorded setting), else this.
-DECODING_DEFAULTS = {"beam_size": 10, "max_decode_length": 50}
+# The decoding flags: unset, the run's recorded setting, else `CvtRunConfig`'s default.
 DECODING_HELP = {
-    "beam_size": "translate: beam size (unset: the run's own --beam_size, as its dev predictions "
-                 "were decoded).",
-    "max_decode_length": "translate: longest translation, in words (unset: the run's own).",
+    "beam_size": "Beam size (unset: the run's own --beam_size, as its dev predictions were "
+                 "decoded).",
+    "max_decode_length": "Longest translation, in words (unset: the run's own).",
 }
-RANGES = {**{k: settings.RUN_CONFIG_RANGES[k] for k in DECODING_DEFAULTS},
+RANGES = {**{k: settings.RUN_CONFIG_RANGES[k] for k in DECODING_HELP},
           "trial": (0, None, True)}
 
 COMMAND_LINE = cli.Flags(CvtPredictConfig, {
@@ -56,25 +55,26 @@ COMMAND_LINE = cli.Flags(CvtPredictConfig, {
     "trial": "Which trial's weights (trial_<k>/model; counts from 0 as the folders do).",
     "input_format": "text: a sentence per line; conll: the first column of a column file; "
                     "conllu: Universal Dependencies (tagging and parsing).",
-    **DECODING_HELP,
+    **{k: "translate: " + text for k, text in DECODING_HELP.items()},
     "overwrite": cli.OVERWRITE_HELP.format(what="--output_file"),
 }, enums={"input_format": ["text", "conll", "conllu"]}, ranges=RANGES)
 
 
 def decoding(model_dir: str, beam_size: Optional[int], max_decode_length: Optional[int]) -> dict:
   """`{setting: (value, where it came from)}` for the beam size and length: each flag given,
-  else the run's recorded one (`run_fingerprint.json`), else `DECODING_DEFAULTS`."""
+  else the run's recorded one (`run_fingerprint.json`), else `CvtRunConfig`'s default."""
   from official_rtd.finetune import fingerprint  # pylint: disable=g-import-not-at-top
   recorded = fingerprint.recorded_settings(model_dir)
+  defaults = fingerprint.field_defaults(settings.CvtRunConfig)
   given = {"beam_size": beam_size, "max_decode_length": max_decode_length}
   out = {}
-  for name, default in DECODING_DEFAULTS.items():
+  for name in DECODING_HELP:
     if given[name] is not None:
       out[name] = (given[name], "--" + name)
     elif name in recorded:
       out[name] = (recorded[name], "the run's")
     else:
-      out[name] = (default, "default")
+      out[name] = (defaults[name], "default")
   return out
 
 

@@ -30,9 +30,7 @@ COMMAND_LINE = cli.Flags(CvtTranslateConfig, {
     "input_file": "English text, one sentence per line (raw; Moses-tokenized here).",
     "output_file": "Where the German translations go, one per line.",
     "trial": "Which trial's weights (trial_<k>/model; counts from 0 as the folders do).",
-    "beam_size": cvt_predict.DECODING_HELP["beam_size"].replace("translate: ", "").capitalize(),
-    "max_decode_length": cvt_predict.DECODING_HELP["max_decode_length"].replace(
-        "translate: ", "").capitalize(),
+    **cvt_predict.DECODING_HELP,
     "overwrite": cli.OVERWRITE_HELP.format(what="--output_file"),
 }, ranges=cvt_predict.RANGES)
 

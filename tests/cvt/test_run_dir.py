@@ -66,6 +66,13 @@ class CvtPredictTest(tf.test.TestCase):
       predict(model_dir, text, os.path.join(self.tmp, "x.out"))
     with self.assertRaisesRegex(ValueError, r"--trial=2: --model_dir=.* holds trial_0 "):
       predict(model_dir, text, os.path.join(self.tmp, "x.out"), task="pos", trial=2)
+    with self.assertRaisesRegex(ValueError, r"--model_dir=.* is not a run of dep \(its tasks: "
+                                "chunk, ner, pos\)"):
+      predict(model_dir, text, os.path.join(self.tmp, "x.out"), task="dep")
+    empty = testutil.write_text(os.path.join(self.tmp, "empty.txt"), "\n\n")
+    with self.assertRaisesRegex(ValueError, r"empty.txt: no sentences \(read as "
+                                r"--input_format=conll\)"):
+      predict(model_dir, empty, os.path.join(self.tmp, "x.out"), task="pos", input_format="conll")
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.out")))
 
   def test_a_parser_writes_the_trees_the_run_wrote_for_its_dev_set(self):

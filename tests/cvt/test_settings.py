@@ -28,7 +28,8 @@ class RangesTest(tf.test.TestCase):
         ("max_decode_length", 0, r"--max_decode_length=0 must be >= 1"),
         ("learning_rate", -0.5, r"--learning_rate=-0.5 must be >= 0"),
         ("train_fraction", 0.0, r"--train_fraction=0.0 must be in \(0, 1\]"),
-        ("train_steps", 0, r"--train_steps=0 must be >= 1")):
+        ("train_steps", 0, r"--train_steps=0 must be >= 1"),
+        ("unlabeled_loss_weight", 0.0, r"--unlabeled_loss_weight=0.0 must be > 0")):
       with self.assertRaisesRegex(ValueError, message):
         config(**{name: value})
     config(attention_dropout=0.0)  # the lowest is allowed
@@ -41,6 +42,29 @@ class RangesTest(tf.test.TestCase):
     self.assertEqual(numeric, set(settings.RUN_CONFIG_RANGES))
     for name in ("beam_size", "max_decode_length"):
       self.assertEqual(cvt_translate.COMMAND_LINE.ranges[name], settings.RUN_CONFIG_RANGES[name])
+
+
+@testutil.requires(TAGGING)
+class DataLayoutTest(tf.test.TestCase):
+  """Issue 70: a data root that lacks one of several tasks, and a chunking slice too short to set
+  a dev set aside, are told in run_cvt's terms."""
+
+  def test_a_missing_task_folder_and_a_short_chunking_file(self):
+    root = self.create_tempdir().full_path
+    with open(os.path.join(TAGGING, "chunk_conll2000", "train.txt"), encoding="utf-8") as f:
+      sentences = f.read().strip().split("\n\n")
+    chunking = os.path.join(root, "chunk_conll2000")
+    os.makedirs(chunking)
+    testutil.write_text(os.path.join(chunking, "train.txt"), "\n\n".join(sentences[:800]) + "\n")
+    with self.assertRaisesRegex(FileNotFoundError, r"--tasks=pos,chunk: --data_dir=.* has no "
+                                r"pos_ptb/ for pos; with several tasks --data_dir is a root "
+                                r"holding each task's folder \(pos_ptb/, chunk_conll2000/"):
+      runner.CvtRunner(config(tasks="pos,chunk", data_dir=root, mode="supervised"),
+                       lambda _: None)
+    with self.assertRaisesRegex(ValueError, r"chunk: .*train.txt holds 800 sentences and the task "
+                                r"has no dev file, so run_cvt sets its last 1000 sentences aside "
+                                r"as dev: give it more than 1000"):
+      runner.CvtRunner(config(data_dir=root, mode="supervised"), lambda _: None)
 
 
 @testutil.requires(TAGGING)

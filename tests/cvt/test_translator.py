@@ -308,6 +308,10 @@ class TranslateRunTest(tf.test.TestCase):
         model_dir=model_dir, input_file=source, output_file=out + "p"), log=lambda _: None)
     with open(out + "p", encoding="utf-8") as f:
       self.assertEqual(f.read().split("\n"), translated)
+    with self.assertRaisesRegex(ValueError, "--input_format=conll: translate reads text"):
+      cvt_predict.predict(cvt_predict.CvtPredictConfig(
+          model_dir=model_dir, input_file=source, output_file=out + "c", input_format="conll"),
+                          log=lambda _: None)
     # --trial counts from 0, as the folders and the log do.
     result = subprocess.run(
         [sys.executable, "-m", "official_rtd.tools.cvt_translate", f"--model_dir={model_dir}",

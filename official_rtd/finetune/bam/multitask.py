@@ -26,7 +26,6 @@ from official_rtd.finetune import trials as trials_lib
 # output (lr·α^d: the "corrected" convention of layerwise_decay.py), 6 epochs.
 BAM_DEFAULTS = {"train_batch_size": 128, "learning_rate": 1e-4, "layerwise_lr_decay": 0.9,
                 "lr_decay_convention": "corrected"}
-MULTI_TASK_EPOCHS = configs.MULTI_TASK_EPOCHS
 SINGLE_TASK_FINETUNE_LEARNING_RATE = 1e-5  # Table 3.3
 MODEL_NAME = "model"
 
@@ -38,7 +37,7 @@ class MultiTask(multihead.HeadsRun):
   trial."""
 
   run_name = "MultiTaskRunner"
-  default_epochs = MULTI_TASK_EPOCHS  # several tasks; one keeps its own
+  default_epochs = configs.MULTI_TASK_EPOCHS  # several tasks; one keeps its own
   help_name = "several --tasks"
 
   @classmethod
@@ -66,7 +65,7 @@ class MultiTask(multihead.HeadsRun):
     super().__init__(config, export, log,
                      [cls(config, export, log, name=name) for cls, name in zip(classes, names)])
     # One member: that task's own default (GLUE's RTE and STS-B 10 epochs, ...).
-    self.default_epochs = (MULTI_TASK_EPOCHS if len(names) > 1
+    self.default_epochs = (configs.MULTI_TASK_EPOCHS if len(names) > 1
                            else self.members[0].default_epochs)
     self.primary_metric = ("glue.average" if all(m.family == "glue" for m in self.members)
                            else "tasks.average")

@@ -157,8 +157,8 @@ class GlueTask(task_lib.Head):
     orders."""
     total = 0.0
     for swap in self.orders:
-      values = predict(glue_data.encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap),
-                       f"{self.name}: predicting {len(examples)} examples")
+      encoded = glue_data.encode(examples, self.tokenizer, self.config.max_seq_length, swap=swap)
+      values = predict(encoded, f"{self.name}: predicting {len(examples)} examples")
       if self.spec.is_regression:
         values = values * self.label_scale
       elif not logits:
