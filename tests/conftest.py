@@ -30,6 +30,25 @@ SLOW_MODULES = (
     "tests/training/test_xla_step.py", "tests/benchmarks/")
 
 
+# The longest classes go first (the slowest 30 of `--durations`, benchmarks/results/test_suite.md)
+# so that pytest-xdist (`--dist loadscope`) hands them out while every worker is busy anyway and
+# no worker ends the suite alone on one of them.
+LONGEST_FIRST = (
+    "tests/test_readme_commands.py::ReadmePretrainingValueTest",
+    "tests/tools/test_run_pretraining.py::RunPretrainingCliTest",
+    "tests/test_readme_commands.py::ReadmeStepByStepTest",
+    "tests/training/test_xla_step.py::XlaStepTest",
+    "tests/cvt/test_runner.py::MultiTaskCvtTest",
+    "tests/training/test_long_runs.py::LongRunTest",
+    "tests/cvt/test_runner.py::RunCvtTest",
+    "tests/training/test_evaluation.py::EvaluatorTest",
+    "tests/tools/test_interop_cli.py::ExportModelCliTest",
+    "tests/finetune/bam/test_multitask.py::BamEndToEndTest",
+    "tests/finetune/tagging/test_task.py::RunTaggingTest",
+    "tests/training/test_distributed.py::DistributedTest",
+)
+
+
 def pytest_configure(config):
   config.addinivalue_line("markers", "slow: end-to-end or multi-process (left out by -m 'not slow')")
 
@@ -40,6 +59,10 @@ def pytest_collection_modifyitems(items):
     obj = getattr(item, "obj", None)
     return getattr(obj, "__func__", obj)
   items[:] = [item for item in items if function(item) is not inherited]
+  def rank(item):
+    return next((i for i, scope in enumerate(LONGEST_FIRST)
+                 if item.nodeid.startswith(scope + "::")), len(LONGEST_FIRST))
+  items.sort(key=rank)  # stable: the rest keep their order
   for item in items:
     path = item.nodeid.split("::")[0]
     if path.startswith(SLOW_MODULES):

@@ -6,6 +6,7 @@ from unittest import mock
 
 import tensorflow as tf
 
+from tests import conftest
 from tests import testutil
 
 
@@ -20,6 +21,27 @@ class CollectionTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 0, result.stdout[-2000:])
     self.assertIn("test_sample_matches_softmax", result.stdout)
     self.assertNotIn("test_session", result.stdout)
+
+
+  def test_the_longest_classes_are_collected_first(self):
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0",
+                             "tests/training/test_evaluation.py", "tests/test_readme_commands.py"],
+                            cwd=testutil.REPO, capture_output=True, text=True, timeout=300,
+                            stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 0, result.stdout[-2000:])
+    classes = []
+    for line in result.stdout.splitlines():
+      scope = "::".join(line.split("::")[:2])
+      if "::" in line and scope not in classes:
+        classes.append(scope)
+    self.assertEqual(classes[:3], ["tests/test_readme_commands.py::ReadmePretrainingValueTest",
+                                   "tests/test_readme_commands.py::ReadmeStepByStepTest",
+                                   "tests/training/test_evaluation.py::EvaluatorTest"])
+    self.assertIn("tests/test_readme_commands.py::PretrainingValueFlagsTest", classes[3:])
+    for scope in conftest.LONGEST_FIRST:  # a renamed class would silently lose its place
+      path, name = scope.split("::")
+      with open(os.path.join(testutil.REPO, path), encoding="utf-8") as f:
+        self.assertIn(f"\nclass {name}(", f.read(), scope)
 
 
 class MissingDataTest(tf.test.TestCase):

@@ -4,6 +4,8 @@ sentences split on the fly from a corpus in our format (one paragraph per line, 
 documents) or from a file of one sentence per line."""
 import collections
 import dataclasses
+import functools
+import itertools
 import re
 import time
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -23,9 +25,15 @@ _ABBREVIATION_END = re.compile(rf"\b(?:{_ABBREVIATIONS})\.$")
 _TOKEN = re.compile(rf"\b(?:{_ABBREVIATIONS})\.(?!\w)|\w+(?:[-'.]\w+)*|[^\w\s]")
 
 
+@functools.lru_cache(maxsize=1 << 20)  # words repeat: a corpus has far fewer forms than tokens
 def normalize(word: str) -> str:
   """The word-embedding key: lowercased, digits as 0 (GloVe 6B is lowercased)."""
   return re.sub(r"\d", "0", word.lower())
+
+
+def word_counts(sentences: Iterable[Sequence[str]]) -> collections.Counter:
+  """How often each word form (as written) occurs in `sentences`."""
+  return collections.Counter(itertools.chain.from_iterable(sentences))
 
 
 @dataclasses.dataclass
@@ -36,22 +44,30 @@ class WordCharVocab:
 
   @classmethod
   def build(cls, sentences: Sequence[Sequence[str]], extra_words: Sequence[str] = (),
-            unlabeled: Iterable[Sequence[str]] = (), min_count: int = 1):
-    """Every normalised labeled word and character, those of the `unlabeled` sentences seen at
-    least `min_count` times, and `extra_words` (e.g. pre-trained vectors' words)."""
-    word_counts, char_counts = collections.Counter(), collections.Counter()
-    for sentence in unlabeled:
-      word_counts.update(normalize(w) for w in sentence)
-      char_counts.update(c for w in sentence for c in w)
+            unlabeled_counts: Optional[Dict[str, int]] = None, min_count: int = 1):
+    """Every normalised labeled word and character, those of the unlabeled text seen at least
+    `min_count` times (`unlabeled_counts`: `word_counts` of its sentences), and `extra_words`
+    (e.g. pre-trained vectors' words)."""
+    normalized_counts, char_counts = collections.Counter(), collections.Counter()
+    for word, count in (unlabeled_counts or {}).items():  # each form once, weighted
+      normalized_counts[normalize(word)] += count
+      for char in word:
+        char_counts[char] += count
     frequent = lambda counts: {k for k, n in counts.items() if n >= min_count}
     words = {PAD: 0, UNK: 1, REMOVED: 2}
     for word in sorted({normalize(w) for s in sentences for w in s} | set(extra_words)
-                       | frequent(word_counts)):
+                       | frequent(normalized_counts)):
       words.setdefault(word, len(words))
     chars = {PAD: 0, UNK: 1}
     for char in sorted({c for s in sentences for w in s for c in w} | frequent(char_counts)):
       chars.setdefault(char, len(chars))
     return cls(words, chars)
+
+  def coverage(self, counts: Dict[str, int]) -> float:
+    """The fraction of the tokens counted in `counts` (`word_counts`) that have a word id."""
+    total = sum(counts.values())
+    known = sum(n for w, n in counts.items() if normalize(w) in self.words)
+    return known / total if total else float("nan")
 
   def encode(self, sentence: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
     """`(word ids [len], char ids [len, MAX_WORD_LENGTH])` of one sentence."""

@@ -79,8 +79,9 @@ class CvtRunner:
     if (config.unlabeled_data or config.unlabeled_remainder) and config.vocab_unlabeled_sentences:
       stream = self._unlabeled_stream(config.seed)
       unlabeled = list(itertools.islice(stream, config.vocab_unlabeled_sentences))
+    unlabeled_counts = data_lib.word_counts(unlabeled)
     self.vocab = data_lib.WordCharVocab.build(labeled, extra_words=sorted(pretrained),
-                                              unlabeled=unlabeled,
+                                              unlabeled_counts=unlabeled_counts,
                                               min_count=config.vocab_min_count)
     self.embeddings = data_lib.embedding_matrix(self.vocab, config.word_dim, pretrained,
                                                 config.seed)
@@ -94,8 +95,7 @@ class CvtRunner:
         word_dim=config.word_dim, char_dim=config.char_dim, lstm1_size=config.lstm1_size,
         lstm2_size=config.lstm2_size, projection_size=config.projection_size,
         hidden_size=config.hidden_size)
-    covered = np.mean([w in self.vocab.words for s in unlabeled for w in map(data_lib.normalize, s)]
-                      ) if unlabeled else float("nan")
+    covered = self.vocab.coverage(unlabeled_counts)
     log(f"run_cvt ({config.mode}): " + ", ".join(t.describe() for t in self.tasks.values())
         + f"; {len(self.vocab.words)} words ({len(pretrained)} pre-trained vectors; "
         f"{len(unlabeled)} unlabeled sentences read for the vocabulary, {covered:.1%} of their "

@@ -4,6 +4,7 @@ import itertools
 import os
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
 from official_rtd.cvt import data
@@ -32,6 +33,21 @@ class GloveTest(tf.test.TestCase):
     self.assertAllClose(matrix[vocab.words["bank"]], [0.01, 2, 3])  # lowercased lookup
     self.assertIn("0000", vocab.words)  # digits normalised
     self.assertAllEqual(matrix[0], [0, 0, 0])  # padding
+
+
+  def test_unlabeled_words_count_after_normalising(self):
+    unlabeled = [["The", "owl", "saw", "1999"], ["the", "Owl", "flew", "2000"], ["Zoë"]]
+    counts = data.word_counts(unlabeled)
+    self.assertEqual(counts["owl"] + counts["Owl"], 2)
+    vocab = data.WordCharVocab.build([["A", "cat"]], unlabeled_counts=counts, min_count=2)
+    # "the"/"The", "owl"/"Owl" and "1999"/"2000" (both "0000") reach 2; "saw", "flew", "zoë" not.
+    self.assertEqual(set(vocab.words) - {data.PAD, data.UNK, data.REMOVED},
+                     {"a", "cat", "the", "owl", "0000"})
+    self.assertIn("e", vocab.chars)  # 3 times: kept
+    self.assertNotIn("ë", vocab.chars)  # once
+    # 9 tokens, of which The, the, owl, Owl, 1999, 2000 have a word id: 6 / 9 by hand.
+    self.assertAllClose(vocab.coverage(counts), 6 / 9)
+    self.assertTrue(np.isnan(vocab.coverage({})))
 
 
 class BatchesTest(tf.test.TestCase):

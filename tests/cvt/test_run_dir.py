@@ -76,9 +76,9 @@ class CvtPredictTest(tf.test.TestCase):
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.out")))
 
   def test_a_parser_writes_the_trees_the_run_wrote_for_its_dev_set(self):
-    treebank = os.path.join(self.tmp, "ud_slice")  # 400 training and 300 dev sentences
+    treebank = os.path.join(self.tmp, "ud_slice")  # 60 training and 80 dev sentences
     os.makedirs(treebank)
-    for split, count in (("train", 400), ("dev", 300)):
+    for split, count in (("train", 60), ("dev", 80)):
       with open(os.path.join(SHARED, "parsing", "ud_ewt", f"en_ewt-ud-{split}.conllu"),
                 encoding="utf-8") as f:
         blocks = f.read().strip().split("\n\n")[:count]

@@ -25,7 +25,8 @@ class RunCvtTest(tf.test.TestCase):
     values = dict(tasks="chunk", data_dir=TAGGING, model_dir=model_dir, unlabeled_data=SAMPLE,
                   word_dim=24, char_dim=8, lstm1_size=24, lstm2_size=16, projection_size=16,
                   hidden_size=16, train_steps=6, train_batch_size=16, max_train_sentences=64,
-                  eval_every_steps=0, save_checkpoints_steps=2, log_every_steps=1)
+                  eval_every_steps=0, save_checkpoints_steps=2, log_every_steps=1,
+                  vocab_unlabeled_sentences=2000)  # the sample's sentences, not 100 passes of it
     values.update(kwargs)
     return runner.CvtRunConfig(**values)
 

@@ -45,7 +45,7 @@ class EvaluatorTest(RecordsTestCase):
   def _eval_config(self, **kwargs):
     values = dict(eval_batch_size=16, pll_sentences=6, pll_max_tokens=12, eval_every_steps=10)
     if os.path.isdir(GLUE):
-      values.update(probe_data_dir=os.path.join(GLUE, "SST-2"), probe_max_train_examples=200)
+      values.update(probe_data_dir=os.path.join(GLUE, "SST-2"), probe_max_train_examples=64)
     values.update(kwargs)
     return evaluation.EvalConfig(**values)
 
@@ -73,7 +73,10 @@ class EvaluatorTest(RecordsTestCase):
     first, second = evaluator.evaluate(), evaluator.evaluate()
     self.assertEqual(first, second)
     self.assertAllClose(first["mlm_loss"], rows[-1]["mlm_loss"])
-    # --mode=eval over every kept checkpoint gives one row per checkpoint, in step order.
+    # --mode=eval over every kept checkpoint gives one row per checkpoint, in step order (without
+    # the probe, checked above: these evaluations compare the losses).
+    evaluator = evaluation.Evaluator(trainer.model, trainer.vocab, trainer.input_config,
+                                     self.heldout, config)
     eval_rows = trainer.evaluate_checkpoints(evaluator, all_checkpoints=True)
     self.assertEqual([r["step"] for r in eval_rows], [10, 20])
     self.assertAllClose(eval_rows[1]["mlm_loss"], rows[1]["mlm_loss"])
