@@ -339,6 +339,14 @@ def cases(w):
       ("export_vocab_replaced", "a run whose vocab.txt is not its checkpoint's",
        ["export_model", f"--run_dir={w}/run_other_vocab", f"--output_dir={out('e4')}"],
        out("e4")),
+      ("import_mg_our_run", "our own run given as a Model Garden checkpoint",
+       ["import_checkpoint", "--source=model_garden", f"--checkpoint={run}",
+        f"--gin_file={run}/operative_config.gin", f"--vocab_file={vocab}",
+        f"--output_dir={out('i4')}"], out("i4")),
+      ("records_disk_full_beam", "records on Beam's DirectRunner (a worker per core), disk full",
+       ["create_pretraining_data", f"--input_files={corpus}", f"--vocab_file={vocab}",
+        "--runner=DirectRunner", "--max_seq_length=64", "--dupe_factor=4",
+        f"--output_dir={w}/small_disk/records"], f"{w}/small_disk/records"),
       ("w2v_missing", "input glob matches nothing",
        ["train_word_vectors", f"--input_files={w}/nope*.txt", f"--output_file={out('w.txt')}"],
        out("w.txt")),
@@ -380,7 +388,8 @@ def setup(w):
 def issue_70_fixtures(w, qs):
   """A Multi30k slice with a blank line in val.de (and a tiny translation run on the intact
   slice), a root holding chunking only, a chunking slice of 800 sentences, records whose
-  vocabulary file was replaced since, and a copy of the run with another vocab.txt."""
+  vocabulary file was replaced since, a 300 KB disk, and a copy of the run with another
+  vocab.txt."""
   m30k, tagging = os.path.join(SHARED, "translation", "multi30k"), os.path.join(SHARED, "tagging")
   for name, blank in (("mt_slice", False), ("mt_blank", True)):
     os.makedirs(os.path.join(w, name), exist_ok=True)
@@ -414,6 +423,10 @@ def issue_70_fixtures(w, qs):
                   f"--output_dir={replaced}/records"], check=True, cwd=REPO)
   with open(os.path.join(replaced, "vocab.txt"), "a", encoding="utf-8") as f:
     f.write("zzzunseentoken\n")
+  small = os.path.join(w, "small_disk")  # a 300 KB disk (root only; else the case fails to mount)
+  os.makedirs(small, exist_ok=True)
+  if not os.path.ismount(small):
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", small], check=False)
   other = os.path.join(w, "run_other_vocab")
   shutil.rmtree(other, ignore_errors=True)
   shutil.copytree(os.path.join(qs, "model"), other)

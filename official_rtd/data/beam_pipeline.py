@@ -21,12 +21,16 @@ Output is staged under `<output_dir>/.tmp-<pid>/` and moved into place by the la
 after the pipeline succeeded, sidecar last (`records.commit_staged_shards`), as locally.
 """
 import collections
+import contextlib
 import errno
 import gzip
 import json
 import os
 import re
 import shlex
+import shutil
+import sys
+import tempfile
 import time
 from typing import Callable, List, Tuple
 
@@ -156,23 +160,57 @@ _WORKER_ERROR = re.compile(r"(?:\w+\.)*(\w+(?:Error|Exception)): (.+?)(?: \[whil
                            re.M)
 
 
-def first_cause(error: Exception) -> Exception:
+def first_cause(error: Exception, workers_log: str = "") -> Exception:
   """The error a pipeline failure reports as one line: its first cause, found in Beam's wrapped
   message. A worker's input error stays a `CorpusError`; a full disk or another OS error becomes
-  an `OSError` naming the file; anything else keeps Beam's error (a defect: its traceback)."""
+  an `OSError` naming the file; anything else keeps Beam's error (a defect: its traceback).
+  `workers_log`: where the local worker processes' own output went, named in the line."""
   text = str(error)
+  where = f"a Beam worker; its output: {workers_log}" if workers_log else "a Beam worker"
   found = re.search(r"CorpusError: (.*)", text)
-  if found:  # a worker's input error, as the local tool reports it
-    return corpus_lib.CorpusError(found.group(1).strip())
+  if found or isinstance(error, corpus_lib.CorpusError):  # a worker's input error, as the local
+    reason = re.sub(r" \[while running .*\]$", "", (found.group(1) if found else text).strip())
+    return corpus_lib.CorpusError(f"{reason} ({where})")  # tool reports it
   for name, message in _WORKER_ERROR.findall(text):
     path_and_reason = re.match(r"(/\S+?); (.*)", message)
     if "No space left on device" in message or name in ("OSError", "PermissionError"):
       number = errno.ENOSPC if "No space left" in message else errno.EIO
       if path_and_reason:
-        return OSError(number, f"{path_and_reason.group(2)} (a Beam worker)",
-                       path_and_reason.group(1))
-      return OSError(number, f"{message} (a Beam worker)")
+        return OSError(number, f"{path_and_reason.group(2)} ({where})", path_and_reason.group(1))
+      return OSError(number, f"{message} ({where})")
   return error
+
+
+@contextlib.contextmanager
+def local_workers_contained():
+  """While a DirectRunner pipeline runs, its worker processes (which inherit this process's
+  stderr) write their output to a log file, and Beam's temporary folders go to one folder of
+  ours. Without it every worker failure printed its traceback above the tool's one line, and every
+  run left an empty `beam-temp*` folder in the temp directory (Beam removes it at the
+  interpreter's exit, which the tools skip). Yields the log's path; the log is kept when the
+  block raises (the line names it), removed otherwise (on success the workers print only import
+  notices: their log level is CRITICAL)."""
+  temp_root = tempfile.mkdtemp(prefix="create_pretraining_data_beam_")
+  log_fd, log_path = tempfile.mkstemp(prefix="create_pretraining_data_workers_", suffix=".log")
+  sys.stderr.flush()
+  saved_stderr, saved_tempdir = os.dup(2), tempfile.tempdir
+  os.dup2(log_fd, 2)
+  os.close(log_fd)
+  tempfile.tempdir = temp_root
+  failed = False
+  try:
+    yield log_path
+  except BaseException:
+    failed = True
+    raise
+  finally:
+    sys.stderr.flush()
+    os.dup2(saved_stderr, 2)
+    os.close(saved_stderr)
+    tempfile.tempdir = saved_tempdir
+    shutil.rmtree(temp_root, ignore_errors=True)
+    if not failed:
+      os.remove(log_path)
 
 
 class StagedOutput:
@@ -219,13 +257,15 @@ def run(config, units: list, processor_class, log: Callable[[str], None] = print
     _ = (processed.counts
          | "SumCounts" >> beam.CombineGlobally(_sum_counts)
          | "WriteCounts" >> beam.Map(_write_json, os.path.join(staging, _COUNTS_NAME)))
-    try:
-      # Beam's runners log every worker failure several times with its traceback (364 lines for
-      # one full disk); a failure is reported once, by its first cause, below.
-      with progress.quiet_logger("apache_beam"):
-        state = pipeline.run().wait_until_finish()
-    except Exception as e:  # pylint: disable=broad-except
-      raise first_cause(e) from None
+    # Beam's runners log every worker failure several times with its traceback (364 lines for
+    # one full disk); a failure is reported once, by its first cause, below.
+    local = config.runner == "DirectRunner"
+    with (local_workers_contained() if local else contextlib.nullcontext("")) as workers_log:
+      try:
+        with progress.quiet_logger("apache_beam"):
+          state = pipeline.run().wait_until_finish()
+      except Exception as e:  # pylint: disable=broad-except
+        raise first_cause(e, workers_log) from None
     if state not in (None, beam.runners.runner.PipelineState.DONE):
       raise RuntimeError(f"the Beam pipeline ended in state {state}")
     with paths.open_binary(os.path.join(staging, _COUNTS_NAME)) as f:

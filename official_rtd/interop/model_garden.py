@@ -99,6 +99,19 @@ def _embedding_hint(message: str) -> str:
           f"{found.group(1)} entries, not {found.group(3)} (give the checkpoint's own --vocab_file)")
 
 
+def _restore_error(message: str) -> str:
+  """TensorFlow's restore error in one short line: variables by name, never their values (its
+  "objects not bound" error lists each `tf.Variable` with its numpy contents)."""
+  unbound = re.search(r"Found (\d+) Python objects that were not bound", message)
+  names = re.findall(r"<tf\.Variable '([^':]+)(?::\d+)?'", message)
+  if unbound:
+    return (f"{unbound.group(1)} of the model's variables have no value in the checkpoint (e.g. "
+            f"{', '.join(names[:3])}): it is not a Model Garden ElectraPretrainer checkpoint, or "
+            "not of these sizes")
+  text = re.sub(r"<tf\.Variable '([^']+)'.*?>", r"\1", message, flags=re.S)
+  return " ".join(text.split())[:300]
+
+
 def import_model_garden_electra(checkpoint: str, config: EncoderConfig,
                                 generator_size: float = 0.25) -> electra.ElectraPretrainer:
   """Our ELECTRA (tied embeddings) with a Model Garden ELECTRA checkpoint's weights.
@@ -119,7 +132,7 @@ def import_model_garden_electra(checkpoint: str, config: EncoderConfig,
     raise CheckpointImportError(
         f"{path} does not fit a Model Garden ELECTRA of these sizes (vocabulary "
         f"{config.vocab_size}, hidden {config.hidden_size}, {config.num_layers} layers, generator "
-        f"{generator_size}){_embedding_hint(str(e))}: {' '.join(str(e).split())[:300]}") from None
+        f"{generator_size}){_embedding_hint(str(e))}: {_restore_error(str(e))}") from None
   ours = registry.build("electra", config, generator_size=generator_size)
   ours(_dummy_batch(), training=False)
   discriminator = mg_model.discriminator_network

@@ -1,6 +1,7 @@
 """create_pretraining_data on Apache Beam's DirectRunner, and TFDS input, against the local tool."""
 import os
 import tempfile
+from unittest import mock
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -70,7 +71,10 @@ class BeamPipelineTest(tf.test.TestCase):
     config = self._config()
     local = self._run()
     beam_dir = os.path.join(self.tmp, "beam")
-    beam = self._run(runner="DirectRunner", num_workers=2, gzip=True, output_dir=beam_dir)
+    temp = tempfile.mkdtemp()  # what the run puts in the temp directory, seen alone
+    with mock.patch.object(tempfile, "tempdir", temp):
+      beam = self._run(runner="DirectRunner", num_workers=2, gzip=True, output_dir=beam_dir)
+    self.assertEqual(os.listdir(temp), [])  # no beam-temp* folder, no workers' log left behind
     self.assert_same_output(local, beam)
     self.assertEqual(beam[0]["flags"]["runner"], "DirectRunner")
     self.assertEqual(beam[0]["counts"]["chunks"], 9)  # 409 kB / 50 kB
@@ -88,9 +92,14 @@ class BeamPipelineTest(tf.test.TestCase):
     before = {n: open(os.path.join(beam_dir, n), "rb").read() for n in os.listdir(beam_dir)}
     bad = testutil.write_text(os.path.join(self.tmp, "bad.txt"),
                               b"good line one\ncaf\xe9 in latin-1\n\nanother good line\n", "wb")
-    with self.assertRaisesRegex(corpus_lib.CorpusError, r"bad.txt:2: invalid UTF-8"):
-      self._run(runner="DirectRunner", output_dir=beam_dir,
-                input_files=(testutil.SAMPLE_CORPUS, bad), overwrite=True)
+    temp = tempfile.mkdtemp()
+    with mock.patch.object(tempfile, "tempdir", temp):
+      with self.assertRaisesRegex(corpus_lib.CorpusError, r"bad.txt:2: invalid UTF-8 .*\(a Beam "
+                                  r"worker; its output: .*create_pretraining_data_workers_"):
+        self._run(runner="DirectRunner", output_dir=beam_dir,
+                  input_files=(testutil.SAMPLE_CORPUS, bad), overwrite=True)
+    [kept] = os.listdir(temp)  # the workers' log, named in the line; nothing else
+    self.assertTrue(kept.startswith("create_pretraining_data_workers_"), kept)
     after = {n: open(os.path.join(beam_dir, n), "rb").read() for n in os.listdir(beam_dir)}
     self.assertEqual(before, after)  # nothing added, removed or changed; no staging left
 

@@ -69,6 +69,22 @@ class ModelGardenImportTest(tf.test.TestCase):
             path, dataclasses.replace(CONFIG, vocab_size=77), generator_size=0.5)
       gc.collect()
 
+  def test_a_checkpoint_of_another_kind_is_named_by_variables_not_values(self):
+    """Our own run's checkpoint given as Model Garden's: TensorFlow's error lists each unbound
+    `tf.Variable` with its numpy values (the line ended in a cut-off dump); ours names three."""
+    run = os.path.join(os.path.dirname(__file__), "..", "testdata", "pretraining_run_db8a9be")
+    ours = dataclasses.replace(TINY, vocab_size=150, hidden_size=16, num_layers=1,
+                               num_attention_heads=2, intermediate_size=32, embedding_size=16,
+                               max_position_embeddings=32)
+    with self.assertRaises(electra_tf1.CheckpointImportError) as raised:
+      model_garden.import_model_garden_electra(run, ours, generator_size=0.25)
+    message = str(raised.exception)
+    self.assertRegex(message, r": \d+ of the model's variables have no value in the checkpoint "
+                              r"\(e\.g\. [\w/]+, [\w/]+, [\w/]+\): it is not a Model Garden "
+                              r"ElectraPretrainer checkpoint, or not of these sizes$")
+    self.assertNotIn("tf.Variable", message)
+    self.assertNotIn("numpy", message)
+
 
 if __name__ == "__main__":
   tf.test.main()
