@@ -198,17 +198,18 @@ def split_sentences(paragraph: str, max_words: int) -> List[List[str]]:
 def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
                         buffer_size: int = 20000, on_decode_error: str = "fail",
                         warn: Callable[[str], None] = print,
-                        split: Callable[[str, int], List[List[str]]] = None
-                        ) -> Iterator[List[str]]:
-  """An endless, shuffled (through a `buffer_size` reservoir) stream of corpus sentences,
-  read lazily, file after file, again and again; a line that is not UTF-8 fails naming its
-  `file:line`, or with `on_decode_error="skip"` is skipped with a warning. `split(line,
-  max_words)` gives a line's sentences (default: `split_sentences`, for paragraphs)."""
+                        split: Callable[[str, int], List[List[str]]] = None,
+                        passes: Optional[int] = None) -> Iterator[List[str]]:
+  """A shuffled (through a `buffer_size` reservoir) stream of corpus sentences, read lazily,
+  file after file, again and again (`passes` times; None: endlessly); a line that is not UTF-8
+  fails naming its `file:line`, or with `on_decode_error="skip"` is skipped with a warning.
+  `split(line, max_words)` gives a line's sentences (default: `split_sentences`, for
+  paragraphs)."""
   split = split or split_sentences
   files = corpus.expand_input_files(patterns)
   rng = np.random.default_rng(seed)
   buffer: List[List[str]] = []
-  while True:
+  for _ in (range(passes) if passes else itertools.count()):
     produced = False
     for chunk in corpus.read_chunks(files, 1 << 20, on_decode_error, warn):
       for line in chunk.lines:
@@ -227,18 +228,23 @@ def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
     buffer = []
 
 
-def shuffled_forever(items: Sequence, seed: int) -> Iterator:
-  """`items` in a new random order (seeded) each pass, pass after pass."""
+def shuffled_passes(items: Sequence, seed: int, passes: Optional[int] = None) -> Iterator:
+  """`items` in a new random order (seeded) each pass, `passes` times (None: endlessly)."""
   rng = np.random.default_rng(seed)
-  while True:
+  for _ in (range(passes) if passes else itertools.count()):
     for index in rng.permutation(len(items)):
       yield items[index]
 
 
 def alternate(streams: Sequence[Iterator]) -> Iterator:
-  """One item of each endless stream in turn."""
-  for items in zip(*streams):
-    yield from items
+  """One item of each stream in turn; when one ends, the others go on."""
+  streams = list(streams)
+  while streams:
+    for stream in list(streams):
+      try:
+        yield next(stream)
+      except StopIteration:
+        streams.remove(stream)
 
 
 def predict_rows(encoded: Sequence, predict: Callable, log: Callable[[str], None], what: str,

@@ -17,7 +17,7 @@ import itertools
 import json
 import os
 import shutil
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -77,7 +77,10 @@ class CvtRunner:
     labeled = [t.source_words(e) for t in self.tasks.values() for e in t.train]
     unlabeled = []
     if (config.unlabeled_data or config.unlabeled_remainder) and config.vocab_unlabeled_sentences:
-      stream = self._unlabeled_stream(config.seed)
+      # One pass at most: text shorter than --vocab_unlabeled_sentences is not read again, so
+      # --vocab_min_count counts real occurrences (a 10k-sentence remainder read 20 times put
+      # every word it holds in the vocabulary).
+      stream = self._unlabeled_stream(config.seed, passes=1)
       unlabeled = list(itertools.islice(stream, config.vocab_unlabeled_sentences))
     unlabeled_counts = data_lib.word_counts(unlabeled)
     self.vocab = data_lib.WordCharVocab.build(labeled, extra_words=sorted(pretrained),
@@ -181,16 +184,17 @@ class CvtRunner:
         queues[name] = data_lib.length_batches(lengths[name], self.config.train_batch_size, rng)
       yield (name,) + self._batch(name, queues[name].pop())
 
-  def _unlabeled_stream(self, seed: int):
-    """Endless unlabeled sentences: `--unlabeled_data`'s, the tasks' remainder's
-    (`--unlabeled_remainder`), or both, alternating sentence by sentence."""
+  def _unlabeled_stream(self, seed: int, passes: Optional[int] = None):
+    """Unlabeled sentences (endless, or `passes` over each source): `--unlabeled_data`'s, the
+    tasks' remainder's (`--unlabeled_remainder`), or both, alternating sentence by sentence."""
     streams = []
     if self.config.unlabeled_data:
       streams.append(data_lib.unlabeled_sentences(
           self.config.unlabeled_data.split(","), self.config.max_sentence_length, seed,
-          on_decode_error=self.config.on_decode_error, warn=self.log, split=self.split_unlabeled))
+          on_decode_error=self.config.on_decode_error, warn=self.log, split=self.split_unlabeled,
+          passes=passes))
     if self.config.unlabeled_remainder:
-      streams.append(data_lib.shuffled_forever(self.remainder, seed))
+      streams.append(data_lib.shuffled_passes(self.remainder, seed, passes))
     return streams[0] if len(streams) == 1 else data_lib.alternate(streams)
 
   def _unlabeled_batches(self, seed: int):

@@ -79,6 +79,14 @@ class BatchesTest(tf.test.TestCase):
     self.assertGreater(len({tuple(s) for s in first}), 450)
     with self.assertRaisesRegex(ValueError, "matches no file"):
       next(data.unlabeled_sentences(["/nonexistent/*.txt"], 40, 0))
+    # One pass: every sentence of the file once, then the stream ends.
+    once = list(data.unlabeled_sentences([SAMPLE], 40, 0, 100, passes=1))
+    twice = list(data.unlabeled_sentences([SAMPLE], 40, 0, 100, passes=2))
+    self.assertLen(twice, 2 * len(once))
+    self.assertCountEqual(map(tuple, twice[:len(once)]), map(tuple, once))
+    self.assertEqual(sorted(data.shuffled_passes("abc", 0, passes=2)), list("aabbcc"))
+    # Alternating: one of each in turn; a stream that ends leaves the others going.
+    self.assertEqual(list(data.alternate([iter("ab"), iter("wxyz")])), list("awbxyz"))
 
   def test_undecodable_unlabeled_line_fails_or_is_skipped(self):
     path = testutil.write_text(os.path.join(self.get_temp_dir(), "bad.txt"),

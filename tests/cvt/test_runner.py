@@ -148,6 +148,18 @@ class RunCvtTest(tf.test.TestCase):
     self.assertEqual(trial["dev"], {k: v for k, v in trial["dev_curve"][0].items() if k != "step"})
     self.assertTrue(any("stopping at step 6 (best: step 2)" in line for line in logs), logs)
 
+  def test_the_vocabulary_reads_a_small_corpus_once(self):
+    """--vocab_min_count counts real occurrences: a corpus shorter than
+    --vocab_unlabeled_sentences is not read again (a word seen once used to reach any count)."""
+    corpus = testutil.write_text(os.path.join(tempfile.mkdtemp(), "u.txt"),
+                                 "The zebra ran home.\n" + "The okapi sat down.\n" * 3)
+    logs = []
+    built = runner.CvtRunner(self.config(tempfile.mkdtemp(), unlabeled_data=corpus,
+                                         vocab_min_count=2, max_train_sentences=8), logs.append)
+    self.assertIn("okapi", built.vocab.words)
+    self.assertNotIn("zebra", built.vocab.words)
+    self.assertTrue(any("4 unlabeled sentences read for the vocabulary" in l for l in logs), logs)
+
   def test_a_trained_tagger_beats_the_most_frequent_tag(self):
     """POS after 80 supervised steps: dev accuracy above the majority-tag baseline counted here
     from the dev file, and equal to the accuracy counted from the written predictions."""
