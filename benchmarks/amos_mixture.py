@@ -22,6 +22,8 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_integer("steps", 300, "Training steps per mixture.")
 FLAGS = flags.FLAGS
@@ -30,8 +32,7 @@ KEYS = ["mlm_loss_layer_1", "mlm_loss_layer_2", "mlm_loss_layer_3", "rtd_loss", 
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   tmp = tempfile.mkdtemp()
   with open(os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt"),
             encoding="utf-8") as f:

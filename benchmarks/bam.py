@@ -25,6 +25,8 @@ from official_rtd.finetune.glue import task as glue
 from official_rtd.finetune import metrics
 from official_rtd.finetune.bam import multitask
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("init_checkpoint", None, "Encoder export.")
 flags.DEFINE_list("tasks", ["cola", "sst-2", "mrpc", "sts-b", "rte"], "GLUE tasks.")
@@ -52,8 +54,7 @@ def row(name, per_task, seconds):
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   out = FLAGS.output_dir or tempfile.mkdtemp()
   rows = []
   start, single = time.time(), {}

@@ -23,6 +23,8 @@ from official_rtd.data import pretraining_data
 from official_rtd.finetune.glue import task as glue
 from official_rtd.finetune import runner as runner_lib
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = {"cola": "CoLA", "sst-2": "SST-2", "mrpc": "MRPC", "sts-b": "STS-B", "rte": "RTE"}
 flags.DEFINE_string("work_dir", "/tmp/compare_objectives", "Vocab, records, runs and trials.")
@@ -68,8 +70,7 @@ def finetune(objective, export_dir, task_spec, work_dir):
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   work_dir = FLAGS.work_dir
   os.makedirs(work_dir, exist_ok=True)
   corpus = sorted(glob.glob(FLAGS.corpus))

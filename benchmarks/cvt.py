@@ -19,6 +19,8 @@ from absl import logging
 
 from official_rtd.cvt import runner
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
 flags.DEFINE_string("tasks", "chunk", "Tagging task(s), comma list (several: multi-task).")
@@ -38,8 +40,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   out = tempfile.mkdtemp()
   rows = []
   for mode in FLAGS.modes:

@@ -28,6 +28,8 @@ import time
 from absl import app
 from absl import flags
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
 flags.DEFINE_string("work_dir", None, "Where every run's directory goes.")
@@ -142,11 +144,10 @@ def report():
 def main(_):
   if not FLAGS.report_only:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
     if FLAGS.threads:
       tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
       tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
-    print(precision.cpu_summary(), flush=True)
+    print(common.cpu_summary(), flush=True)
     index, count = (int(x) for x in FLAGS.shard.split("/"))
     for number, spec in enumerate(runs()):
       if shard_of(number, count) != index:

@@ -20,6 +20,8 @@ import time
 from absl import app
 from absl import flags
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
 flags.DEFINE_list("models", ["tagger", "parser", "translator"], "Which models to time.")
@@ -104,24 +106,21 @@ def measure(model: str, mode: str):
 
 
 def main(_):
-  import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   if FLAGS.threads:
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
-  print(precision.cpu_summary())
+  print(common.cpu_summary())
   print(f"threads {FLAGS.threads or 'default'}, batch {FLAGS.batch_size}, sizes {SIZES}")
-  print("| model | mode | ms/step | sentences/s | GFLOP/s |")
-  print("|---|---|---|---|---|")
+  table = common.TableWriter(["model", "mode", "ms/step", "sentences/s", "GFLOP/s"])
   for model in FLAGS.models:
     for mode in FLAGS.modes:
       runs = [measure(model, mode) for _ in range(FLAGS.repeats)]
-      seconds = float(np.median([r[0] for r in runs]))
+      seconds = common.spread(r[0] for r in runs).median
       _, tokens, labels = runs[0]
       flops = model_flops(model, mode, tokens, labels)
-      print(f"| {model} | {mode} | {1000 * seconds:.1f} | {FLAGS.batch_size / seconds:.1f} | "
-            f"{flops / seconds / 1e9:.2f} |", flush=True)
+      table.row(model, mode, f"{1000 * seconds:.1f}", f"{FLAGS.batch_size / seconds:.1f}",
+                f"{flops / seconds / 1e9:.2f}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import psutil
 from absl import app
 from absl import flags
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("input_files", os.path.join(REPO, "..", "shared", "data", "corpus",
                                                 "gutenberg_dev_00.txt"), "Comma list of files.")
@@ -79,20 +81,19 @@ def _scaled_inputs(files, scale, tmp):
   return out
 
 
-def _command(tool, inputs, out, common):
+def _command(tool, inputs, out, shared_flags):
   if tool == "model_garden":
     return [sys.executable, "-m", "official.nlp.data.create_pretraining_data",
             f"--input_file={inputs}", f"--output_file={out}.tfrecord", "--do_lower_case=true",
-            *common]
+            *shared_flags]
   kind, workers = tool.rsplit("_", 1)
   runner = {"ours": [], "beam_direct": ["--runner=DirectRunner"]}[kind]
   return ["create_pretraining_data", f"--input_files={inputs}", f"--output_dir={out}",
-          f"--num_workers={workers.rstrip('w')}", *runner, *common]
+          f"--num_workers={workers.rstrip('w')}", *runner, *shared_flags]
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   files = FLAGS.input_files.split(",")
   tmp = tempfile.mkdtemp()
   tiny = os.path.join(tmp, "tiny.txt")  # times process start-up (imports, vocab, workers)
@@ -103,9 +104,9 @@ def main(_):
         "peak RSS MB (tree) | peak RSS MB (largest process) | vs Model Garden (w/o start-up) |")
   print("|---|---|---|---|---|---|---|---|---|---|---|")
   for dupe in [int(d) for d in FLAGS.dupe_factors.split(",")]:
-    common = [f"--vocab_file={FLAGS.vocab_file}", f"--max_seq_length={FLAGS.max_seq_length}",
+    shared_flags = [f"--vocab_file={FLAGS.vocab_file}", f"--max_seq_length={FLAGS.max_seq_length}",
               f"--dupe_factor={dupe}", "--max_predictions_per_seq=20"]
-    startups = {t: _timed(_command(t, tiny, os.path.join(tmp, f"{t}_tiny"), common))[0]
+    startups = {t: _timed(_command(t, tiny, os.path.join(tmp, f"{t}_tiny"), shared_flags))[0]
                 for t in tools}
     base = None
     for scale in [int(k) for k in FLAGS.scales.split(",")]:
@@ -115,7 +116,7 @@ def main(_):
         if tool == "model_garden" and scale > FLAGS.model_garden_max_scale:
           continue
         out = os.path.join(tmp, f"{tool}_{dupe}_{scale}")
-        seconds, peak_sum, peak_one = _timed(_command(tool, ",".join(inputs), out, common))
+        seconds, peak_sum, peak_one = _timed(_command(tool, ",".join(inputs), out, shared_flags))
         shutil.rmtree(out, ignore_errors=True)
         for leftover in (f"{out}.tfrecord",):
           if os.path.exists(leftover):

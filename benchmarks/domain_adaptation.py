@@ -23,6 +23,8 @@ import numpy as np
 
 import heldout  # pylint: disable=g-bad-import-order
 
+import common
+
 flags.DEFINE_string("source_model_dir", "/tmp/qs5k/model", "The quickstart run to continue.")
 flags.DEFINE_integer("source_steps", 5000, "Quickstart steps, if the source must be built.")
 flags.DEFINE_string("work_dir", "/tmp/domain_adaptation", "Records and runs.")
@@ -77,8 +79,7 @@ def run(name, seed, records_dir, eval_records, init_checkpoint=""):
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   os.chdir(heldout.REPO)
   build_source()
   vocab_file = os.path.join(FLAGS.source_model_dir, "vocab.txt")

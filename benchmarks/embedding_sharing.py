@@ -25,6 +25,8 @@ import numpy as np
 import heldout  # pylint: disable=g-bad-import-order
 from official_rtd.data import pretraining_data
 
+import common
+
 flags.DEFINE_string("work_dir", "/tmp/embedding_sharing", "Vocab, records and runs.")
 flags.DEFINE_list("modes", ["shared", "gdes", "none"], "embedding_sharing values to compare.")
 flags.DEFINE_list("seeds", ["1", "2", "3"], "TrainConfig.seed of each run.")
@@ -79,8 +81,7 @@ def table_similarities(model_dir):
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   os.chdir(heldout.REPO)
   work_dir = FLAGS.work_dir
   os.makedirs(work_dir, exist_ok=True)

@@ -36,6 +36,8 @@ from official_rtd.finetune.squad import span_head
 from official_rtd.finetune import trials
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
 flags.DEFINE_bool("train", True, "Time fine-tuning (run_glue, run_squad training).")
@@ -102,8 +104,7 @@ def time_prediction():
 
 
 def main(_):
-  from official_rtd.training import precision as precision_lib  # pylint: disable=g-import-not-at-top
-  print(precision_lib.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   if FLAGS.predict:
     time_prediction()
   if not FLAGS.train:

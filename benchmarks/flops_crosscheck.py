@@ -13,6 +13,8 @@ from official_rtd.methods import electra
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
 
+import common
+
 SEQ, PREDICTIONS, VOCAB = 128, 19, 30522
 SIZES = {"small": (EncoderConfig(vocab_size=VOCAB, hidden_size=256, num_layers=12,
                                  num_attention_heads=4, intermediate_size=1024,
@@ -27,8 +29,7 @@ def lookups(config):
 
 
 def main():
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   spec = {"input_word_ids": tf.TensorSpec([1, SEQ], tf.int32),
           "input_mask": tf.TensorSpec([1, SEQ], tf.int32),
           "input_type_ids": tf.TensorSpec([1, SEQ], tf.int32),

@@ -17,6 +17,8 @@ from official_rtd.finetune import runner as runner_lib
 
 from official_rtd.finetune.glue import task as glue
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = {"cola": "CoLA", "sst-2": "SST-2", "mrpc": "MRPC", "sts-b": "STS-B", "rte": "RTE"}
 flags.DEFINE_string("init_checkpoint", None, "Encoder export to evaluate.")
@@ -29,8 +31,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   out = tempfile.mkdtemp()
   rows = []
   for spec in FLAGS.tasks.split(","):

@@ -13,10 +13,11 @@ on 16 TPUv3 chips (567 sequences/s, 35 per chip).
 """
 import json
 import os
-import time
 
 from absl import app
 from absl import flags
+
+import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
@@ -69,31 +70,29 @@ def measure(shape: str, threads: int) -> float:
   options.threading.private_threadpool_size = threads
   options.threading.max_intra_op_parallelism = 1
   iterator = iter(dataset.with_options(options))
-  for _ in range(20):
+  for _ in range(20):  # warm-up (prefetch buffers filled): time the whole run, not each batch
     next(iterator)
-  start = time.perf_counter()
-  for _ in range(FLAGS.batches):
-    next(iterator)
-  return FLAGS.batches * batch / (time.perf_counter() - start)
+  run = common.timed(lambda: [next(iterator) for _ in range(FLAGS.batches)], warmup=0, repeats=1)
+  return FLAGS.batches * batch / run.median
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary(), flush=True)
+  print(common.cpu_summary(), flush=True)
   os.makedirs(FLAGS.work_dir, exist_ok=True)
-  print("| shape | sequence × batch, masked | threads | sequences/s | per thread | published "
-        "consumption of one accelerator | cores it needs |")
-  print("|---|---|---|---|---|---|---|")
+  rows = []
   for shape in FLAGS.shapes:
     seq_length, batch, predictions, consumption, accelerator = SHAPES[shape]
     for threads in (int(t) for t in FLAGS.threads):
       rate = measure(shape, threads)
-      need = (f"{consumption / (rate / threads):.2f}" if consumption else "–")
-      print(f"| {shape} | {seq_length} × {batch}, {predictions} | {threads} | {rate:,.0f} | "
-            f"{rate / threads:,.0f} | "
-            + (f"{consumption:,.0f}/s, {accelerator}" if consumption else accelerator)
-            + f" | {need} |", flush=True)
-      print("RESULT " + json.dumps({"shape": shape, "threads": threads, "sequences_per_s": rate}))
+      rows.append([shape, f"{seq_length} × {batch}, {predictions}", threads, f"{rate:,.0f}",
+                   f"{rate / threads:,.0f}",
+                   f"{consumption:,.0f}/s, {accelerator}" if consumption else accelerator,
+                   f"{consumption / (rate / threads):.2f}" if consumption else "–"])
+      print("RESULT " + json.dumps({"shape": shape, "threads": threads, "sequences_per_s": rate}),
+            flush=True)
+  print(common.markdown_table(
+      ["shape", "sequence × batch, masked", "threads", "sequences/s", "per thread",
+       "published consumption of one accelerator", "cores it needs"], rows))
 
 
 if __name__ == "__main__":

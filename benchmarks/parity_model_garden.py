@@ -31,6 +31,8 @@ import numpy as np
 
 import heldout  # pylint: disable=g-bad-import-order
 
+import common
+
 flags.DEFINE_string("work_dir", "/tmp/parity_model_garden", "Records, runs and curves.")
 flags.DEFINE_float("train_flops_budget", 1e14, "Train FLOPs per run (section 5.2.2 count).")
 flags.DEFINE_list("seeds", ["1", "2"], "Seeds (data order and initialisation) per implementation.")
@@ -189,8 +191,7 @@ def train_model_garden(seed, steps, records_dir, eval_sets):
 
 def main(_):
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   plot = os.path.abspath(FLAGS.plot) if FLAGS.plot else ""  # before the chdir
   os.chdir(heldout.REPO)
   os.makedirs(FLAGS.work_dir, exist_ok=True)

@@ -10,7 +10,6 @@ every score kind, on the first `--max_pairs` pairs of the files.
 Results are recorded in benchmarks/RESULTS.md.
 """
 import os
-import time
 
 from absl import app
 from absl import flags
@@ -25,6 +24,8 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd import runs
 from official_rtd.training import minimal_pairs
 from official_rtd.training import scoring
+
+import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_integer("sentences", 128, "Sentences to score.")
@@ -64,8 +65,7 @@ def time_pairs(builders, config, tokenizer):
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   vocab = vocab_lib.load_vocab(os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"))
   tokenizer = tokenizer_lib.WordPieceTokenizer(vocab)
   texts = sentences(FLAGS.sentences)
@@ -83,9 +83,9 @@ def main(_):
   for name, build in builders.items():
     model = build(config)
     scoring.score_sentences(model, tokenizer, texts[:4], FLAGS.max_pieces + 2)  # warm-up
-    start = time.time()
-    scoring.score_sentences(model, tokenizer, texts, FLAGS.max_pieces + 2)
-    seconds = time.time() - start
+    seconds = common.timed(
+        lambda: scoring.score_sentences(model, tokenizer, texts, FLAGS.max_pieces + 2),
+        warmup=0, repeats=1).median
     print(f"{name}: {len(texts) / seconds:.1f} sentences/s")
   if FLAGS.model_dir:
     model, run_tokenizer = runs.load_model(FLAGS.model_dir)

@@ -20,6 +20,8 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_integer("steps", 300, "Training steps per precision.")
 flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Precisions to compare.")
@@ -27,8 +29,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  from official_rtd.training import precision as precision_lib  # pylint: disable=g-import-not-at-top
-  print(precision_lib.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   tmp = tempfile.mkdtemp()
   records = pretraining_data.vocab_and_records(
       tmp, [os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt")], 8000,

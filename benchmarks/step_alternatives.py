@@ -28,6 +28,8 @@ import tensorflow as tf
 from official_rtd.ops import fused
 import step_ops  # benchmarks/step_ops.py: its timing helpers and --repeats
 
+import common
+
 flags.DEFINE_integer("rounds", 5, "Alternating rounds per pair.", lower_bound=1)
 FLAGS = flags.FLAGS
 BATCH, SEQ = 32, 128
@@ -100,8 +102,7 @@ def layer_norm_row():
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   print(f"median ms per call over {FLAGS.rounds} alternating rounds of {FLAGS.repeats} calls")
   print("| forward + backward: first → second | first ms (range) | second ms (range) "
         "| first / second |")

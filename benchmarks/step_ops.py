@@ -19,7 +19,6 @@ ELECTRA-Small batch-32 shapes (forward + backward where a gradient flows):
 
 Results are recorded in benchmarks/RESULTS.md.
 """
-import time
 
 from absl import app
 from absl import flags
@@ -33,6 +32,8 @@ from official_rtd.modeling.layers.transformer_block import Attention
 from official_rtd.ops import fused
 from official_rtd.ops import sampling
 
+import common
+
 flags.DEFINE_integer("repeats", 20, "Timed calls per op (after two warm-up calls).",
                      lower_bound=1)
 FLAGS = flags.FLAGS
@@ -40,12 +41,9 @@ SIGMA = (0.1 * 0.9 / (1 << 24)) ** 0.5  # of a Bernoulli(0.1) fraction over 2^24
 
 
 def milliseconds(fn, *args):
-  fn(*args), fn(*args)
-  start = time.perf_counter()
-  for _ in range(FLAGS.repeats):
-    result = fn(*args)
-  tf.nest.map_structure(lambda t: t.numpy(), result)
-  return (time.perf_counter() - start) / FLAGS.repeats * 1e3
+  """The median of `--repeats` calls after two warm-up calls, each waiting for its values."""
+  return common.timed(lambda: fn(*args), warmup=2, repeats=FLAGS.repeats,
+                      finish=lambda r: tf.nest.map_structure(lambda t: t.numpy(), r)).median * 1e3
 
 
 def projection_kernel_gradient(equation):
@@ -144,8 +142,7 @@ def dense_rows():
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   for equation in ("...x,xy->...y", "btx,xy->bty"):
     print(f"projection kernel gradient {equation}: "
           f"{projection_kernel_gradient(equation):.1f} ms")
@@ -162,10 +159,10 @@ def main(_):
   print(f"sampling Gumbel-max: {milliseconds(gumbel_max, logits):.1f} ms")
   print(f"sampling multinomial (sampling.sample): "
         f"{milliseconds(tf.function(sampling.sample), logits):.1f} ms")
-  print("| op, forward + backward | replaced ms | ours ms | speed-up |")
-  print("|---|---|---|---|")
-  for name, replaced, ours in elementwise_rows() + attention_row() + dense_rows():
-    print(f"| {name} | {replaced:.1f} | {ours:.1f} | {replaced / ours:.2f}× |")
+  print(common.markdown_table(
+      ["op, forward + backward", "replaced ms", "ours ms", "speed-up"],
+      [[name, f"{replaced:.1f}", f"{ours:.1f}", f"{replaced / ours:.2f}×"]
+       for name, replaced, ours in elementwise_rows() + attention_row() + dense_rows()]))
 
 
 if __name__ == "__main__":

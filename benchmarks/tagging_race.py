@@ -27,6 +27,8 @@ from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune.race import task as multiple_choice
 from official_rtd.finetune.tagging import task as tagging
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
 flags.DEFINE_enum("mode", "accuracy", ["accuracy", "memory"], "What to measure.")
@@ -121,8 +123,7 @@ def memory_mode():
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   if FLAGS.mode == "memory":
     memory_mode()
   else:

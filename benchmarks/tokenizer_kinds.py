@@ -23,6 +23,8 @@ import psutil
 from absl import app
 from absl import flags
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WIKI = os.path.join(REPO, "..", "shared", "data", "wiki")
 flags.DEFINE_string("work_dir", "/tmp/tokenizers_benchmark", "Vocabularies and records go here.")
@@ -55,8 +57,7 @@ def timed(command):
 
 
 def main(_):
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())
+  print(common.cpu_summary())
   os.makedirs(FLAGS.work_dir, exist_ok=True)
   vocab_files = sorted(glob.glob(FLAGS.vocab_files))
   data_files = sorted(glob.glob(FLAGS.data_files))
@@ -73,9 +74,9 @@ def main(_):
       words += len(f.read().split())
   print(f"learning on {len(vocab_files)} files, {vocab_mb:.1f} MB; records from "
         f"{len(data_files)} files, {data_mb:.1f} MB; vocab size {FLAGS.vocab_size}")
-  print("| vocabulary | learn s | learn peak RSS GB | data prep s (start-up included) | "
-        "data prep MB/s (the tool's own, after start-up) | tokens per word |")
-  print("|---|---|---|---|---|---|")
+  table = common.TableWriter(["vocabulary", "learn s", "learn peak RSS GB",
+                              "data prep s (start-up included)",
+                              "data prep MB/s (the tool's own, after start-up)", "tokens per word"])
   for model_type, learner, name in learners:
     vocab = os.path.join(FLAGS.work_dir, name)
     sentencepiece = model_type.startswith("sentencepiece")
@@ -95,8 +96,8 @@ def main(_):
     tokens = counts["tokens"] + counts["tokens_truncated"]
     rate = re.findall(r"\(([0-9.]+) MB/s\); ", log)
     label = f"{model_type}" + (f" ({learner})" if learner != "tokenizers" else "")
-    print(f"| {label} | {learn_s:.1f} | {learn_gb:.2f} | {prep_s:.1f} | "
-          f"{rate[-1] if rate else '?'} | {tokens / max(words, 1):.3f} |", flush=True)
+    table.row(label, f"{learn_s:.1f}", f"{learn_gb:.2f}", f"{prep_s:.1f}",
+              rate[-1] if rate else "?", f"{tokens / max(words, 1):.3f}")
 
 
 if __name__ == "__main__":

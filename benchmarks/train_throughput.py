@@ -41,6 +41,8 @@ import time
 from absl import app
 from absl import flags
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_list("batch_sizes", ["32", "128"], "Global batch sizes.")
 flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Our precisions to time.")
@@ -433,6 +435,7 @@ def input_pipeline():
   from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
   tmp = tempfile.mkdtemp()
   records = os.path.join(tmp, "records")
@@ -547,7 +550,7 @@ def main(_):
     run_one(FLAGS.one)
     return
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(precision.cpu_summary())  # figures from different CPUs are not comparable
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   specs = FLAGS.configs or []
   for spec in specs:
     parts = spec.split("/")

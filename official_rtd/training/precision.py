@@ -12,11 +12,12 @@ emulates it, and ELECTRA-Small's bfloat16 step ran 16x slower than float32 on an
 """
 import contextlib
 import functools
-import platform
 from typing import Callable, Optional
 
 import tensorflow as tf
 import tf_keras
+
+from official_rtd.utils import cpu
 
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -26,47 +27,8 @@ def check(precision: str):
     raise ValueError(f"--mixed_precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
 
 
-# CPU feature flags (/proc/cpuinfo "flags" on x86, "Features" on Arm) that compute each half
-# precision natively.
-NATIVE_CPU_FLAGS = {"bfloat16": ("avx512_bf16", "amx_bf16", "bf16"),
-                    "float16": ("avx512_fp16", "amx_fp16", "fphp")}
 # The minimum CUDA compute capability with fast tensor-core math in that precision.
 GPU_CAPABILITY = {"bfloat16": (8, 0), "float16": (7, 0)}
-
-
-def cpu_description(cpuinfo: Optional[str] = None):
-  """(model name, set of feature flags) of the first CPU in `cpuinfo` (default: /proc/cpuinfo;
-  empty where it cannot be read, e.g. not Linux)."""
-  if cpuinfo is None:
-    try:
-      with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-        cpuinfo = f.read()
-    except OSError:
-      cpuinfo = ""
-  model, features = platform.processor() or platform.machine(), set()
-  for line in cpuinfo.splitlines():
-    key, _, value = line.partition(":")
-    key = key.strip().lower()
-    if key == "model name" and value.strip():
-      model = value.strip()
-    elif key in ("flags", "features") and not features:
-      features = set(value.split())
-  return model, features
-
-
-def cpu_computes_natively(name: str, cpuinfo: Optional[str] = None) -> bool:
-  """Whether the CPU has an instruction set for `name` (float32 always)."""
-  if name == "float32":
-    return True
-  return any(flag in cpu_description(cpuinfo)[1] for flag in NATIVE_CPU_FLAGS[name])
-
-
-def cpu_summary(cpuinfo: Optional[str] = None) -> str:
-  """One line for benchmark outputs: the CPU model and its native half precisions."""
-  model, _ = cpu_description(cpuinfo)
-  native = [name for name in ("bfloat16", "float16") if cpu_computes_natively(name, cpuinfo)]
-  return f"CPU: {model}; native half precision: {', '.join(native) or 'none (emulated)'}"
-
 
 def emulation_warning(name: str, cpuinfo: Optional[str] = None,
                       accelerators: Optional[dict] = None) -> Optional[str]:
@@ -94,10 +56,10 @@ def emulation_warning(name: str, cpuinfo: Optional[str] = None,
     need = ".".join(map(str, GPU_CAPABILITY[name]))
     return (f"--mixed_precision={name}: GPU compute capability {slow[0][0]}.{slow[0][1]} has no "
             f"fast {name} (needs {need}); it may run slower than float32, which is advised")
-  if cpu_computes_natively(name, cpuinfo):
+  if cpu.cpu_computes_natively(name, cpuinfo):
     return None
-  model, _ = cpu_description(cpuinfo)
-  flags = " / ".join(NATIVE_CPU_FLAGS[name][:2]).upper()
+  model, _ = cpu.cpu_description(cpuinfo)
+  flags = " / ".join(cpu.NATIVE_CPU_FLAGS[name][:2]).upper()
   return (f"--mixed_precision={name}: this CPU ({model}) has no native {name} ({flags}), so it "
           f"is emulated and can be many times slower than float32 (16x measured for ELECTRA-Small "
           f"bfloat16 on an AVX2-only CPU); use --mixed_precision=float32 here")

@@ -9,6 +9,7 @@ import tf_keras
 from official_rtd import runs
 from official_rtd.methods import electra
 from official_rtd.training import precision
+from official_rtd.utils import cpu
 from official_rtd.training import trainer as trainer_lib
 from tests.training.test_trainer import TINY, RecordsTestCase, text_trainer
 
@@ -35,14 +36,14 @@ class EmulationWarningTest(tf.test.TestCase):
     self.assertIn("AVX512_BF16 / AMX_BF16",
                   precision.emulation_warning("bfloat16", AVX2_ONLY, accelerators={}))
     self.assertIsNone(precision.emulation_warning("float32", AVX2_ONLY, accelerators={}))
-    self.assertEqual(precision.cpu_summary(AVX2_ONLY),
+    self.assertEqual(cpu.cpu_summary(AVX2_ONLY),
                      "CPU: AMD EPYC 7B13; native half precision: none (emulated)")
 
   def test_cpus_with_native_half_precision(self):
     for cpuinfo in (SAPPHIRE_RAPIDS, GRAVITON3):
       for name in ("bfloat16", "float16"):
         self.assertIsNone(precision.emulation_warning(name, cpuinfo, accelerators={}), cpuinfo)
-    self.assertEqual(precision.cpu_summary(SAPPHIRE_RAPIDS), "CPU: Intel(R) Xeon(R) Platinum "
+    self.assertEqual(cpu.cpu_summary(SAPPHIRE_RAPIDS), "CPU: Intel(R) Xeon(R) Platinum "
                      "8481C; native half precision: bfloat16, float16")
 
   def test_accelerators(self):
@@ -70,7 +71,7 @@ class PrecisionTest(RecordsTestCase):
   def test_trainer_warns_once_when_bfloat16_is_emulated(self):
     messages = []
     with mock.patch.object(precision, "_accelerators", return_value={}), \
-         mock.patch.object(precision, "cpu_description", return_value=("Test CPU", {"avx2"})):
+         mock.patch.object(cpu, "cpu_description", return_value=("Test CPU", {"avx2"})):
       runs.build_trainer(os.path.join(self.tmp, "warn"), self.records,
                          tf.distribute.get_strategy(),
                          train_config=trainer_lib.TrainConfig(

@@ -1,0 +1,113 @@
+"""What the benchmark scripts share (issue 71): timing with warm-up, a median with its spread,
+Markdown tables, the CPU line every result names (`cpu_summary`, TensorFlow-free), running one of our tools as a process and
+reading its results. Free of TensorFlow and torch: the PyTorch side (`electra_torch.py`) and the
+scripts' `--help` import it without loading either."""
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import time
+from typing import Any, Callable, Iterable, List, Optional, Sequence
+
+from official_rtd.utils.cpu import cpu_summary  # pylint: disable=unused-import; every result names its CPU
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(REPO, "..", "shared", "data")  # the shared data beside the repository
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+  """The median of some figures, with their minimum, maximum and count."""
+  median: float
+  min: float
+  max: float
+  count: int
+
+  def __str__(self) -> str:
+    return f"{self.median:.4g} [{self.min:.4g}, {self.max:.4g}]"
+
+
+def spread(values: Iterable[float]) -> Spread:
+  """The `Spread` of `values` (at least one)."""
+  values = [float(v) for v in values]
+  if not values:
+    raise ValueError("spread of no values")
+  return Spread(statistics.median(values), min(values), max(values), len(values))
+
+
+def timed(fn: Callable[[], Any], warmup: int = 1, repeats: int = 5,
+          finish: Optional[Callable[[Any], Any]] = None) -> Spread:
+  """Seconds per call of `fn()`: `warmup` untimed calls, then `repeats` timed one by one.
+  `finish(result)` runs inside each timing (e.g. fetching a lazy tensor's value)."""
+  if repeats < 1 or warmup < 0:
+    raise ValueError(f"timed needs repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
+  finish = finish or (lambda result: result)
+  for _ in range(warmup):
+    finish(fn())
+  seconds = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    finish(fn())
+    seconds.append(time.perf_counter() - start)
+  return spread(seconds)
+
+
+def _line(values: Sequence[Any]) -> str:
+  return "| " + " | ".join(str(v).replace("|", "&#124;") for v in values) + " |"
+
+
+class TableWriter:
+  """A Markdown table printed row by row, so a long benchmark shows each result as it comes."""
+
+  def __init__(self, headers: Sequence[str], out: Callable[[str], Any] = None):
+    self.width = len(headers)
+    self.out = out or (lambda line: print(line, flush=True))
+    self.out(_line(headers))
+    self.out("|" + "---|" * self.width)
+
+  def row(self, *values: Any) -> None:
+    if len(values) != self.width:
+      raise ValueError(f"a row of {len(values)} cells under {self.width} headers: {values}")
+    self.out(_line(values))
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+  """A whole Markdown table as one string; each cell is `str(value)` with `|` escaped."""
+  lines = []
+  writer = TableWriter(headers, lines.append)
+  for row in rows:
+    writer.row(*row)
+  return "\n".join(lines)
+
+
+def run_tool(argv: List[str], log_path: Optional[str] = None, cwd: str = REPO,
+             timeout: Optional[float] = None, env: Optional[dict] = None
+             ) -> subprocess.CompletedProcess:
+  """Runs one of our tools (or any command) as a process, its output in `log_path` (appended) or
+  captured; a failure raises `SystemExit` naming the command, its exit code and the log (or the
+  output's last lines)."""
+  if log_path:
+    with open(log_path, "a", encoding="utf-8") as log:
+      result = subprocess.run(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                              stdin=subprocess.DEVNULL, timeout=timeout, env=env)
+  else:
+    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=timeout, env=env)
+  if result.returncode != 0:
+    where = f"see {log_path}" if log_path else "\n".join(
+        (result.stdout + result.stderr).strip().splitlines()[-5:])
+    raise SystemExit(f"{' '.join(argv[:2])} ... failed (exit {result.returncode}); {where}")
+  return result
+
+
+def read_results(path: str, name: str = "eval_results.json") -> dict:
+  """A run's results: `path` is a `.json` file or the run directory holding `name`."""
+  file = path if path.endswith(".json") else os.path.join(path, name)
+  try:
+    with open(file, encoding="utf-8") as f:
+      return json.load(f)
+  except FileNotFoundError:
+    raise SystemExit(f"{file} does not exist: has the run finished?") from None
+  except json.JSONDecodeError as e:
+    raise SystemExit(f"{file} is not JSON ({e}): a damaged or unfinished results file") from None

@@ -1,0 +1,62 @@
+"""The benchmark harness (`benchmarks/common.py`): timing, spreads, tables, the CPU line, tools
+run as processes and their results."""
+import os
+import sys
+
+import tensorflow as tf
+
+from benchmarks import common
+from tests import testutil
+
+
+class HarnessTest(tf.test.TestCase):
+
+  def test_timed_warms_up_then_times_each_call(self):
+    calls, finished = [], []
+    timing = common.timed(lambda: calls.append(1) or len(calls), warmup=2, repeats=3,
+                          finish=finished.append)
+    self.assertLen(calls, 5)
+    self.assertEqual(finished, [1, 2, 3, 4, 5])  # finish runs on every result, warm-up too
+    self.assertEqual(timing.count, 3)
+    self.assertBetween(timing.min, 0.0, timing.median)
+    self.assertLessEqual(timing.median, timing.max)
+    with self.assertRaisesRegex(ValueError, "repeats >= 1"):
+      common.timed(lambda: None, repeats=0)
+
+  def test_spread_and_table(self):
+    figures = common.spread([0.82, 0.79, 0.85])
+    self.assertEqual((figures.median, figures.min, figures.max, figures.count),
+                     (0.82, 0.79, 0.85, 3))
+    self.assertEqual(str(figures), "0.82 [0.79, 0.85]")
+    self.assertEqual(common.markdown_table(["run", "F1"], [["a|b", 0.5], ["c", 1]]),
+                     "| run | F1 |\n|---|---|\n| a&#124;b | 0.5 |\n| c | 1 |")
+    with self.assertRaisesRegex(ValueError, "a row of 1 cells under 2 headers"):
+      common.markdown_table(["run", "F1"], [["a"]])
+    printed = []
+    writer = common.TableWriter(["run", "F1"], printed.append)
+    self.assertLen(printed, 2)  # the header at once
+    writer.row("c", 1)
+    self.assertEqual(printed[-1], "| c | 1 |")
+    with self.assertRaisesRegex(ValueError, "no values"):
+      common.spread([])
+
+  def test_a_failing_tool_and_a_missing_result_are_one_line(self):
+    result = common.run_tool([sys.executable, "-c", "print('fine')"])
+    self.assertEqual(result.stdout.strip(), "fine")
+    with self.assertRaisesRegex(SystemExit, r"failed \(exit 3\); .*broken"):
+      common.run_tool([sys.executable, "-c", "import sys; print('broken'); sys.exit(3)"])
+    log = os.path.join(self.get_temp_dir(), "tool.log")
+    with self.assertRaisesRegex(SystemExit, f"failed \\(exit 1\\); see {log}"):
+      common.run_tool([sys.executable, "-c", "raise SystemExit(1)"], log_path=log)
+    run = self.get_temp_dir()
+    with self.assertRaisesRegex(SystemExit, "eval_results.json does not exist"):
+      common.read_results(os.path.join(run, "nowhere"))
+    testutil.write_text(os.path.join(run, "eval_results.json"), '{"f1": 0.5}')
+    self.assertEqual(common.read_results(run), {"f1": 0.5})
+    testutil.write_text(os.path.join(run, "eval_results.json"), '{"f1": 0.')
+    with self.assertRaisesRegex(SystemExit, "is not JSON"):
+      common.read_results(run)
+
+
+if __name__ == "__main__":
+  tf.test.main()
