@@ -12,7 +12,6 @@ Results are recorded in benchmarks/RESULTS.md.
 """
 import os
 import tempfile
-import time
 
 from absl import app
 from absl import flags
@@ -57,7 +56,7 @@ def main(_):
   print(common.cpu_summary())  # figures from different CPUs are not comparable
   out = FLAGS.output_dir or tempfile.mkdtemp()
   rows = []
-  start, single = time.time(), {}
+  watch, single = common.Stopwatch(), {}
   for task in FLAGS.tasks:
     summary = runner_lib.Runner(config(os.path.join(out, "single", task), FLAGS.num_trials,
                                        task=task, write_train_predictions=True),
@@ -66,10 +65,10 @@ def main(_):
     primary = metrics.PRIMARY[task]
     spread = summary["spread"][split][primary]
     single[task] = (summary["median"][split][primary], spread["min"], spread["max"])
-  rows.append(row("Single", single, time.time() - start))
+  rows.append(row("Single", single, watch.seconds))
   for name, extra in (("Multi", {}),
                       ("Single→Multi", {"teachers_from": os.path.join(out, "single")})):
-    start = time.time()
+    watch = common.Stopwatch()
     summary = runner_lib.Runner(
         config(os.path.join(out, name), FLAGS.multi_num_trials or FLAGS.num_trials,
                tasks=",".join(FLAGS.tasks), **extra), logging.info).run()
@@ -79,17 +78,15 @@ def main(_):
       primary = metrics.PRIMARY[task]
       spread = summary["spread"][key][primary]
       per_task[task] = (summary["median"][key][primary], spread["min"], spread["max"])
-    rows.append(row(name, per_task, time.time() - start))
+    rows.append(row(name, per_task, watch.seconds))
   print(f"init_checkpoint: {FLAGS.init_checkpoint}; {FLAGS.num_trials} trials single-task, "
         f"{FLAGS.multi_num_trials or FLAGS.num_trials} multi-task; "
         f"{FLAGS.max_train_examples or 'all'} training examples per task; runs in {out}")
-  print("| model | avg | " + " | ".join(f"{t} ({metrics.PRIMARY[t]})" for t in FLAGS.tasks)
-        + " | minutes |")
-  print("|---|---|" + "---|" * len(FLAGS.tasks) + "---|")
+  table = common.TableWriter(["model", "avg"] + [f"{t} ({metrics.PRIMARY[t]})"
+                                                  for t in FLAGS.tasks] + ["minutes"])
   for name, per_task, average, seconds in rows:
-    cells = " | ".join(f"{100 * m:.1f} ({100 * lo:.1f}–{100 * hi:.1f})"
-                       for m, lo, hi in per_task.values())
-    print(f"| {name} | {average:.1f} | {cells} | {seconds / 60:.1f} |")
+    table.row(name, f"{average:.1f}", *[f"{100 * m:.1f} ({100 * lo:.1f}–{100 * hi:.1f})"
+                                        for m, lo, hi in per_task.values()], f"{seconds / 60:.1f}")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,12 @@ SHARED = os.path.join(REPO, "..", "shared", "data")  # the shared data beside th
 
 @dataclasses.dataclass(frozen=True)
 class Spread:
-  """The median of some figures, with their minimum, maximum and count."""
+  """The median of some figures, with their minimum, maximum, count and mean."""
   median: float
   min: float
   max: float
   count: int
+  mean: float
 
   def __str__(self) -> str:
     return f"{self.median:.4g} [{self.min:.4g}, {self.max:.4g}]"
@@ -33,7 +34,8 @@ def spread(values: Iterable[float]) -> Spread:
   values = [float(v) for v in values]
   if not values:
     raise ValueError("spread of no values")
-  return Spread(statistics.median(values), min(values), max(values), len(values))
+  return Spread(statistics.median(values), min(values), max(values), len(values),
+                statistics.fmean(values))
 
 
 def timed(fn: Callable[[], Any], warmup: int = 1, repeats: int = 5,
@@ -51,6 +53,25 @@ def timed(fn: Callable[[], Any], warmup: int = 1, repeats: int = 5,
     finish(fn())
     seconds.append(time.perf_counter() - start)
   return spread(seconds)
+
+
+class Stopwatch:
+  """Wall seconds of one long piece of work (a run, a tool), where `timed`'s repeats do not
+  apply: `with Stopwatch() as watch: ...`, then `watch.seconds` (or read it while running)."""
+
+  def __init__(self):
+    self.start, self.stop = time.perf_counter(), None
+
+  def __enter__(self) -> "Stopwatch":
+    self.start, self.stop = time.perf_counter(), None
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.stop = time.perf_counter()
+
+  @property
+  def seconds(self) -> float:
+    return (self.stop if self.stop is not None else time.perf_counter()) - self.start
 
 
 def _line(values: Sequence[Any]) -> str:

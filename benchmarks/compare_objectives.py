@@ -84,13 +84,11 @@ def main(_):
     rows.append((objective, steps, train_flops, scores))
   print(f"\nmodel {FLAGS.model_gin}, budget {FLAGS.train_flops_budget:.3g} train FLOPs, "
         f"{FLAGS.num_trials} fine-tuning trials (median [min, max], dev, x100)")
-  print("| objective | steps | train FLOPs | " + " | ".join(FLAGS.tasks) + " | average |")
-  print("|---|---|---|" + "---|" * len(FLAGS.tasks) + "---|")
+  table = common.TableWriter(["objective", "steps", "train FLOPs", *FLAGS.tasks, "average"])
   for objective, steps, train_flops, scores in rows:
     cells = [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]" for m, lo, hi in scores]
     average = 100 * np.mean([m for m, _, _ in scores])
-    print(f"| {objective} | {steps} | {train_flops:.3g} | " + " | ".join(cells)
-          + f" | {average:.1f} |")
+    table.row(objective, steps, f"{train_flops:.3g}", *cells, f"{average:.1f}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Results are recorded in benchmarks/RESULTS.md.
 """
 import os
 import tempfile
-import time
 
 from absl import app
 from absl import flags
@@ -44,7 +43,7 @@ def main(_):
   out = tempfile.mkdtemp()
   rows = []
   for mode in FLAGS.modes:
-    start = time.time()
+    watch = common.Stopwatch()
     summary = runner.CvtRunner(runner.CvtRunConfig(
         tasks=FLAGS.tasks, data_dir=os.path.join(SHARED, "tagging"),
         model_dir=os.path.join(out, mode), mode=mode,
@@ -58,15 +57,13 @@ def main(_):
     for task, metric in summary["primary_metrics"].items():
       spread = summary["spread"][task][metric]
       rows.append((task, mode, metric, summary["median"][task][metric], spread["min"],
-                   spread["max"], (time.time() - start) / FLAGS.num_trials / 60))
+                   spread["max"], (watch.seconds) / FLAGS.num_trials / 60))
   print(f"{FLAGS.max_train_sentences} labeled sentences per task, {FLAGS.train_steps} steps of "
         f"{FLAGS.batch_size}, {FLAGS.num_trials} seeds; model word {FLAGS.word_dim}, LSTM "
         f"{FLAGS.lstm1_size}/{FLAGS.lstm2_size}, projection {FLAGS.projection_size}")
-  print("| task | mode | metric | median | min | max | minutes/run |")
-  print("|---|---|---|---|---|---|---|")
+  table = common.TableWriter(["task", "mode", "metric", "median", "min", "max", "minutes/run"])
   for task, mode, metric, median, low, high, minutes in rows:
-    print(f"| {task} | {mode} | {metric} | {median:.4f} | {low:.4f} | {high:.4f} | "
-          f"{minutes:.1f} |")
+    table.row(task, mode, metric, f"{median:.4f}", f"{low:.4f}", f"{high:.4f}", f"{minutes:.1f}")
 
 
 if __name__ == "__main__":

@@ -119,7 +119,6 @@ def train(task, fraction, mode, seed, variant):
 
 
 def report():
-  import numpy as np  # pylint: disable=g-import-not-at-top
   rows = {}
   for task, fraction, mode, seed, variant in runs():
     path = os.path.join(run_dir(task, fraction, mode, seed, variant), "eval_results.json")
@@ -131,14 +130,13 @@ def report():
     trial = summary["trials"][0]
     rows.setdefault((task, fraction, variant, mode, metric), []).append(
         (trial["dev"][task][metric], trial["best_step"], trial["steps_run"]))
-  print("| task | labeled fraction | variant | mode | metric | median | min | max | seeds | "
-        "best steps | steps run |")
-  print("|---|---|---|---|---|---|---|---|---|---|---|")
+  table = common.TableWriter(["task", "labeled fraction", "variant", "mode", "metric", "median",
+                              "min", "max", "seeds", "best steps", "steps run"])
   for (task, fraction, variant, mode, metric), values in sorted(rows.items()):
-    figures = np.array([v[0] for v in values])
-    print(f"| {task} | {fraction:g} | {variant} | {mode} | {metric} | {np.median(figures):.4f} | "
-          f"{figures.min():.4f} | {figures.max():.4f} | {len(values)} | "
-          f"{', '.join(str(v[1]) for v in values)} | {', '.join(str(v[2]) for v in values)} |")
+    figures = common.spread(v[0] for v in values)
+    table.row(task, f"{fraction:g}", variant, mode, metric, f"{figures.median:.4f}",
+              f"{figures.min:.4f}", f"{figures.max:.4f}", figures.count,
+              ", ".join(str(v[1]) for v in values), ", ".join(str(v[2]) for v in values))
 
 
 def main(_):
@@ -152,9 +150,9 @@ def main(_):
     for number, spec in enumerate(runs()):
       if shard_of(number, count) != index:
         continue
-      start = time.time()
+      watch = common.Stopwatch()
       train(*spec)
-      print(f"{spec}: {time.time() - start:.0f} s", flush=True)
+      print(f"{spec}: {watch.seconds:.0f} s", flush=True)
   report()
 
 

@@ -15,7 +15,6 @@ analytically (`model_flops`: forward ×3 for a training step; the unlabeled step
 """
 import os
 import tempfile
-import time
 
 from absl import app
 from absl import flags
@@ -84,11 +83,11 @@ def measure(model: str, mode: str):
   import numpy as np  # pylint: disable=g-import-not-at-top
   from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
   tasks, data_dir, unlabeled = MODELS[model]
-  stamps = []
+  stamps, clock = [], common.Stopwatch()  # the seconds at each 10-step log line
 
   def log(line):
     if " step " in line and "/" in line:
-      stamps.append(time.time())
+      stamps.append(clock.seconds)
 
   built = runner.CvtRunner(runner.CvtRunConfig(
       tasks=tasks, data_dir=data_dir, model_dir=tempfile.mkdtemp(), mode=mode,
@@ -101,7 +100,7 @@ def measure(model: str, mode: str):
   tokens = float(np.mean([len(words) for words, _ in encoded])) * FLAGS.batch_size
   built.run()
   intervals = [b - a for a, b in zip(stamps, stamps[1:])][FLAGS.warmup_steps // 10:]
-  seconds = sorted(intervals)[len(intervals) // 2] / 10
+  seconds = common.spread(intervals).median / 10
   return seconds, tokens, labels
 
 

@@ -45,7 +45,7 @@ FLAGS = flags.FLAGS
 
 def _timed(args):
   """Runs `args`; returns (seconds, peak summed RSS MB of the process tree, peak single RSS MB)."""
-  start = time.time()
+  watch = common.Stopwatch()
   process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
   root = psutil.Process(process.pid)
   peak_sum = peak_one = 0.0
@@ -64,7 +64,7 @@ def _timed(args):
   reader.join()
   if process.returncode:
     sys.exit(f"failed: {' '.join(args)}\n{''.join(stderr)[-3000:]}")
-  return time.time() - start, peak_sum, peak_one
+  return watch.seconds, peak_sum, peak_one
 
 
 def _scaled_inputs(files, scale, tmp):
@@ -100,9 +100,9 @@ def main(_):
   with open(files[0], encoding="utf-8") as src, open(tiny, "w", encoding="utf-8") as dst:
     dst.writelines(line for _, line in zip(range(20), src))
   tools = FLAGS.tools.split(",")
-  print("| dupe | scale | MB | tool | wall s | MB/s | start-up s | MB/s w/o start-up | "
-        "peak RSS MB (tree) | peak RSS MB (largest process) | vs Model Garden (w/o start-up) |")
-  print("|---|---|---|---|---|---|---|---|---|---|---|")
+  table = common.TableWriter(["dupe", "scale", "MB", "tool", "wall s", "MB/s", "start-up s",
+                              "MB/s w/o start-up", "peak RSS MB (tree)",
+                              "peak RSS MB (largest process)", "vs Model Garden (w/o start-up)"])
   for dupe in [int(d) for d in FLAGS.dupe_factors.split(",")]:
     shared_flags = [f"--vocab_file={FLAGS.vocab_file}", f"--max_seq_length={FLAGS.max_seq_length}",
               f"--dupe_factor={dupe}", "--max_predictions_per_seq=20"]
@@ -126,9 +126,9 @@ def main(_):
         if tool == "model_garden" and scale == 1:
           base = steady
         ratio = f"{steady / base:.1f}x" if base and steady else "-"
-        print(f"| {dupe} | {scale}x | {megabytes:.1f} | {tool} | {seconds:.1f} | "
-              f"{megabytes / seconds:.3f} | {startups[tool]:.1f} | {steady:.3f} | {peak_sum:.0f} | "
-              f"{peak_one:.0f} | {ratio} |", flush=True)
+        table.row(dupe, f"{scale}x", f"{megabytes:.1f}", tool, f"{seconds:.1f}",
+                  f"{megabytes / seconds:.3f}", f"{startups[tool]:.1f}", f"{steady:.3f}",
+                  f"{peak_sum:.0f}", f"{peak_one:.0f}", ratio)
   shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -100,14 +100,13 @@ def main(_):
                                     FLAGS.source_model_dir)
     rows[("from scratch", seed)] = run("scratch", seed, records_dir, eval_records)
   print(f"\nheld-out: last 10% of {FLAGS.domain_book}; {FLAGS.steps} steps per run")
-  print("| run | seed | " + " | ".join(COLUMNS) + " |")
-  print("|---|---|" + "---|" * len(COLUMNS))
+  table = common.TableWriter(["run", "seed", *COLUMNS])
   for (name, seed), row in rows.items():
-    print(f"| {name} | {seed} | " + " | ".join(f"{row[c]:.4f}" for c in COLUMNS) + " |")
+    table.row(name, seed, *[f"{row[c]:.4f}" for c in COLUMNS])
   for name in ("continued", "from scratch"):
     values = [rows[(name, s)] for s in FLAGS.seeds]
-    print(f"| {name} (mean) | {','.join(FLAGS.seeds)} | "
-          + " | ".join(f"{np.mean([r[c] for r in values]):.4f}" for c in COLUMNS) + " |")
+    table.row(f"{name} (mean)", ",".join(FLAGS.seeds),
+              *[f"{np.mean([r[c] for r in values]):.4f}" for c in COLUMNS])
 
 
 if __name__ == "__main__":

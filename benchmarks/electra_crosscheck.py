@@ -28,13 +28,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 from absl import app
 from absl import flags
 import numpy as np
 
 import rtd_figures
+
+import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMPLEMENTATIONS = ("ours", "huggingface", "ours_t5")
@@ -209,7 +210,7 @@ def train_ours(budget: str, seed: str, implementation: str, output: str) -> None
     first = next(trainer.input_iterator(0))
     written = np.load(os.path.join(directory, "batches.npz"))
     assert np.array_equal(first["input_word_ids"].numpy(), written["input_word_ids"][0])
-  rows, start = {}, time.time()
+  rows, watch = {}, common.Stopwatch()
 
   def listen(kind, row):
     if kind in ("train", "onset"):  # training means; the structure-onset monitor's figures
@@ -226,7 +227,7 @@ def train_ours(budget: str, seed: str, implementation: str, output: str) -> None
   trainer.train(monitor=runs.build_monitor(trainer, FLAGS.heldout))
   with open(os.path.join(output, "curve.jsonl.partial"), "w", encoding="utf-8") as f:
     for step in sorted(rows):
-      f.write(json.dumps(dict(rows[step], seconds=time.time() - start)) + "\n")
+      f.write(json.dumps(dict(rows[step], seconds=watch.seconds)) + "\n")
   os.replace(os.path.join(output, "curve.jsonl.partial"), os.path.join(output, "curve.jsonl"))
 
 
@@ -242,8 +243,7 @@ def report() -> None:
            "heldout_replaced_fraction", "heldout_rtd_accuracy_original",
            "heldout_rtd_accuracy_replaced", "rtd_auc", "rtd_loss", "onset_attn_next_max",
            "onset_order_sensitivity")
-  print("| budget | seed | implementation | step | " + " | ".join(shown) + " |")
-  print("|---" * (4 + len(shown)) + "|")
+  table = common.TableWriter(["budget", "seed", "implementation", "step", *shown])
   for budget in FLAGS.budgets:
     for seed in FLAGS.seeds:
       for implementation in IMPLEMENTATIONS:
@@ -255,8 +255,8 @@ def report() -> None:
         for row in curve:
           if "heldout_rtd_auc" not in row:
             continue
-          print(f"| {budget} | {seed} | {implementation} | {row['step']} | " + " | ".join(
-              f"{row[k]:.3f}" if isinstance(row.get(k), float) else "" for k in shown) + " |")
+          table.row(budget, seed, implementation, row["step"],
+                    *[f"{row[k]:.3f}" if isinstance(row.get(k), float) else "" for k in shown])
 
 
 def main(_):
@@ -274,12 +274,12 @@ def main(_):
           output = os.path.join(run_dir(budget, seed), implementation)
           if os.path.isfile(os.path.join(output, "curve.jsonl")):
             continue
-          start = time.time()
+          watch = common.Stopwatch()
           if implementation == "huggingface":
             train_huggingface(budget, seed, output)
           else:
             train_ours(budget, seed, implementation, output)
-          print(f"{budget} seed {seed} {implementation}: {time.time() - start:.0f} s", flush=True)
+          print(f"{budget} seed {seed} {implementation}: {watch.seconds:.0f} s", flush=True)
   report()
 
 

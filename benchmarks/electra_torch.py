@@ -25,16 +25,17 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
 import rtd_figures  # pylint: disable=g-bad-import-order
 
+import common
+
 
 def build(config, torch, transformers):
   """(generator, discriminator, parameters) with the embeddings shared and the LM head tied."""
-  common = dict(vocab_size=config["vocab_size"], embedding_size=config["embedding_size"],
+  shared_sizes = dict(vocab_size=config["vocab_size"], embedding_size=config["embedding_size"],
                 max_position_embeddings=config["max_position_embeddings"],
                 type_vocab_size=config["type_vocab_size"], hidden_act="gelu",
                 hidden_dropout_prob=config["dropout_rate"],
@@ -43,11 +44,11 @@ def build(config, torch, transformers):
   generator = transformers.ElectraForMaskedLM(transformers.ElectraConfig(
       hidden_size=config["generator"]["hidden_size"], num_hidden_layers=config["generator"]["num_layers"],
       num_attention_heads=config["generator"]["num_attention_heads"],
-      intermediate_size=config["generator"]["intermediate_size"], **common))
+      intermediate_size=config["generator"]["intermediate_size"], **shared_sizes))
   discriminator = transformers.ElectraForPreTraining(transformers.ElectraConfig(
       hidden_size=config["hidden_size"], num_hidden_layers=config["num_layers"],
       num_attention_heads=config["num_attention_heads"],
-      intermediate_size=config["intermediate_size"], **common))
+      intermediate_size=config["intermediate_size"], **shared_sizes))
   generator.electra.embeddings = discriminator.electra.embeddings  # shared embeddings
   generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
   parameters = list({id(p): p for p in list(generator.parameters())
@@ -130,7 +131,7 @@ def main():
   os.makedirs(args.output, exist_ok=True)
   curve_path = os.path.join(args.output, "curve.jsonl")
   with open(curve_path + ".partial", "w", encoding="utf-8") as curve:
-    sums, start = {}, time.time()
+    sums, watch = {}, common.Stopwatch()
     generator.train()
     discriminator.train()
     for step in range(steps):
@@ -164,7 +165,7 @@ def main():
       done = step + 1
       if done % config["log_every"] == 0 or done % config["eval_every"] == 0 or done == steps:
         row = {"step": done, **{k: float(np.mean(v)) for k, v in sums.items()},
-               "seconds": time.time() - start}
+               "seconds": watch.seconds}
         if done % config["eval_every"] == 0 or done == steps:
           row.update(evaluate())
         curve.write(json.dumps(row) + "\n")

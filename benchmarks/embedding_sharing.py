@@ -94,15 +94,14 @@ def main(_):
         f"{FLAGS.heldout_book}; median [min, max] over seeds {','.join(FLAGS.seeds)}")
   columns = ("mlm_loss", "rtd_auc", "fixed_noise_auc", "cos_within_generator",
              "cos_within_discriminator", "cos_generator_vs_discriminator")
-  print("| embedding_sharing | steps | " + " | ".join(columns) + " |")
-  print("|---|---|" + "---|" * len(columns))
+  table = common.TableWriter(["embedding_sharing", "steps", *columns])
   for mode in FLAGS.modes:
     runs = [rows[(mode, s)] for s in FLAGS.seeds]
     cells = []
     for column in columns:
-      values = [r[column] for r in runs]
-      cells.append(f"{np.median(values):.4f} [{min(values):.4f}, {max(values):.4f}]")
-    print(f"| {mode} | {runs[0]['step']} | " + " | ".join(cells) + " |")
+      figures = common.spread(r[column] for r in runs)
+      cells.append(f"{figures.median:.4f} [{figures.min:.4f}, {figures.max:.4f}]")
+    table.row(mode, runs[0]["step"], *cells)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ batch (its compilation), as `run_squad`'s log line does; the two paths' beams ar
 import os
 import re
 import tempfile
-import time
 import types
 
 from absl import app
@@ -68,10 +67,9 @@ def time_prediction():
   if unknown or not all(b.isdigit() and int(b) > 0 for b in FLAGS.predict_batch_sizes):
     raise app.UsageError(f"--predict_encoders takes {sorted(sizes)} (got {sorted(unknown)}); "
                          "--predict_batch_sizes takes positive integers")
-  print("| encoder | seq | previous path, batch 32 | " + " | ".join(
-      f"XLA, batch {b}" for b in FLAGS.predict_batch_sizes)
-        + " | best speed-up | same end beams | max Δ end log-prob |")
-  print("|---|---|---|" + "---|" * len(FLAGS.predict_batch_sizes) + "---|---|---|")
+  table = common.TableWriter(["encoder", "seq", "previous path, batch 32",
+                              *[f"XLA, batch {b}" for b in FLAGS.predict_batch_sizes],
+                              "best speed-up", "same end beams", "max Δ end log-prob"])
   for name, config in sizes.items():
     if name not in FLAGS.predict_encoders:
       continue
@@ -81,11 +79,14 @@ def time_prediction():
       model({k: v[:1] for k, v in windows.items()}, training=False)
       plain = tf.function(lambda batch, m=model: m(batch, training=False))
       plain({k: v[:32] for k, v in windows.items()})  # warm-up
-      start, outputs = time.perf_counter(), []
-      for begin in range(0, len(windows["input_word_ids"]), 32):
-        out = plain({k: v[begin:begin + 32] for k, v in windows.items()})
-        outputs.append({k: out[k].numpy() for k in ("end_top_index", "end_top_log_probs")})
-      before = len(windows["input_word_ids"]) / (time.perf_counter() - start)
+      outputs = []
+
+      def previous_path(windows=windows, plain=plain, outputs=outputs):
+        for begin in range(0, len(windows["input_word_ids"]), 32):
+          out = plain({k: v[begin:begin + 32] for k, v in windows.items()})
+          outputs.append({k: out[k].numpy() for k in ("end_top_index", "end_top_log_probs")})
+      before = (len(windows["input_word_ids"])
+                / common.timed(previous_path, warmup=0, repeats=1).median)
       reference = {k: np.concatenate([o[k] for o in outputs]) for k in outputs[0]}
       rates, same, delta = [], [], 0.0
       for batch_size in map(int, FLAGS.predict_batch_sizes):
@@ -99,8 +100,8 @@ def time_prediction():
                                           axis=-1))))
         delta = max(delta, float(np.abs(fast["end_top_log_probs"]
                                         - reference["end_top_log_probs"]).max()))
-      print(f"| {name} | {seq_len} | {before:.0f} | " + " | ".join(f"{r:.0f}" for r in rates)
-            + f" | {max(rates) / before:.1f}× | {min(same):.2%} | {delta:.1e} |", flush=True)
+      table.row(name, seq_len, f"{before:.0f}", *[f"{r:.0f}" for r in rates],
+                f"{max(rates) / before:.1f}×", f"{min(same):.2%}", f"{delta:.1e}")
 
 
 def main(_):

@@ -16,10 +16,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 
 from absl import app
 from absl import flags
+
+import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
@@ -439,12 +440,12 @@ def main(_):
   setup(w)
   shutil.rmtree(os.path.join(w, "out"), ignore_errors=True)
   os.makedirs(os.path.join(w, "out"))
-  print("| case | mistake | command | exit | seconds | last line | left behind |")
-  print("|---|---|---|---|---|---|---|")
+  table = common.TableWriter(["case", "mistake", "command", "exit", "seconds", "last line",
+                              "left behind"])
   for name, mistake, argv, leaves in cases(w):
     if FLAGS.cases and not name.startswith(tuple(FLAGS.cases)):
       continue
-    start = time.time()
+    watch = common.Stopwatch()
     try:
       result = subprocess.run(argv, capture_output=True, text=True, timeout=FLAGS.timeout,
                               stdin=subprocess.DEVNULL, cwd=REPO)
@@ -455,8 +456,8 @@ def main(_):
     last = lines[-1].strip() if lines else "(nothing)"
     left = "yes" if leaves and code != 0 and os.path.exists(leaves) else "no"
     shown = " ".join(shlex.quote(a) for a in argv).replace(w, "W").replace(REPO + "/", "")
-    print(f"| {name} | {mistake} | `{shown}` | {code} | {time.time() - start:.0f} | "
-          f"{last.replace(w, 'W').replace('|', '&#124;')[:400]} | {left} |", flush=True)
+    table.row(name, mistake, f"`{shown}`", code, f"{watch.seconds:.0f}",
+              last.replace(w, "W")[:400], left)
 
 
 if __name__ == "__main__":

@@ -50,10 +50,10 @@ def main(_):
         rows.append((task, limit or "all", "random" if random_init else "pre-trained", split,
                      primary, values[primary], spread["min"], spread["max"]))
   print(f"init_checkpoint: {FLAGS.init_checkpoint}; {FLAGS.num_trials} trials each")
-  print("| task | train examples | encoder | split | metric | median | min | max |")
-  print("|---|---|---|---|---|---|---|---|")
+  table = common.TableWriter(["task", "train examples", "encoder", "split", "metric", "median",
+                              "min", "max"])
   for row in rows:
-    print("| {} | {} | {} | {} | {} | {:.4f} | {:.4f} | {:.4f} |".format(*row))
+    table.row(*row[:5], *[f"{v:.4f}" for v in row[5:]])
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ Results (a table, and a PNG of the curves): benchmarks/RESULTS.md.
 """
 import json
 import os
-import time
 
 from absl import app
 from absl import flags
@@ -108,7 +107,7 @@ def train_ours(seed, sharing, records_dir, eval_sets, out):
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(out, "model")
   gin.clear_config()
-  start = time.time()
+  watch = common.Stopwatch()
   trainer, _ = runs.run_pretraining(
       GIN, PARAMS + [f"TrainConfig.train_flops_budget = {FLAGS.train_flops_budget}",
                      f"TrainConfig.seed = {seed}",
@@ -116,7 +115,7 @@ def train_ours(seed, sharing, records_dir, eval_sets, out):
                      "TrainConfig.keep_checkpoint_max = 1000",
                      f"build_electra_pretrainer.embedding_sharing = {sharing!r}"],
       records_dir, model_dir, log=logging.info)
-  seconds = time.time() - start
+  seconds = watch.seconds
   steps = trainer.train_config.num_train_steps
   model, _ = runs.load_model(model_dir)
   curve = []
@@ -180,9 +179,9 @@ def train_model_garden(seed, steps, records_dir, eval_sets):
   curve, seconds = [], 0.0
   iterator = iter(input_batches(os.path.join(FLAGS.work_dir, "records"), seed, True))
   for step in range(1, steps + 1):
-    start = time.time()
-    train_step(next(iterator))
-    seconds += time.time() - start
+    with common.Stopwatch() as watch:
+      train_step(next(iterator))
+    seconds += watch.seconds
     if step % FLAGS.eval_every == 0 or step == steps:
       curve.append(dict(evaluate(call, eval_sets), step=step))
       logging.info("model_garden seed %s step %d: %s", seed, step, curve[-1])
@@ -227,13 +226,12 @@ def main(_):
              "train_mlm_accuracy", "train_rtd_loss", "train_rtd_auc"]
   print(f"\n{FLAGS.train_flops_budget:.3g} train FLOPs per run; held-out: {FLAGS.heldout_book}; "
         f"train_: the first {TRAIN_EVAL_BATCHES * EVAL_BATCH} training records")
-  print("| implementation | seed | step | " + " | ".join(columns) + " | tokens/s |")
-  print("|---" * (len(columns) + 4) + "|")
+  table = common.TableWriter(["implementation", "seed", "step", *columns, "tokens/s"])
   for (implementation, seed), result in results.items():
     rate = result["steps"] * BATCH * SEQ / result["train_seconds"]
     for row in result["curve"]:
-      figures = " | ".join(f"{row[c]:.4f}" if c in row else "–" for c in columns)
-      print(f"| {implementation} | {seed} | {row['step']} | {figures} | {rate:,.0f} |")
+      table.row(implementation, seed, row["step"],
+                *[f"{row[c]:.4f}" if c in row else "–" for c in columns], f"{rate:,.0f}")
   if plot:
     import matplotlib  # pylint: disable=g-import-not-at-top
     matplotlib.use("Agg")

@@ -52,11 +52,9 @@ def main(_):
         lambda kind, row, logged=logged: logged.append(row) if kind == "train" else None)
     trainer.train()
     curves[precision] = logged
-  print("| step | " + " | ".join(f"{p} mlm / rtd" for p in FLAGS.precisions) + " |")
-  print("|---|" + "---|" * len(FLAGS.precisions))
+  table = common.TableWriter(["step", *[f"{p} mlm / rtd" for p in FLAGS.precisions]])
   for rows in zip(*curves.values()):
-    print(f"| {rows[0]['step']} | " + " | ".join(
-        f"{r['mlm_loss']:.3f} / {r['rtd_loss']:.4f}" for r in rows) + " |")
+    table.row(rows[0]["step"], *[f"{r['mlm_loss']:.3f} / {r['rtd_loss']:.4f}" for r in rows])
   reference = curves[FLAGS.precisions[0]]
   for precision in FLAGS.precisions[1:]:
     for name in ("mlm_loss", "rtd_loss"):

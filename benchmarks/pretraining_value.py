@@ -40,6 +40,8 @@ import subprocess
 import sys
 import time
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")  # --shared_data's default
 
@@ -101,17 +103,17 @@ def run_jobs(jobs, parallel):
       handle = open(log_path, "a", encoding="utf-8")
       process = subprocess.Popen(prefix + argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL)
-      running.append((name, process, handle, core, log_path, time.time()))
+      running.append((name, process, handle, core, log_path, common.Stopwatch()))
     time.sleep(2)
     for job in list(running):
-      name, process, handle, _, log_path, started = job
+      name, process, handle, _, log_path, watch = job
       if process.poll() is None:
         continue
       handle.close()
       running.remove(job)
       if process.returncode != 0:
         raise SystemExit(f"{name} failed (exit {process.returncode}); see {log_path}")
-      log(f"done {name} in {time.time() - started:.0f} s")
+      log(f"done {name} in {watch.seconds:.0f} s")
 
 
 def stage_data(args):
@@ -350,7 +352,8 @@ def summarize(values):
          (lambda v: f"{v:.2e}") if 0 < largest < 0.01 else (lambda v: f"{v:.4f}"))
   if len(values) == 1:
     return fmt(values[0])
-  return f"{fmt(statistics.median(values))} [{fmt(min(values))}, {fmt(max(values))}]"
+  figures = common.spread(values)
+  return f"{fmt(figures.median)} [{fmt(figures.min)}, {fmt(figures.max)}]"
 
 
 def stage_report(args):
@@ -371,13 +374,12 @@ def stage_report(args):
                              for seed in args.seeds.split(",") if seed) if row]
     columns.append((f"{method} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})", seeds))
     columns.append((f"{method} random init", [figures(args, f"{method}_random")]))
-  lines = ["| figure | " + " | ".join(c for c, _ in columns) + " |",
-           "|---|" + "---|" * len(columns)]
+  table = []
   for name in names:
     cells = [summarize([row.get(name) for row in rows]) for _, rows in columns]
     if any(c != "—" for c in cells):
-      lines.append(f"| {name} | " + " | ".join(cells) + " |")
-  text = "\n".join(lines)
+      table.append([name, *cells])
+  text = common.markdown_table(["figure", *(c for c, _ in columns)], table)
   print(text)
   if args.output_file:
     with open(args.output_file, "w", encoding="utf-8") as f:

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The screened levers on top of the one-machine model (4 × 128, 2 heads): batch 16 × 64, no
@@ -100,13 +102,13 @@ def train(args, name):
   os.makedirs(os.path.dirname(model_dir), exist_ok=True)
   log_path = model_dir + ".log"
   log(f"start {name} (log {log_path})")
-  start = time.time()
+  watch = common.Stopwatch()
   with open(log_path, "a", encoding="utf-8") as handle:
     code = subprocess.call(argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
                            stdin=subprocess.DEVNULL)
   if code:
     raise SystemExit(f"{name} failed (exit {code}); see {log_path}")
-  seconds = time.time() - start
+  seconds = watch.seconds
   with open(os.path.join(model_dir, "wall_seconds.json"), "w", encoding="utf-8") as f:
     json.dump({"seconds": seconds}, f)
   log(f"done {name} in {seconds:.0f} s")
@@ -146,17 +148,14 @@ def report(args):
                   wall[0]["seconds"] if wall else float("nan"),
                   tokens_per_second(model_dir + ".log")))
   table.sort(key=lambda r: (-r[0], -r[1]))
-  lines = ["| recipe | steps | train FLOPs | prev max | next max | entropy ratio | order sens. | "
-           "held-out MLM loss | MLM acc. | RTD AUC | tokens/s | wall |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-  for _, _, name, last, final, wall, speed in table:
-    lines.append(
-        f"| {name} | {last['step']} | {last['train_flops']:.3g} | "
-        f"{last['onset_attn_prev_max']:.3f} | {last['onset_attn_next_max']:.3f} | "
-        f"{last['onset_attn_entropy_ratio']:.3f} | {last['onset_order_sensitivity']:.2e} | "
-        f"{final.get('mlm_loss', float('nan')):.3f} | {final.get('mlm_accuracy', float('nan')):.3f} | "
-        f"{final.get('rtd_auc', float('nan')):.3f} | {speed:.0f} | {wall / 60:.1f} min |")
-  print("\n".join(lines))
+  print(common.markdown_table(
+      ["recipe", "steps", "train FLOPs", "prev max", "next max", "entropy ratio", "order sens.",
+       "held-out MLM loss", "MLM acc.", "RTD AUC", "tokens/s", "wall"],
+      [[name, last["step"], f"{last['train_flops']:.3g}", f"{last['onset_attn_prev_max']:.3f}",
+        f"{last['onset_attn_next_max']:.3f}", f"{last['onset_attn_entropy_ratio']:.3f}",
+        f"{last['onset_order_sensitivity']:.2e}", f"{final.get('mlm_loss', float('nan')):.3f}",
+        f"{final.get('mlm_accuracy', float('nan')):.3f}", f"{final.get('rtd_auc', float('nan')):.3f}",
+        f"{speed:.0f}", f"{wall / 60:.1f} min"] for _, _, name, last, final, wall, speed in table]))
 
 
 def main(argv=None):

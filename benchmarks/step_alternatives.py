@@ -19,7 +19,6 @@ the machine's speed drifts between runs.
 
 Results are recorded in benchmarks/RESULTS.md.
 """
-import statistics
 
 from absl import app
 from absl import flags
@@ -35,19 +34,19 @@ FLAGS = flags.FLAGS
 BATCH, SEQ = 32, 128
 
 
-def compare(name, first, second, *args):
-  """Prints `| name | first ms (range) | second ms (range) | first / second |`, each function
-  timed by `step_ops.milliseconds` in `--rounds` alternating rounds."""
+def compare(table, name, first, second, *args):
+  """A row `name | first ms (range) | second ms (range) | first / second` of `table`, each
+  function timed by `step_ops.milliseconds` in `--rounds` alternating rounds."""
   times = {first: [], second: []}
   for _ in range(FLAGS.rounds):
     for fn, runs in times.items():
       runs.append(step_ops.milliseconds(fn, *args))
-  cells = [f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})" for r in times.values()]
-  ratio = statistics.median(times[first]) / statistics.median(times[second])
-  print(f"| {name} | {cells[0]} | {cells[1]} | {ratio:.2f}× |", flush=True)
+  first_ms, second_ms = (common.spread(r) for r in times.values())
+  table.row(name, *[f"{t.median:.2f} ({t.min:.2f}–{t.max:.2f})" for t in (first_ms, second_ms)],
+            f"{first_ms.median / second_ms.median:.2f}×")
 
 
-def dense_rows():
+def dense_rows(table):
   for width, units in ((256, 1024), (1024, 256), (256, 256)):
     x = tf.random.normal([BATCH, SEQ, width])
     kernel = tf.Variable(tf.random.normal([width, units]) * 0.05)
@@ -55,17 +54,17 @@ def dense_rows():
     einsum_add = lambda x, k=kernel, b=bias: tf.einsum("abc,cd->abd", x, k) + b
     matmul_bias_add = lambda x, k=kernel, b=bias, w=width, u=units: tf.reshape(
         tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, w]), k), b), [BATCH, SEQ, u])
-    compare(f"dense {width}→{units}: einsum + add → 2-D MatMul + BiasAdd",
+    compare(table, f"dense {width}→{units}: einsum + add → 2-D MatMul + BiasAdd",
             step_ops.forward_backward_step(einsum_add, x),
             step_ops.forward_backward_step(matmul_bias_add, x), x)
   for units in (1024, 256):
     dy = tf.random.normal([BATCH, SEQ, units])
-    compare(f"bias gradient [{BATCH}, {SEQ}, {units}]: Sum → BiasAddGrad (taken)",
+    compare(table, f"bias gradient [{BATCH}, {SEQ}, {units}]: Sum → BiasAddGrad (taken)",
             tf.function(lambda d: tf.reduce_sum(d, [0, 1])),
             tf.function(lambda d: tf.raw_ops.BiasAddGrad(out_backprop=d)), dy)
 
 
-def qkv_row():
+def qkv_row(table):
   kernels = [tf.Variable(tf.random.normal([256, 4, 64]) * 0.05) for _ in range(3)]
   biases = [tf.Variable(tf.zeros([4, 64])) for _ in range(3)]
   x = tf.random.normal([BATCH, SEQ, 256])
@@ -78,11 +77,11 @@ def qkv_row():
     bias = tf.concat([tf.reshape(b, [256]) for b in biases], axis=0)
     y = tf.nn.bias_add(tf.einsum("abc,cd->abd", x, kernel), bias)
     return tf.stack([tf.reshape(p, [BATCH, SEQ, 4, 64]) for p in tf.split(y, 3, axis=-1)])
-  compare("query, key, value: three [256, 4, 64] projections → one [256, 768]",
+  compare(table, "query, key, value: three [256, 4, 64] projections → one [256, 768]",
           step_ops.forward_backward_step(three, x), step_ops.forward_backward_step(one, x), x)
 
 
-def layer_norm_row():
+def layer_norm_row(table):
   x, dy = tf.random.normal([BATCH, SEQ, 256]), tf.random.normal([BATCH, SEQ, 256])
   gamma = tf.random.normal([256])
   epsilon = 1e-12
@@ -95,7 +94,7 @@ def layer_norm_row():
     dx = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
                  - x_hat * tf.reduce_mean(g * x_hat, axis=-1, keepdims=True))
     return dx, d_gamma, d_beta
-  compare(f"LayerNorm backward [{BATCH}, {SEQ}, 256]: γ, β row sums in XLA → as a matmul (taken)",
+  compare(table, f"LayerNorm backward [{BATCH}, {SEQ}, 256]: γ, β row sums in XLA → as a matmul (taken)",
           row_sums_in_xla,
           lambda x, dy: fused._layer_norm_backward(x, gamma, epsilon, dy),  # pylint: disable=protected-access
           x, dy)
@@ -104,12 +103,11 @@ def layer_norm_row():
 def main(_):
   print(common.cpu_summary())  # figures from different CPUs are not comparable
   print(f"median ms per call over {FLAGS.rounds} alternating rounds of {FLAGS.repeats} calls")
-  print("| forward + backward: first → second | first ms (range) | second ms (range) "
-        "| first / second |")
-  print("|---|---|---|---|")
-  dense_rows()
-  qkv_row()
-  layer_norm_row()
+  table = common.TableWriter(["forward + backward: first → second", "first ms (range)",
+                              "second ms (range)", "first / second"])
+  dense_rows(table)
+  qkv_row(table)
+  layer_norm_row(table)
 
 
 if __name__ == "__main__":

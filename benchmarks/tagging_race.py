@@ -15,7 +15,6 @@ import os
 import re
 import resource
 import tempfile
-import time
 import types
 
 from absl import app
@@ -46,16 +45,16 @@ FLAGS = flags.FLAGS
 def runs(task, out):
   """(random_init, config) for the pre-trained export and for a random init of its shape."""
   for random_init in (False, True):
-    common = dict(init_checkpoint=FLAGS.init_checkpoint, random_init=random_init,
+    shared_settings = dict(init_checkpoint=FLAGS.init_checkpoint, random_init=random_init,
                   num_trials=FLAGS.num_trials, log_every_steps=50,
                   model_dir=os.path.join(out, f"{task}_{'random' if random_init else 'pre'}"))
     if task == "pos":
       yield random_init, tagging.TaggingConfig(
-          task="pos", data_dir=os.path.join(SHARED, "tagging", "pos_ptb"), **common)
+          task="pos", data_dir=os.path.join(SHARED, "tagging", "pos_ptb"), **shared_settings)
     else:
       yield random_init, multiple_choice.MultipleChoiceConfig(
           data_dir=os.path.join(SHARED, "race"), max_train_examples=FLAGS.race_train_examples,
-          max_dev_examples=FLAGS.race_dev_examples, **common)
+          max_dev_examples=FLAGS.race_dev_examples, **shared_settings)
 
 
 def accuracy_mode():
@@ -71,7 +70,7 @@ def accuracy_mode():
         if match:
           rates.append(float(match.group(2)))
 
-      start = time.time()
+      watch = common.Stopwatch()
       runner = runner_lib.Runner(config, log=log)
       summary = runner.run()
       primary = summary["primary_metric"]
@@ -80,15 +79,14 @@ def accuracy_mode():
       rows.append((task, "random init" if random_init else "pre-trained", primary,
                    summary["median"][primary], spread["min"], spread["max"],
                    sum(rates) / max(len(rates), 1), summary["trials"][0]["train_steps"],
-                   (time.time() - start) / FLAGS.num_trials, extra))
+                   (watch.seconds) / FLAGS.num_trials, extra))
   print(f"init_checkpoint: {FLAGS.init_checkpoint}; {FLAGS.num_trials} trials each")
-  print("| task | encoder | metric | median | min | max | train examples/s | steps | "
-        "s/trial | median by level |")
-  print("|---|---|---|---|---|---|---|---|---|---|")
+  table = common.TableWriter(["task", "encoder", "metric", "median", "min", "max",
+                              "train examples/s", "steps", "s/trial", "median by level"])
   for task, encoder, metric, median, low, high, rate, steps, seconds, extra in rows:
     levels = ", ".join(f"{k[9:]} {v:.4f}" for k, v in extra.items())
-    print(f"| {task} | {encoder} | {metric} | {median:.4f} | {low:.4f} | {high:.4f} | "
-          f"{rate:.1f} | {steps} | {seconds:.0f} | {levels} |")
+    table.row(task, encoder, metric, f"{median:.4f}", f"{low:.4f}", f"{high:.4f}", f"{rate:.1f}",
+              steps, f"{seconds:.0f}", levels)
 
 
 def memory_mode():
@@ -113,13 +111,13 @@ def memory_mode():
       model_dir=os.path.join(out, "race"), random_init=True,
       max_train_examples=batch * FLAGS.memory_steps, num_train_epochs=1, train_batch_size=batch,
       max_dev_examples=defaults.eval_batch_size, log_every_steps=1)
-  start = time.time()
+  watch = common.Stopwatch()
   runner_lib.Runner(config, log=logging.info).run()
   peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
   print(f"RACE, ELECTRA-Small shape (12 layers, hidden 256), batch {batch} "
         f"questions x 4 options x {defaults.max_seq_length} tokens, eval batch "
         f"{defaults.eval_batch_size}: peak RSS {peak:.0f} MiB (before fine-tuning {before:.0f} "
-        f"MiB), {FLAGS.memory_steps} steps + eval in {time.time() - start:.0f}s")
+        f"MiB), {FLAGS.memory_steps} steps + eval in {watch.seconds:.0f}s")
 
 
 def main(_):

@@ -39,7 +39,7 @@ FLAGS = flags.FLAGS
 def timed(command):
   """(seconds, peak RSS GB summed over the process tree, stderr) of `command`; raises on
   failure."""
-  start = time.time()
+  watch = common.Stopwatch()
   process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
   handle, peak = psutil.Process(process.pid), 0
@@ -53,7 +53,7 @@ def timed(command):
   stderr = process.stderr.read()
   if process.returncode:
     raise RuntimeError(f"{' '.join(command)} failed: {stderr[-2000:]}")
-  return time.time() - start, peak / 2**30, stderr
+  return watch.seconds, peak / 2**30, stderr
 
 
 def main(_):

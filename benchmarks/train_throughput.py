@@ -36,7 +36,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 from absl import app
 from absl import flags
@@ -137,12 +136,7 @@ def torch_peak_matmul_flops(dtype_name):
   """Best FLOP/s of a 2048³ matmul in `dtype_name` with torch, over a few repetitions."""
   import torch  # pylint: disable=g-import-not-at-top
   a = torch.randn(2048, 2048).to({"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype_name])
-  best = 0.0
-  for _ in range(5):
-    start = time.perf_counter()
-    torch.matmul(a, a)
-    best = max(best, 2 * 2048 ** 3 / (time.perf_counter() - start))
-  return best
+  return 2 * 2048 ** 3 / common.timed(lambda: torch.matmul(a, a), warmup=0, repeats=5).min
 
 
 def peak_matmul_flops(dtype_name):
@@ -151,22 +145,13 @@ def peak_matmul_flops(dtype_name):
   dtype = {"float32": tf.float32, "bfloat16": tf.bfloat16, "float16": tf.float16}[dtype_name]
   a = tf.cast(tf.random.normal([2048, 2048]), dtype)
   matmul = tf.function(lambda x: tf.matmul(x, x))
-  matmul(a).numpy()
-  best = 0.0
-  for _ in range(5):
-    start = time.perf_counter()
-    matmul(a).numpy()
-    best = max(best, 2 * 2048 ** 3 / (time.perf_counter() - start))
-  return best
+  return 2 * 2048 ** 3 / common.timed(lambda: matmul(a), warmup=1, repeats=5,
+                                     finish=lambda r: r.numpy()).min
 
 
 def time_steps(step, batch):
-  for _ in range(FLAGS.warmup):
-    float(step(batch))
-  start = time.perf_counter()
-  for _ in range(FLAGS.steps):
-    float(step(batch))
-  return (time.perf_counter() - start) / FLAGS.steps
+  return common.timed(lambda: step(batch), warmup=FLAGS.warmup, repeats=FLAGS.steps,
+                      finish=float).mean
 
 
 def ours(precision_name, batch_size, jit, accumulation_steps=1, jit_blocks=False):
@@ -270,14 +255,14 @@ def huggingface(precision_name, batch_size, compiled=False):
             "transformers)")
   assert "tensorflow" not in sys.modules, "a PyTorch configuration must not import TensorFlow"
   sizes = MODELS[FLAGS.model][0]
-  common = dict(vocab_size=vocab_size(), embedding_size=sizes["embedding_size"],
+  shared_sizes = dict(vocab_size=vocab_size(), embedding_size=sizes["embedding_size"],
                 max_position_embeddings=sizes["max_position_embeddings"])
   generator_sizes = {k: max(1, int(round(sizes[k] * 0.25)))
                      for k in ("hidden_size", "num_attention_heads", "intermediate_size")}
   gen, disc = (model_class(transformers.ElectraConfig(
       hidden_size=c["hidden_size"], num_hidden_layers=sizes["num_layers"],
       num_attention_heads=c["num_attention_heads"], intermediate_size=c["intermediate_size"],
-      **common)) for model_class, c in ((transformers.ElectraForMaskedLM, generator_sizes),
+      **shared_sizes)) for model_class, c in ((transformers.ElectraForMaskedLM, generator_sizes),
                                         (transformers.ElectraForPreTraining, sizes)))
   gen.electra.embeddings = disc.electra.embeddings  # shared embeddings
   gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight  # tied to them
@@ -316,9 +301,9 @@ def huggingface(precision_name, batch_size, compiled=False):
     optimizer.step()
     return loss.item()
 
-  start = time.perf_counter()
-  step(None)  # a compiled step's first call compiles
-  print(f"first step (compilation included): {time.perf_counter() - start:.1f}s; "
+  with common.Stopwatch() as first:
+    step(None)  # a compiled step's first call compiles
+  print(f"first step (compilation included): {first.seconds:.1f}s; "
         f"{counts[0]} trainable parameters; torch {torch.__version__}, transformers "
         f"{transformers.__version__}, {torch.get_num_threads()} threads", flush=True)
   seconds = time_steps(step, None)
@@ -458,10 +443,9 @@ def input_pipeline():
   results = {}
   for name, iterator in (("records", trainer.iterator), ("cached", cached_iterator)):
     train_steps(iterator, tf.constant(5))
-    start = time.perf_counter()
-    train_steps(iterator, tf.constant(40))
-    float(trainer.optimizer.iterations)
-    results[name] = (time.perf_counter() - start) / 40
+    run = common.timed(lambda it=iterator: train_steps(it, tf.constant(40)), warmup=0, repeats=1,
+                       finish=lambda _: float(trainer.optimizer.iterations))
+    results[name] = run.median / 40
   return results
 
 
@@ -590,22 +574,21 @@ def main(_):
   print(f"model {FLAGS.model}, seq {SEQ}, vocab {vocab_size()}, {os.cpu_count()} CPUs, "
         f"{FLAGS.steps} timed "
         f"steps after {FLAGS.warmup} warm-up, median of {FLAGS.repeats} run(s)")
-  print("| configuration | step s | tokens/s | range | × Model Garden | peak RSS GB | train FLOP/s "
-        "| peak matmul FLOP/s | MFU |")
-  print("|---|---|---|---|---|---|---|---|---|")
+  table = common.TableWriter(["configuration", "step s", "tokens/s", "range", "× Model Garden",
+                              "peak RSS GB", "train FLOP/s", "peak matmul FLOP/s", "MFU"])
   baseline = {}
   for row in rows:
     if row["spec"].startswith("model_garden/float32/") and "tokens_per_s" in row:
       baseline[row["spec"].split("/")[2]] = row["tokens_per_s"]
   for row in rows:
     if "skipped" in row:
-      print(f"| {row['spec']} | {row['skipped']} ||||||||")
+      table.row(row["spec"], row["skipped"], *[""] * 7)
       continue
     base = baseline.get(row["spec"].split("/")[2])
     ratio = f"{row['tokens_per_s'] / base:.2f}" if base else "-"
-    print(f"| {row['spec']} | {row['seconds']:.3f} | {row['tokens_per_s']:.0f} | {row['range']} | "
-          f"{ratio} | {row['peak_rss_gb']:.2f} | {row['flops_per_s']:.3g} | "
-          f"{row['peak_flops']:.3g} | {row['flops_per_s'] / row['peak_flops']:.1%} |")
+    table.row(row["spec"], f"{row['seconds']:.3f}", f"{row['tokens_per_s']:.0f}", row["range"],
+              ratio, f"{row['peak_rss_gb']:.2f}", f"{row['flops_per_s']:.3g}",
+              f"{row['peak_flops']:.3g}", f"{row['flops_per_s'] / row['peak_flops']:.1%}")
   if FLAGS.breakdown:
     for impl in (["baseline"] if FLAGS.baseline_checkout else []) + ["ours"]:
       print_breakdown(impl, run_child(f"breakdown/{impl}", impl == "baseline"))

@@ -1,6 +1,8 @@
-"""The benchmark harness (`benchmarks/common.py`): timing, spreads, tables, the CPU line, tools
-run as processes and their results."""
+"""The benchmark harness (`benchmarks/common.py`): timing, spreads, tables, tools run as
+processes and their results; every script uses it and is in docs/benchmarks.md's table."""
+import glob
 import os
+import re
 import sys
 
 import tensorflow as tf
@@ -23,10 +25,19 @@ class HarnessTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "repeats >= 1"):
       common.timed(lambda: None, repeats=0)
 
+  def test_stopwatch_reads_while_running_and_stops_at_exit(self):
+    with common.Stopwatch() as watch:
+      running = watch.seconds
+      sum(range(100000))
+    stopped = watch.seconds
+    self.assertBetween(running, 0.0, stopped)
+    self.assertEqual(watch.seconds, stopped)  # stopped at the block's end
+
   def test_spread_and_table(self):
     figures = common.spread([0.82, 0.79, 0.85])
     self.assertEqual((figures.median, figures.min, figures.max, figures.count),
                      (0.82, 0.79, 0.85, 3))
+    self.assertAllClose(figures.mean, (0.82 + 0.79 + 0.85) / 3)
     self.assertEqual(str(figures), "0.82 [0.79, 0.85]")
     self.assertEqual(common.markdown_table(["run", "F1"], [["a|b", 0.5], ["c", 1]]),
                      "| run | F1 |\n|---|---|\n| a&#124;b | 0.5 |\n| c | 1 |")
@@ -56,6 +67,26 @@ class HarnessTest(tf.test.TestCase):
     testutil.write_text(os.path.join(run, "eval_results.json"), '{"f1": 0.')
     with self.assertRaisesRegex(SystemExit, "is not JSON"):
       common.read_results(run)
+
+
+
+class EveryScriptTest(tf.test.TestCase):
+
+  def test_no_script_times_or_tabulates_on_its_own_and_each_is_documented(self):
+    scripts = sorted(glob.glob(os.path.join(testutil.REPO, "benchmarks", "*.py")))
+    with open(os.path.join(testutil.REPO, "docs", "benchmarks.md"), encoding="utf-8") as f:
+      documented = set(re.findall(r"^\| `(\w+\.py)` \|", f.read(), re.M))
+    own = re.compile(r"time\.perf_counter\(\)|time\.time\(\)|statistics\.median|np\.median|"
+                     r"[\"']\|---")
+    for path in scripts:
+      name = os.path.basename(path)
+      if name == "common.py":
+        continue
+      self.assertIn(name, documented, "a script missing from docs/benchmarks.md's table")
+      with open(path, encoding="utf-8") as f:
+        found = own.findall(f.read())
+      self.assertEqual(found, [], f"{name} times or tabulates itself: use benchmarks/common.py")
+    self.assertEqual(documented - {os.path.basename(p) for p in scripts}, set())
 
 
 if __name__ == "__main__":
