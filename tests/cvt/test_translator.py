@@ -14,6 +14,8 @@ import tensorflow as tf
 
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import runner
+from official_rtd.cvt import seq2seq
+from official_rtd.cvt import translation_text
 from official_rtd.cvt import translator
 from tests import testutil
 
@@ -33,7 +35,7 @@ def log_softmax(x):
 
 def built_modules(vocab_size=9, seed=0):
   tf.random.set_seed(seed)
-  modules = translator.TranslatorModules(SMALL, vocab_size)
+  modules = seq2seq.TranslatorModules(SMALL, vocab_size)
   rng = np.random.default_rng(seed)
   states = {"h1": tf.constant(rng.normal(size=[2, 5, 12]), tf.float32),
             "h2": tf.constant(rng.normal(size=[2, 5, 12]), tf.float32)}
@@ -73,7 +75,7 @@ class AttentionTest(tf.test.TestCase):
     self.assertGreater(np.abs(a[0, 3] - b[0, 3]).max(), 1e-6)
 
   def test_attention_dropout_zeroes_the_fraction_asked_for(self):
-    layer = translator.Attention(4, 6)
+    layer = seq2seq.Attention(4, 6)
     memory = tf.random.normal([8, 50, 5])
     h = tf.random.normal([8, 20, 3])
     mask = tf.ones([8, 50], tf.bool)
@@ -105,9 +107,9 @@ class BadInputTest(tf.test.TestCase):
     testutil.write_text(os.path.join(tmp, "train.en"), "A dog runs.\nA cat sleeps.\n")
     testutil.write_text(os.path.join(tmp, "train.de"), "Ein Hund rennt.\n")
     with self.assertRaisesRegex(ValueError, r"train.en has 2 lines but .*train.de 1"):
-      translator.read_parallel(tmp, "train")
+      translation_text.read_parallel(tmp, "train")
     with self.assertRaisesRegex(ValueError, r"val.en not found \(--data_dir must hold"):
-      translator.read_parallel(tmp, "val")
+      translation_text.read_parallel(tmp, "val")
     from official_rtd.cvt import task as task_lib  # pylint: disable=g-import-not-at-top
     with self.assertRaisesRegex(ValueError, r"--train_fraction=0.0 must be in \(0, 1\]"):
       task_lib.subset([1, 2], np.random.default_rng(0), 0.0, 0)
@@ -149,7 +151,7 @@ class NothingDroppedTest(tf.test.TestCase):
     # The predictions file has one line per line of val.en: line 3 (the skipped pair) is empty
     # and every other line holds its own sentence's translation.
     rows = [{"tokens": np.array([task.vocab.ids[w] for w in example[1][:3] if w in task.vocab.ids]
-                                + [task.vocab.ids[translator.EOS]])} for example in task.dev]
+                                + [task.vocab.ids[translation_text.EOS]])} for example in task.dev]
     path = os.path.join(data_dir, "predictions.de")
     task.evaluate(rows, path, lambda _: None)
     with open(path, encoding="utf-8") as f:
@@ -171,7 +173,7 @@ class NothingDroppedTest(tf.test.TestCase):
   def test_paragraphs_of_unlabeled_text_are_split_into_sentences(self):
     paragraph = ("A dog runs in the park. Two children play with a ball near the water. "
                  "Mr. Smith watches them.")
-    self.assertEqual(translator.split_lines(paragraph, 12), [
+    self.assertEqual(translation_text.split_lines(paragraph, 12), [
         ["A", "dog", "runs", "in", "the", "park", "."],
         ["Two", "children", "play", "with", "a", "ball", "near", "the", "water", "."],
         ["Mr.", "Smith", "watches", "them", "."]])
@@ -190,7 +192,7 @@ class StudentLossTest(tf.test.TestCase):
     teacher = {"targets": tf.constant([[5, 6, 7, 3], [8, 3, 0, 0]]),
                "lengths": tf.constant([4, 2])}
     loss = float(task.student_loss(modules, states, inputs, teacher, 0.0, auxiliary=True))
-    bos = task.vocab.ids[translator.BOS]
+    bos = task.vocab.ids[translation_text.BOS]
     logits = modules(states, inputs["lengths"], tf.constant([[bos, 5, 6, 7], [bos, 8, 0, 0]]),
                      teacher["lengths"], names=("attention_dropout", "future"))
     vocab = len(task.vocab.words)
@@ -214,9 +216,9 @@ class BeamSearchTest(tf.test.TestCase):
   def test_a_wide_beam_equals_brute_force_search(self):
     vocab, max_length, eos, bos = 5, 3, 3, 2
     modules, states, lengths, _ = built_modules(vocab_size=vocab, seed=3)
-    memory = translator.TranslatorModules.memory(states)
+    memory = seq2seq.TranslatorModules.memory(states)
     mask = tf.sequence_mask(lengths, 5)
-    results = {banned: translator.beam_search(modules, memory, mask, vocab ** max_length,
+    results = {banned: seq2seq.beam_search(modules, memory, mask, vocab ** max_length,
                                               max_length, bos, eos, banned)
                for banned in ((), (0, 1))}  # (0, 1): <pad> and <unk> never written
 
@@ -244,7 +246,7 @@ class BeamSearchTest(tf.test.TestCase):
         self.assertAllClose(scores[row], score(row, best), atol=1e-4)
     tokens, found_lengths, scores = results[()]
     # A narrow beam finds a hypothesis no better than the exhaustive one.
-    _, _, narrow = translator.beam_search(modules, memory, mask, 2, max_length, bos, eos)
+    _, _, narrow = seq2seq.beam_search(modules, memory, mask, 2, max_length, bos, eos)
     self.assertTrue(np.all(narrow.numpy() <= scores.numpy() + 1e-5))
 
 
