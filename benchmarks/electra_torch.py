@@ -21,16 +21,23 @@ Every `log_every` steps it writes a row of training means to `<output>/curve.jso
 when the run is: `.partial` until then), and every `eval_every` steps adds the held-out figures
 (`heldout.npz`) computed by `rtd_figures`, the same numpy code our side uses.
 """
-import argparse
 import json
 import os
 import sys
 
+from absl import app
+from absl import flags
 import numpy as np
 
 import rtd_figures  # pylint: disable=g-bad-import-order
 
 import common
+
+flags.DEFINE_string("run_dir", None, "Holds config.json, batches.npz, heldout.npz.")
+flags.DEFINE_string("output", None, "Where curve.jsonl goes.")
+flags.DEFINE_integer("seed", 0, "torch's seed (the models' initialisation, the generator's samples).")
+flags.DEFINE_integer("threads", 1, "torch threads.", lower_bound=1)
+FLAGS = flags.FLAGS
 
 
 def build(config, torch, transformers):
@@ -60,22 +67,16 @@ def build(config, torch, transformers):
   return generator, discriminator, decayed, undecayed
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--run_dir", required=True, help="Holds config.json, batches.npz, heldout.npz.")
-  parser.add_argument("--output", required=True, help="Where curve.jsonl goes.")
-  parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--threads", type=int, default=1)
-  args = parser.parse_args()
+def main(_):
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
   assert "tensorflow" not in sys.modules, "the PyTorch side must not import TensorFlow (USE_TF=0)"
-  torch.set_num_threads(args.threads)
-  torch.manual_seed(args.seed)
-  with open(os.path.join(args.run_dir, "config.json"), encoding="utf-8") as f:
+  torch.set_num_threads(FLAGS.threads)
+  torch.manual_seed(FLAGS.seed)
+  with open(os.path.join(FLAGS.run_dir, "config.json"), encoding="utf-8") as f:
     config = json.load(f)
-  batches = np.load(os.path.join(args.run_dir, "batches.npz"))
-  heldout = np.load(os.path.join(args.run_dir, "heldout.npz"))
+  batches = np.load(os.path.join(FLAGS.run_dir, "batches.npz"))
+  heldout = np.load(os.path.join(FLAGS.run_dir, "heldout.npz"))
   generator, discriminator, decayed, undecayed = build(config, torch, transformers)
   optimizer = torch.optim.AdamW(
       [{"params": decayed, "weight_decay": config["weight_decay_rate"]},
@@ -128,8 +129,8 @@ def main():
     discriminator.train()
     return rtd_figures.heldout_figures(batches, heldout["noise_labels"])
 
-  os.makedirs(args.output, exist_ok=True)
-  curve_path = os.path.join(args.output, "curve.jsonl")
+  os.makedirs(FLAGS.output, exist_ok=True)
+  curve_path = os.path.join(FLAGS.output, "curve.jsonl")
   with open(curve_path + ".partial", "w", encoding="utf-8") as curve:
     sums, watch = {}, common.Stopwatch()
     generator.train()
@@ -177,4 +178,5 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  flags.mark_flags_as_required(["run_dir", "output"])
+  app.run(main)

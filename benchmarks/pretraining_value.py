@@ -31,7 +31,6 @@ Stages (each skipped when its output exists, so a killed run resumes):
 `--shared_data` points at another copy of the shared data folder (e.g. slices of it, as the test of
 the README's command does); `--vocab_size` overrides the recipe's.
 """
-import argparse
 import glob
 import json
 import os
@@ -39,6 +38,9 @@ import statistics
 import subprocess
 import sys
 import time
+
+from absl import app
+from absl import flags
 
 import common
 
@@ -53,37 +55,42 @@ RECIPES = {
 }
 
 
-def parse_args(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--work_dir", required=True)
-  parser.add_argument("--methods", default="electra,mlm")
-  parser.add_argument("--seeds", default="0,1")
-  parser.add_argument("--train_flops_budget", type=float, default=2e14)
-  parser.add_argument("--recipe", default="sentences", choices=sorted(RECIPES))
-  parser.add_argument("--model_gin", default="gin/models/one_machine.gin")
-  parser.add_argument("--sst2_train_examples", type=int, default=8000)
-  parser.add_argument("--max_eval_batches", type=int, default=40)
-  parser.add_argument("--shared_data", default=SHARED,
-                      help="The shared data folder (wiki/, blimp/, tagging/pos_ptb/, "
-                           "glue/SST-2/, parsing/ud_ewt/), e.g. slices of it.")
-  parser.add_argument("--vocab_size", type=int, default=0,
-                      help="Vocabulary size (0: the recipe's).")
-  parser.add_argument("--blimp_pairs", default="",
-                      help="BLiMP files or directory (e.g. a subset: the first N pairs of each "
-                           "paradigm); default <shared_data>/blimp.")
-  parser.add_argument("--parallel", type=int, default=1)
-  parser.add_argument("--stages",
-                      default="data,pretrain,evaluate,representations,context,report")
-  parser.add_argument("--output_file", default="", help="Also write the report here.")
-  args = parser.parse_args(argv)
-  if args.train_flops_budget <= 0 or args.parallel < 1 or args.sst2_train_examples < 1:
-    parser.error("--train_flops_budget, --parallel and --sst2_train_examples must be positive")
-  if args.vocab_size < 0:
-    parser.error(f"--vocab_size={args.vocab_size} must be >= 0")
-  if not os.path.isdir(os.path.join(args.shared_data, "wiki")):
-    parser.error(f"--shared_data={args.shared_data} holds no wiki/ folder")
-  args.blimp_pairs = args.blimp_pairs or os.path.join(args.shared_data, "blimp")
-  return args
+flags.DEFINE_string("work_dir", None, "Where the data, runs, evaluations and report go.")
+flags.DEFINE_string("methods", "electra,mlm", "Pre-training methods (gin/tasks/<method>.gin).")
+flags.DEFINE_string("seeds", "0,1", "Seeds, one run each per method.")
+flags.DEFINE_float("train_flops_budget", 2e14, "Train FLOPs per run.")
+flags.DEFINE_enum("recipe", "sentences", sorted(RECIPES), "The recipe (see above).")
+flags.DEFINE_string("model_gin", "gin/models/one_machine.gin", "The model's sizes.")
+flags.DEFINE_integer("sst2_train_examples", 8000, "SST-2 training rows fine-tuned on.")
+flags.DEFINE_integer("max_eval_batches", 40, "Held-out batches evaluated.")
+flags.DEFINE_string("shared_data", SHARED, "The shared data folder (wiki/, blimp/, "
+                    "tagging/pos_ptb/, glue/SST-2/, parsing/ud_ewt/), e.g. slices of it.")
+flags.DEFINE_integer("vocab_size", 0, "Vocabulary size (0: the recipe's).")
+flags.DEFINE_string("blimp_pairs", "", "BLiMP files or directory (e.g. a subset: the first N "
+                    "pairs of each paradigm); default <shared_data>/blimp.")
+flags.DEFINE_integer("parallel", 1, "Processes at a time, one core each.")
+flags.DEFINE_string("stages", "data,pretrain,evaluate,representations,context,report",
+                    "Stages to run, in order.")
+flags.DEFINE_string("output_file", "", "Also write the report here.")
+FLAGS = flags.FLAGS
+
+
+def refuse(message: str):
+  """A bad flag value: one line naming it, exit status 2 (as for a flag absl cannot parse)."""
+  print(f"pretraining_value.py: error: {message}", file=sys.stderr)
+  sys.exit(2)
+
+
+def checked_flags():
+  """FLAGS, checked: each refusal is one line."""
+  if FLAGS.train_flops_budget <= 0 or FLAGS.parallel < 1 or FLAGS.sst2_train_examples < 1:
+    refuse("--train_flops_budget, --parallel and --sst2_train_examples must be positive")
+  if FLAGS.vocab_size < 0:
+    refuse(f"--vocab_size={FLAGS.vocab_size} must be >= 0")
+  if not os.path.isdir(os.path.join(FLAGS.shared_data, "wiki")):
+    refuse(f"--shared_data={FLAGS.shared_data} holds no wiki/ folder")
+  FLAGS.blimp_pairs = FLAGS.blimp_pairs or os.path.join(FLAGS.shared_data, "blimp")
+  return FLAGS
 
 
 def log(message):
@@ -386,8 +393,8 @@ def stage_report(args):
       f.write(text + "\n")
 
 
-def main(argv=None):
-  args = parse_args(argv)
+def main(_):
+  args = checked_flags()
   os.makedirs(args.work_dir, exist_ok=True)
   stages = {"data": stage_data, "pretrain": stage_pretrain, "evaluate": stage_evaluate,
             "representations": stage_representations, "context": stage_context,
@@ -400,4 +407,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  flags.mark_flag_as_required("work_dir")
+  app.run(main)

@@ -13,12 +13,13 @@ into 64 pieces) and `sent64_v*` / `sent1_64_v8000` (`--packing=sentences`), and 
 `heldout64_v*` (wiki_60-63, fixed masks). A finished recipe is skipped (resumable); the table
 ranks recipes by the largest previous/next-token weight, then the order sensitivity.
 """
-import argparse
 import json
 import os
 import subprocess
-import sys
 import time
+
+from absl import app
+from absl import flags
 
 import common
 
@@ -57,23 +58,15 @@ RECIPES = {
 }
 
 
-def parse_args(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--work_dir", required=True)
-  parser.add_argument("--recipes", default=",".join(RECIPES))
-  parser.add_argument("--train_flops_budget", type=float, default=5e13)
-  parser.add_argument("--mixed_precision", default="float32",
-                      choices=["float32", "bfloat16"])
-  parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--extra", action="append", default=[],
-                      help="Another gin binding for every recipe (repeatable).")
-  parser.add_argument("--suffix", default="", help="Appended to each run directory's name.")
-  parser.add_argument("--report_only", action="store_true")
-  args = parser.parse_args(argv)
-  unknown = [r for r in args.recipes.split(",") if r not in RECIPES]
-  if unknown:
-    parser.error(f"--recipes: unknown {unknown} (known: {', '.join(RECIPES)})")
-  return args
+flags.DEFINE_string("work_dir", None, "Holds the vocabularies, records and the screen/ runs.")
+flags.DEFINE_list("recipes", list(RECIPES), "Recipes to screen (names in RECIPES).")
+flags.DEFINE_float("train_flops_budget", 5e13, "Train FLOPs per recipe.")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16"], "Training precision.")
+flags.DEFINE_integer("seed", 0, "TrainConfig.seed.")
+flags.DEFINE_multi_string("extra", [], "Another gin binding for every recipe (repeatable).")
+flags.DEFINE_string("suffix", "", "Appended to each run directory's name.")
+flags.DEFINE_bool("report_only", False, "Print the table of what has finished.")
+FLAGS = flags.FLAGS
 
 
 def log(message):
@@ -135,7 +128,7 @@ def tokens_per_second(log_path):
 
 def report(args):
   table = []
-  for name in args.recipes.split(","):
+  for name in args.recipes:
     model_dir = run_dir(args, name)
     onset, evals = rows(os.path.join(model_dir, "onset.jsonl")), rows(
         os.path.join(model_dir, "eval_results.jsonl"))
@@ -158,13 +151,16 @@ def report(args):
         f"{speed:.0f}", f"{wall / 60:.1f} min"] for _, _, name, last, final, wall, speed in table]))
 
 
-def main(argv=None):
-  args = parse_args(argv)
-  if not args.report_only:
-    for name in args.recipes.split(","):
-      train(args, name)
-  report(args)
+def main(_):
+  unknown = [r for r in FLAGS.recipes if r not in RECIPES]
+  if unknown:
+    raise app.UsageError(f"--recipes: unknown {unknown} (known: {', '.join(RECIPES)})")
+  if not FLAGS.report_only:
+    for name in FLAGS.recipes:
+      train(FLAGS, name)
+  report(FLAGS)
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  flags.mark_flag_as_required("work_dir")
+  app.run(main)

@@ -72,7 +72,7 @@ class HarnessTest(tf.test.TestCase):
 
 class EveryScriptTest(tf.test.TestCase):
 
-  def test_no_script_times_or_tabulates_on_its_own_and_each_is_documented(self):
+  def test_no_script_times_tabulates_or_parses_flags_on_its_own_and_each_is_documented(self):
     scripts = sorted(glob.glob(os.path.join(testutil.REPO, "benchmarks", "*.py")))
     with open(os.path.join(testutil.REPO, "docs", "benchmarks.md"), encoding="utf-8") as f:
       documented = set(re.findall(r"^\| `(\w+\.py)` \|", f.read(), re.M))
@@ -84,8 +84,10 @@ class EveryScriptTest(tf.test.TestCase):
         continue
       self.assertIn(name, documented, "a script missing from docs/benchmarks.md's table")
       with open(path, encoding="utf-8") as f:
-        found = own.findall(f.read())
+        text = f.read()
+      found = own.findall(text)
       self.assertEqual(found, [], f"{name} times or tabulates itself: use benchmarks/common.py")
+      self.assertNotRegex(text, r"(?m)^import argparse", f"{name}: one flag library (absl)")
     self.assertEqual(documented - {os.path.basename(p) for p in scripts}, set())
 
 
