@@ -15,6 +15,8 @@ import time
 from absl import app
 from absl import flags
 
+import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("work_dir", None, "Where the records and the runs go.")
 flags.DEFINE_list("delays", ["0", "0.02", "0.05", "0.1", "0.15", "0.2"],
@@ -23,6 +25,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
+  print(common.cpu_summary())  # where the signal lands depends on the machine's speed
   sys.path.insert(0, REPO)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tests.training.test_trainer import make_records  # pylint: disable=g-import-not-at-top

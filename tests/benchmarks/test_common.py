@@ -70,6 +70,9 @@ class HarnessTest(tf.test.TestCase):
 
 
 
+HELPERS = ("heldout.py", "rtd_figures.py")  # imported by the scripts, not run for figures
+
+
 class EveryScriptTest(tf.test.TestCase):
 
   def test_no_script_times_tabulates_or_parses_flags_on_its_own_and_each_is_documented(self):
@@ -88,6 +91,8 @@ class EveryScriptTest(tf.test.TestCase):
       found = own.findall(text)
       self.assertEqual(found, [], f"{name} times or tabulates itself: use benchmarks/common.py")
       self.assertNotRegex(text, r"(?m)^import argparse", f"{name}: one flag library (absl)")
+      if name not in HELPERS:
+        self.assertRegex(text, r"(?m)^import common$", f"{name} does not use the harness")
     self.assertEqual(documented - {os.path.basename(p) for p in scripts}, set())
 
 
