@@ -57,7 +57,7 @@ def main(_):
     for task, metric in summary["primary_metrics"].items():
       spread = summary["spread"][task][metric]
       rows.append((task, mode, metric, summary["median"][task][metric], spread["min"],
-                   spread["max"], (watch.seconds) / FLAGS.num_trials / 60))
+                   spread["max"], watch.seconds / FLAGS.num_trials / 60))
   print(f"{FLAGS.max_train_sentences} labeled sentences per task, {FLAGS.train_steps} steps of "
         f"{FLAGS.batch_size}, {FLAGS.num_trials} seeds; model word {FLAGS.word_dim}, LSTM "
         f"{FLAGS.lstm1_size}/{FLAGS.lstm2_size}, projection {FLAGS.projection_size}")

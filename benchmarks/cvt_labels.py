@@ -21,7 +21,6 @@ the task's own training sentences that the fraction leaves out, labels removed, 
 text instead of Wikipedia (`run_cvt --unlabeled_remainder`), the vocabulary read from them too;
 `w0.3`: `--unlabeled_loss_weight=0.3`; several joined by `+`, e.g. `in_domain+w0.3`). Results in benchmarks/RESULTS.md.
 """
-import json
 import os
 import time
 
@@ -124,8 +123,7 @@ def report():
     path = os.path.join(run_dir(task, fraction, mode, seed, variant), "eval_results.json")
     if not os.path.isfile(path):
       continue
-    with open(path, encoding="utf-8") as f:
-      summary = json.load(f)
+    summary = common.read_results(path)
     metric = summary["primary_metrics"][task]
     trial = summary["trials"][0]
     rows.setdefault((task, fraction, variant, mode, metric), []).append(

@@ -374,8 +374,8 @@ def setup(w):
   leaves the run's own intact for the later cases), and a Latin-1 notes file."""
   qs = os.path.join(w, "qs")
   if not os.path.isdir(os.path.join(qs, "model", "export")):
-    subprocess.run(["rtd_quickstart", f"--output_dir={qs}", "--num_train_steps=4",
-                    "--vocab_size=1000"], check=True, cwd=REPO)
+    common.run_tool(["rtd_quickstart", f"--output_dir={qs}", "--num_train_steps=4",
+                     "--vocab_size=1000"])
   existing = os.path.join(w, "existing")
   shutil.rmtree(existing, ignore_errors=True)
   os.makedirs(existing)
@@ -403,10 +403,10 @@ def issue_70_fixtures(w, qs):
         with open(os.path.join(w, name, f"{split}.{lang}"), "w", encoding="utf-8") as f:
           f.write("\n".join(lines) + "\n")
   if not os.path.isfile(os.path.join(w, "mt_run", "eval_results.json")):
-    subprocess.run(["run_cvt", "--tasks=translate", f"--data_dir={w}/mt_slice",
-                    "--mode=supervised", "--train_steps=2", "--word_dim=16", "--lstm1_size=16",
-                    "--lstm2_size=8", "--projection_size=8", "--hidden_size=16",
-                    "--eval_every_steps=0", f"--model_dir={w}/mt_run"], check=True, cwd=REPO)
+    common.run_tool(["run_cvt", "--tasks=translate", f"--data_dir={w}/mt_slice",
+                     "--mode=supervised", "--train_steps=2", "--word_dim=16", "--lstm1_size=16",
+                     "--lstm2_size=8", "--projection_size=8", "--hidden_size=16",
+                     "--eval_every_steps=0", f"--model_dir={w}/mt_run"])
   with open(os.path.join(tagging, "chunk_conll2000", "train.txt"), encoding="utf-8") as f:
     sentences = f.read().strip().split("\n\n")
   for name, count in (("root_chunk_only", len(sentences)), ("chunk_small", 800)):
@@ -418,10 +418,9 @@ def issue_70_fixtures(w, qs):
   os.makedirs(replaced)
   shutil.copy(os.path.join(qs, "vocab.txt"), replaced)
   corpus = os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt")
-  subprocess.run(["create_pretraining_data", f"--input_files={corpus}",
-                  f"--vocab_file={replaced}/vocab.txt", "--max_seq_length=64",
-                  "--max_predictions_per_seq=10",
-                  f"--output_dir={replaced}/records"], check=True, cwd=REPO)
+  common.run_tool(["create_pretraining_data", f"--input_files={corpus}",
+                   f"--vocab_file={replaced}/vocab.txt", "--max_seq_length=64",
+                   "--max_predictions_per_seq=10", f"--output_dir={replaced}/records"])
   with open(os.path.join(replaced, "vocab.txt"), "a", encoding="utf-8") as f:
     f.write("zzzunseentoken\n")
   small = os.path.join(w, "small_disk")  # a 300 KB disk (root only; else the case fails to mount)

@@ -15,7 +15,6 @@ ranks recipes by the largest previous/next-token weight, then the order sensitiv
 """
 import json
 import os
-import subprocess
 import time
 
 from absl import app
@@ -95,12 +94,8 @@ def train(args, name):
   os.makedirs(os.path.dirname(model_dir), exist_ok=True)
   log_path = model_dir + ".log"
   log(f"start {name} (log {log_path})")
-  watch = common.Stopwatch()
-  with open(log_path, "a", encoding="utf-8") as handle:
-    code = subprocess.call(argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL)
-  if code:
-    raise SystemExit(f"{name} failed (exit {code}); see {log_path}")
+  with common.Stopwatch() as watch:
+    common.run_tool(argv, log_path=log_path)
   seconds = watch.seconds
   with open(os.path.join(model_dir, "wall_seconds.json"), "w", encoding="utf-8") as f:
     json.dump({"seconds": seconds}, f)

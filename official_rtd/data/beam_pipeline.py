@@ -181,21 +181,34 @@ def first_cause(error: Exception, workers_log: str = "") -> Exception:
   return error
 
 
+def worker_processes(options: beam_options.PipelineOptions) -> bool:
+  """Whether the DirectRunner runs its workers as processes of this machine (which inherit its
+  stderr). In one process the tool's own warnings (e.g. skipped undecodable lines) are printed
+  as they come, so stderr is not redirected."""
+  direct = options.view_as(beam_options.DirectOptions)
+  return (options.view_as(beam_options.StandardOptions).runner == "DirectRunner"
+          and direct.direct_running_mode == "multi_processing"
+          and (direct.direct_num_workers or 1) > 1)
+
+
 @contextlib.contextmanager
-def local_workers_contained():
-  """While a DirectRunner pipeline runs, its worker processes (which inherit this process's
-  stderr) write their output to a log file, and Beam's temporary folders go to one folder of
-  ours. Without it every worker failure printed its traceback above the tool's one line, and every
-  run left an empty `beam-temp*` folder in the temp directory (Beam removes it at the
-  interpreter's exit, which the tools skip). Yields the log's path; the log is kept when the
-  block raises (the line names it), removed otherwise (on success the workers print only import
-  notices: their log level is CRITICAL)."""
+def local_workers_contained(redirect_stderr: bool):
+  """While a DirectRunner pipeline runs, Beam's temporary folders go to one folder of ours,
+  removed afterwards (else every run left an empty `beam-temp*` folder in the temp directory:
+  Beam removes it at the interpreter's exit, which the tools skip); with `redirect_stderr` (the
+  workers are processes, `worker_processes`) this process's stderr, which they inherit, goes to
+  a log file (else every worker failure printed its traceback above the tool's one line). Yields
+  the log's path ("" without it); the log is kept when the block raises (the line names it),
+  removed otherwise (on success the workers print only import notices: their log level is
+  CRITICAL)."""
   temp_root = tempfile.mkdtemp(prefix="create_pretraining_data_beam_")
-  log_fd, log_path = tempfile.mkstemp(prefix="create_pretraining_data_workers_", suffix=".log")
-  sys.stderr.flush()
-  saved_stderr, saved_tempdir = os.dup(2), tempfile.tempdir
-  os.dup2(log_fd, 2)
-  os.close(log_fd)
+  saved_tempdir, log_path, saved_stderr = tempfile.tempdir, "", None
+  if redirect_stderr:
+    log_fd, log_path = tempfile.mkstemp(prefix="create_pretraining_data_workers_", suffix=".log")
+    sys.stderr.flush()
+    saved_stderr = os.dup(2)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
   tempfile.tempdir = temp_root
   failed = False
   try:
@@ -204,13 +217,14 @@ def local_workers_contained():
     failed = True
     raise
   finally:
-    sys.stderr.flush()
-    os.dup2(saved_stderr, 2)
-    os.close(saved_stderr)
+    if saved_stderr is not None:
+      sys.stderr.flush()
+      os.dup2(saved_stderr, 2)
+      os.close(saved_stderr)
+      if not failed:
+        os.remove(log_path)
     tempfile.tempdir = saved_tempdir
     shutil.rmtree(temp_root, ignore_errors=True)
-    if not failed:
-      os.remove(log_path)
 
 
 class StagedOutput:
@@ -259,8 +273,9 @@ def run(config, units: list, processor_class, log: Callable[[str], None] = print
          | "WriteCounts" >> beam.Map(_write_json, os.path.join(staging, _COUNTS_NAME)))
     # Beam's runners log every worker failure several times with its traceback (364 lines for
     # one full disk); a failure is reported once, by its first cause, below.
-    local = config.runner == "DirectRunner"
-    with (local_workers_contained() if local else contextlib.nullcontext("")) as workers_log:
+    contained = (local_workers_contained(worker_processes(options))
+                 if config.runner == "DirectRunner" else contextlib.nullcontext(""))
+    with contained as workers_log:
       try:
         with progress.quiet_logger("apache_beam"):
           state = pipeline.run().wait_until_finish()

@@ -88,18 +88,25 @@ class BeamPipelineTest(tf.test.TestCase):
 
   def test_failed_pipeline_keeps_the_previous_output(self):
     beam_dir = os.path.join(self.tmp, "beam")
-    self._run(runner="DirectRunner", output_dir=beam_dir)
+    temp = tempfile.mkdtemp()
+    with mock.patch.object(tempfile, "tempdir", temp):
+      self._run(runner="DirectRunner", output_dir=beam_dir)  # in one process
+    self.assertEqual(os.listdir(temp), [])  # no beam-temp* folder left here either
     before = {n: open(os.path.join(beam_dir, n), "rb").read() for n in os.listdir(beam_dir)}
     bad = testutil.write_text(os.path.join(self.tmp, "bad.txt"),
                               b"good line one\ncaf\xe9 in latin-1\n\nanother good line\n", "wb")
-    temp = tempfile.mkdtemp()
     with mock.patch.object(tempfile, "tempdir", temp):
       with self.assertRaisesRegex(corpus_lib.CorpusError, r"bad.txt:2: invalid UTF-8 .*\(a Beam "
                                   r"worker; its output: .*create_pretraining_data_workers_"):
-        self._run(runner="DirectRunner", output_dir=beam_dir,
+        self._run(runner="DirectRunner", output_dir=beam_dir, num_workers=2,
                   input_files=(testutil.SAMPLE_CORPUS, bad), overwrite=True)
     [kept] = os.listdir(temp)  # the workers' log, named in the line; nothing else
     self.assertTrue(kept.startswith("create_pretraining_data_workers_"), kept)
+    # In one process nothing is redirected: the tool's own warnings print as they come.
+    self.assertFalse(beam_pipeline.worker_processes(beam_pipeline.pipeline_options(
+        self._config(runner="DirectRunner"))))
+    self.assertTrue(beam_pipeline.worker_processes(beam_pipeline.pipeline_options(
+        self._config(runner="DirectRunner", num_workers=2))))
     after = {n: open(os.path.join(beam_dir, n), "rb").read() for n in os.listdir(beam_dir)}
     self.assertEqual(before, after)  # nothing added, removed or changed; no staging left
 
