@@ -42,8 +42,9 @@ setuptools.setup(
         "benchmark": ["torch", "transformers>=4.45,<4.50", "setuptools<81"],
         # importlib_resources: TFDS needs it (via etils.epath) to build the test's own dataset.
         # pytest-xdist: pytest.ini runs test classes on all cores (up to 4 processes).
+        # isort: tests/test_imports_sorted.py keeps every file's imports in `.isort.cfg`'s order.
         "test": ["pytest", "pytest-xdist", "scipy", "scikit-learn", "transformers>=4.45,<4.50",
-                 "apache-beam==2.77.*", "importlib_resources", "gensim"],
+                 "apache-beam==2.77.*", "importlib_resources", "gensim", "isort>=5,<10"],
     },
     entry_points={
         "console_scripts": [

@@ -17,14 +17,12 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from official_rtd.finetune import runner as runner_lib
-
-from official_rtd.finetune import configs
-from official_rtd.finetune.glue import task as glue
-from official_rtd.finetune import metrics
-from official_rtd.finetune.bam import multitask
-
 import common
+from official_rtd.finetune import configs
+from official_rtd.finetune import metrics
+from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune.bam import multitask
+from official_rtd.finetune.glue import task as glue
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("init_checkpoint", None, "Encoder export.")

@@ -10,7 +10,8 @@ import subprocess
 import time
 from typing import Any, Callable, Iterable, List, Optional, Sequence
 
-from official_rtd.utils.cpu import cpu_summary  # pylint: disable=unused-import; every result names its CPU
+from official_rtd.utils.cpu import \
+    cpu_summary  # pylint: disable=unused-import; every result names its CPU
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")  # the shared data beside the repository

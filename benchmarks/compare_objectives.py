@@ -19,11 +19,10 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-from official_rtd.data import pretraining_data
-from official_rtd.finetune.glue import task as glue
-from official_rtd.finetune import runner as runner_lib
-
 import common
+from official_rtd.data import pretraining_data
+from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune.glue import task as glue
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = {"cola": "CoLA", "sst-2": "SST-2", "mrpc": "MRPC", "sts-b": "STS-B", "rte": "RTE"}
@@ -44,6 +43,7 @@ FLAGS = flags.FLAGS
 def pretrain(objective, records_dir, work_dir):
   """Trains (or resumes) one objective; returns (export dir, steps, train FLOPs)."""
   import gin  # pylint: disable=g-import-not-at-top
+
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   gin.clear_config()
   model_dir = os.path.join(work_dir, "runs", objective)

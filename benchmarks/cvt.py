@@ -16,9 +16,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from official_rtd.cvt import runner
-
 import common
+from official_rtd.cvt import runner
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")

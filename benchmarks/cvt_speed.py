@@ -81,6 +81,7 @@ def model_flops(model: str, mode: str, tokens: float, labels: int, s=SIZES) -> f
 
 def measure(model: str, mode: str):
   import numpy as np  # pylint: disable=g-import-not-at-top
+
   from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
   tasks, data_dir, unlabeled = MODELS[model]
   stamps, clock = [], common.Stopwatch()  # the seconds at each 10-step log line

@@ -20,10 +20,9 @@ import sys
 import tempfile
 import time
 
-import psutil
-
 from absl import app
 from absl import flags
+import psutil
 
 import common
 

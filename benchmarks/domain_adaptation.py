@@ -21,9 +21,8 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-import heldout  # pylint: disable=g-bad-import-order
-
 import common
+import heldout  # pylint: disable=g-bad-import-order
 
 flags.DEFINE_string("source_model_dir", "/tmp/qs5k/model", "The quickstart run to continue.")
 flags.DEFINE_integer("source_steps", 5000, "Quickstart steps, if the source must be built.")
@@ -40,8 +39,8 @@ def build_source():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if tf.train.latest_checkpoint(FLAGS.source_model_dir):
     return
-  from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   out = os.path.dirname(FLAGS.source_model_dir.rstrip("/"))
   records_dir = pretraining_data.vocab_and_records(out, [heldout.SAMPLE], 8000, logging.info)
   runs.run_pretraining(GIN, [f"TrainConfig.num_train_steps = {FLAGS.source_steps}"],
@@ -50,6 +49,7 @@ def build_source():
 
 def evaluate(model_dir, records_dir, eval_records, params):
   import gin  # pylint: disable=g-import-not-at-top
+
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   gin.clear_config()
   _, rows = runs.run_pretraining(GIN, params, records_dir, model_dir, mode="eval",
@@ -60,6 +60,7 @@ def evaluate(model_dir, records_dir, eval_records, params):
 def run(name, seed, records_dir, eval_records, init_checkpoint=""):
   """Trains (or reuses) one run and returns its held-out row."""
   import gin  # pylint: disable=g-import-not-at-top
+
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(FLAGS.work_dir, "runs", f"{name}_seed{seed}")
   done = os.path.join(model_dir, "domain_eval.json")

@@ -33,9 +33,8 @@ from absl import app
 from absl import flags
 import numpy as np
 
-import rtd_figures
-
 import common
+import rtd_figures
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMPLEMENTATIONS = ("ours", "huggingface", "ours_t5")
@@ -75,6 +74,7 @@ def build_trainer(model_dir: str, budget: str, seed: str, implementation: str):
   """Our trainer exactly as `run_pretraining` builds it for these gin files and bindings."""
   import gin  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   gin.clear_config()
   runs.parse_gin([os.path.join(REPO, f) for f in FLAGS.gin_files],
@@ -177,6 +177,7 @@ def fixed_noise(heldout, vocab) -> dict:
 def heldout_figures(model, heldout) -> dict:
   """Our model's held-out figures, computed as `electra_torch.py` computes its own."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from official_rtd.training import train_step  # pylint: disable=g-import-not-at-top
   batches = []
   for i in range(len(heldout["input_word_ids"])):

@@ -29,9 +29,8 @@ from absl import app
 from absl import flags
 import numpy as np
 
-import rtd_figures  # pylint: disable=g-bad-import-order
-
 import common
+import rtd_figures  # pylint: disable=g-bad-import-order
 
 flags.DEFINE_string("run_dir", None, "Holds config.json, batches.npz, heldout.npz.")
 flags.DEFINE_string("output", None, "Where curve.jsonl goes.")

@@ -22,10 +22,9 @@ from absl import flags
 from absl import logging
 import numpy as np
 
+import common
 import heldout  # pylint: disable=g-bad-import-order
 from official_rtd.data import pretraining_data
-
-import common
 
 flags.DEFINE_string("work_dir", "/tmp/embedding_sharing", "Vocab, records and runs.")
 flags.DEFINE_list("modes", ["shared", "gdes", "none"], "embedding_sharing values to compare.")
@@ -39,6 +38,7 @@ FLAGS = flags.FLAGS
 def pretrain_and_eval(mode, seed, records_dir, heldout_records, work_dir):
   """Trains (or reuses) one run and evaluates its last checkpoint; returns the eval row."""
   import gin  # pylint: disable=g-import-not-at-top
+
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(work_dir, "runs", f"{mode}_seed{seed}")
   done = os.path.join(model_dir, "heldout_eval.json")

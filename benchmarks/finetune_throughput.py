@@ -11,7 +11,7 @@ The rate is the last progress line's examples/s (training only, after tracing).
 Prediction: `run_squad`'s joint head (beam 20, SQuAD 2.0 answerability) over random windows whose
 context starts at token 20, for the tiny (hidden 128, 2 layers) and Small encoders at 128 and 512
 tokens: the previous path (a plain `tf.function` per batch of 32, after one warm-up batch)
-against `trials.predict` (XLA, padded batches) at each batch size, whose rate excludes the first
+against `trial_steps.predict` (XLA, padded batches) at each batch size, whose rate excludes the first
 batch (its compilation), as `run_squad`'s log line does; the two paths' beams are compared.
 """
 import os
@@ -24,18 +24,16 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.data import vocab as vocab_lib
-from official_rtd.finetune.glue import task as glue
-from official_rtd.finetune import runner as runner_lib
-from official_rtd.finetune.squad import task as squad
-from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.interop import export
-
-from official_rtd.finetune.squad import span_head
-from official_rtd.finetune import trials
-from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
-
 import common
+from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune.glue import task as glue
+from official_rtd.finetune.squad import span_head
+from official_rtd.finetune.squad import task as squad
+from official_rtd.interop import export
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.trials import steps as trial_steps
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
@@ -91,7 +89,7 @@ def time_prediction():
       rates, same, delta = [], [], 0.0
       for batch_size in map(int, FLAGS.predict_batch_sizes):
         logs = []
-        fast = trials.predict(lambda batch, m=model: m(batch, training=False), windows,
+        fast = trial_steps.predict(lambda batch, m=model: m(batch, training=False), windows,
                               batch_size, logs.append, "windows")
         rates.append(float(re.search(r"\((\d+)/s after compilation\)", logs[-1]).group(1)))
         # Beams of equal log-probability may come out in another order: count identical beams,

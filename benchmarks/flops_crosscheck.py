@@ -9,11 +9,10 @@ Table 5.3 figures.
 """
 import tensorflow as tf
 
+import common
 from official_rtd.methods import electra
 from official_rtd.modeling import flops
 from official_rtd.modeling.encoder_config import EncoderConfig
-
-import common
 
 SEQ, PREDICTIONS, VOCAB = 128, 19, 30522
 SIZES = {"small": (EncoderConfig(vocab_size=VOCAB, hidden_size=256, num_layers=12,

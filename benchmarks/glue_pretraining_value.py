@@ -13,11 +13,9 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from official_rtd.finetune import runner as runner_lib
-
-from official_rtd.finetune.glue import task as glue
-
 import common
+from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune.glue import task as glue
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = {"cola": "CoLA", "sst-2": "SST-2", "mrpc": "MRPC", "sts-b": "STS-B", "rte": "RTE"}

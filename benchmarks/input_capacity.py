@@ -56,6 +56,7 @@ def records_for(seq_length: int) -> str:
 def measure(shape: str, threads: int) -> float:
   """Sequences/s of the training input pipeline on `threads` threads."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from official_rtd.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.ops import masking  # pylint: disable=g-import-not-at-top

@@ -28,6 +28,7 @@ def main(_):
   print(common.cpu_summary())  # where the signal lands depends on the machine's speed
   sys.path.insert(0, REPO)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from tests.training.test_trainer import make_records  # pylint: disable=g-import-not-at-top
   records = os.path.join(FLAGS.work_dir, "records")
   if not os.path.isdir(records):

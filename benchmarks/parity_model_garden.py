@@ -28,9 +28,8 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-import heldout  # pylint: disable=g-bad-import-order
-
 import common
+import heldout  # pylint: disable=g-bad-import-order
 
 flags.DEFINE_string("work_dir", "/tmp/parity_model_garden", "Records, runs and curves.")
 flags.DEFINE_float("train_flops_budget", 1e14, "Train FLOPs per run (section 5.2.2 count).")
@@ -69,6 +68,7 @@ def figures(call, batches):
   """MLM loss/accuracy and RTD loss/AUC of `call(batch) -> (mlm_logits [B, P, V], rtd_logits
   [B, S], rtd_labels [B, S])` over the evaluation batches (the same code for both models)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from official_rtd.utils import detection  # pylint: disable=g-import-not-at-top
   tf.random.set_seed(1234)  # Model Garden samples replacements from the global generator
   nll, correct, weight, rtd_loss, tokens = 0.0, 0.0, 0.0, 0.0, 0.0
@@ -104,6 +104,7 @@ def train_ours(seed, sharing, records_dir, eval_sets, out):
   then every checkpoint evaluated."""
   import gin  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(out, "model")
   gin.clear_config()
@@ -132,13 +133,14 @@ def train_ours(seed, sharing, records_dir, eval_sets, out):
 
 def train_model_garden(seed, steps, records_dir, eval_sets):
   """Model Garden's ElectraPretrainTask model, losses, optimizer and train_step."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tf_keras  # pylint: disable=g-import-not-at-top
   from official.modeling import optimization  # pylint: disable=g-import-not-at-top
   from official.nlp.configs import electra as electra_config  # pylint: disable=g-import-not-at-top
   from official.nlp.configs import encoders  # pylint: disable=g-import-not-at-top
   from official.nlp.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
   from official.nlp.tasks import electra_task  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
+
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   tf_keras.utils.set_random_seed(seed)
   vocab_size = vocab_lib.load_vocab(os.path.join(FLAGS.work_dir, "vocab.txt")).size

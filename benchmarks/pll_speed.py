@@ -15,17 +15,16 @@ from absl import app
 from absl import flags
 import numpy as np
 
+import common
+from official_rtd import runs
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.methods import electra
 from official_rtd.methods import electra_tt
 from official_rtd.methods import electric
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd import runs
 from official_rtd.training import minimal_pairs
 from official_rtd.training import scoring
-
-import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_integer("sentences", 128, "Sentences to score.")

@@ -13,14 +13,13 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+import common
 from official_rtd import runs
 from official_rtd.data import pretraining_data
 from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
-
-import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_integer("steps", 300, "Training steps per precision.")

@@ -246,6 +246,7 @@ def stage_representations(args):
   (mean cosine of random token pairs; effective rank = exp(entropy of the centred outputs'
   normalised squared singular values)). A collapsed encoder maps every token near one vector."""
   import numpy as np  # pylint: disable=g-import-not-at-top
+
   from official_rtd.data import glue_data  # pylint: disable=g-import-not-at-top
   task = glue_data.get_task("sst-2")
   sentences = [e.text_a for e in glue_data.read_tsv(
@@ -276,6 +277,7 @@ def stage_context(args):
   a bag of words) and the order sensitivity (1 − cosine of a token's last-layer vector with its
   context in order vs shuffled; 0: blind to order). `modeling/networks/attention_maps.py`."""
   import numpy as np  # pylint: disable=g-import-not-at-top
+
   from official_rtd.modeling.networks import attention_maps  # pylint: disable=g-import-not-at-top
   with open(os.path.join(args.shared_data, "wiki", "wiki_63.txt"), encoding="utf-8") as f:
     text = " ".join(line.strip() for _, line in zip(range(400), f))

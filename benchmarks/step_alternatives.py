@@ -24,10 +24,9 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+import common
 from official_rtd.ops import fused
 import step_ops  # benchmarks/step_ops.py: its timing helpers and --repeats
-
-import common
 
 flags.DEFINE_integer("rounds", 5, "Alternating rounds per pair.", lower_bound=1)
 FLAGS = flags.FLAGS

@@ -25,14 +25,13 @@ from absl import flags
 import tensorflow as tf
 import tf_keras
 
+import common
 from official_rtd.modeling.layers.dropout import Dropout
 from official_rtd.modeling.layers.einsum_dense import EinsumDense
 from official_rtd.modeling.layers.layer_norm import LayerNorm
 from official_rtd.modeling.layers.transformer_block import Attention
 from official_rtd.ops import fused
 from official_rtd.ops import sampling
-
-import common
 
 flags.DEFINE_integer("repeats", 20, "Timed calls per op (after two warm-up calls).",
                      lower_bound=1)

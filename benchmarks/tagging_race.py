@@ -21,12 +21,10 @@ from absl import app
 from absl import flags
 from absl import logging
 
+import common
 from official_rtd.finetune import runner as runner_lib
-
 from official_rtd.finetune.race import task as multiple_choice
 from official_rtd.finetune.tagging import task as tagging
-
-import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
@@ -92,8 +90,8 @@ def accuracy_mode():
 def memory_mode():
   """Peak RSS of a few RACE training steps at the default batch with a Small-shaped encoder."""
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling import encoder_config  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import export  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling import encoder_config  # pylint: disable=g-import-not-at-top
   out = tempfile.mkdtemp()
   vocab = vocab_lib.load_vocab(os.path.join(REPO, "tests", "testdata", "vocab_sample.txt"))
   small = encoder_config.EncoderConfig(vocab_size=vocab.size, hidden_size=256, num_layers=12,

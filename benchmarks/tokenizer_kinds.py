@@ -18,10 +18,9 @@ import shutil
 import subprocess
 import time
 
-import psutil
-
 from absl import app
 from absl import flags
+import psutil
 
 import common
 

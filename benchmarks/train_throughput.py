@@ -93,7 +93,8 @@ def predictions():
 
 def small_config():
   """The --model's discriminator config (generator 1/4 of it)."""
-  from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.encoder_config import \
+      EncoderConfig  # pylint: disable=g-import-not-at-top
   return EncoderConfig(vocab_size=vocab_size(), **MODELS[FLAGS.model][0])
 
 
@@ -158,6 +159,7 @@ def ours(precision_name, batch_size, jit, accumulation_steps=1, jit_blocks=False
   """With `jit_blocks`, each Transformer block's call (matmuls included) is one XLA cluster and
   the rest of the step runs as usual: XLA per block, measured against XLA for the whole step."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling.layers import transformer_block  # pylint: disable=g-import-not-at-top
   from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
@@ -185,14 +187,18 @@ def ours(precision_name, batch_size, jit, accumulation_steps=1, jit_blocks=False
 def model_garden(precision_name, batch_size):
   """Model Garden's ELECTRA step; under bfloat16 its layers are built with the mixed policy, as a
   Model Garden user would (its ElectraPretrainer fails there: the message is the row's result)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tf_keras  # pylint: disable=g-import-not-at-top
-  from official.nlp.configs import electra as mg_electra_config  # pylint: disable=g-import-not-at-top
-  from official.nlp.data import pretrain_dataloader as mg_dataloader  # pylint: disable=g-import-not-at-top
+  from official.modeling.optimization import legacy_adamw  # pylint: disable=g-import-not-at-top
+  from official.nlp.configs import \
+      electra as mg_electra_config  # pylint: disable=g-import-not-at-top
+  from official.nlp.data import \
+      pretrain_dataloader as mg_dataloader  # pylint: disable=g-import-not-at-top
   from official.nlp.modeling import models as mg_models  # pylint: disable=g-import-not-at-top
   from official.nlp.modeling import networks as mg_networks  # pylint: disable=g-import-not-at-top
-  from official.modeling.optimization import legacy_adamw  # pylint: disable=g-import-not-at-top
-  from official.nlp.tasks import electra_task as mg_electra_task  # pylint: disable=g-import-not-at-top
+  from official.nlp.tasks import \
+      electra_task as mg_electra_task  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
+
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   config = small_config()
@@ -334,6 +340,7 @@ def op_time_by_kind(step, batch, steps=2):
   """Traces `steps` calls of `step` with TensorFlow's profiler; returns seconds of op execution per
   step by `OP_KINDS` kind and by op type (summed over threads, so they can exceed wall time)."""
   import glob  # pylint: disable=g-import-not-at-top
+
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
   logdir = tempfile.mkdtemp()
@@ -370,8 +377,9 @@ def breakdown(batch_size, precision_name):
   """Where one step of ours goes: forward and backward times, op execution time by kind from a
   profiler trace, and the section 5.2.2 FLOPs by kind."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling import flops  # pylint: disable=g-import-not-at-top
+
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling import flops  # pylint: disable=g-import-not-at-top
   from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
   from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
   from official_rtd.training import train_step  # pylint: disable=g-import-not-at-top
@@ -417,10 +425,12 @@ def breakdown(batch_size, precision_name):
 def input_pipeline():
   """Step time of our Trainer on real records vs on one cached batch (tiny ELECTRA)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
-  from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
-  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
+
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
+  from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
+  from official_rtd.modeling.encoder_config import \
+      EncoderConfig  # pylint: disable=g-import-not-at-top
   from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
   tmp = tempfile.mkdtemp()
   records = os.path.join(tmp, "records")

@@ -15,16 +15,13 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd import configurables  # pylint: disable=unused-import; registers the configurables
-from official_rtd.utils import checkpoint_files
-from official_rtd.utils import run_lock
-from official_rtd.utils import textio
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
-from official_rtd.probes import probe
+from official_rtd.interop import run_dir
 from official_rtd.methods import base
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.interop import run_dir
+from official_rtd.probes import probe
 from official_rtd.training import ema
 from official_rtd.training import evaluation
 from official_rtd.training import optimization
@@ -33,6 +30,9 @@ from official_rtd.training import run_inputs
 from official_rtd.training import strategies
 from official_rtd.training import structure_monitor
 from official_rtd.training import trainer as trainer_lib
+from official_rtd.utils import checkpoint_files
+from official_rtd.utils import run_lock
+from official_rtd.utils import textio
 
 REPO_GIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gin")
 

@@ -2,10 +2,10 @@
 TestCase temp-dir helpers work, give every test a clean gin configuration, and leave out
 `tf.test.TestCase.test_session` (a deprecated context manager that unittest's name rule collects
 as a test, and that skips itself: 73 false "skipped" per run)."""
+from absl import flags
 import gin
 import pytest
 import tensorflow as tf
-from absl import flags
 
 flags.FLAGS.mark_as_parsed()
 

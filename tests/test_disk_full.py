@@ -11,9 +11,9 @@ import gin
 import tensorflow as tf
 
 from official_rtd import runs
-from official_rtd.utils import textio
 from official_rtd.data import build_vocab
 from official_rtd.tools import export_model
+from official_rtd.utils import textio
 from tests import testutil
 from tests.training.test_trainer import make_records
 
@@ -139,8 +139,8 @@ class DiskFullTest(tf.test.TestCase):
   def test_fine_tuning_removes_a_partial_checkpoint(self):
     disk = mount_small_tmpfs(self, size="400k")
     model_dir = os.path.join(disk, "rte")
-    from official_rtd.finetune.glue import task as glue  # pylint: disable=g-import-not-at-top
     from official_rtd.finetune import runner as runner_lib  # pylint: disable=g-import-not-at-top
+    from official_rtd.finetune.glue import task as glue  # pylint: disable=g-import-not-at-top
     glue_dir = os.path.join(testutil.SHARED_DATA, "glue", "RTE")
     reason = testutil.missing_data_reason(glue_dir)
     if reason:

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from official_rtd import runs
-from official_rtd.methods import registry
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
 from official_rtd.training import precision

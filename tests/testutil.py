@@ -57,6 +57,7 @@ def record_stateless_seeds():
   and `tf.random.stateless_categorical` call made eagerly inside it; yields the list."""
   import contextlib  # pylint: disable=g-import-not-at-top
   from unittest import mock  # pylint: disable=g-import-not-at-top
+
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   @contextlib.contextmanager
@@ -83,8 +84,8 @@ def record_stateless_seeds():
 def fine_tune_rte(test, export_dir: str, model_dir: str):
   """Fine-tunes `export_dir` with `run_glue`'s runner on 64 RTE examples (1 epoch, 4 steps) and
   checks it ran; skips (fails under CI) without ../shared. Returns the summary."""
-  from official_rtd.finetune.glue import task as glue  # pylint: disable=g-import-not-at-top
   from official_rtd.finetune import runner as runner_lib  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune.glue import task as glue  # pylint: disable=g-import-not-at-top
   glue_dir = os.path.join(SHARED_DATA, "glue", "RTE")
   reason = missing_data_reason(glue_dir)
   if reason:

@@ -12,9 +12,9 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
+from official_rtd.data import corpus
 from official_rtd.utils import progress
 from official_rtd.utils import textio
-from official_rtd.data import corpus
 
 PAD, UNK, REMOVED = "<pad>", "<unk>", "<removed>"  # REMOVED: the word-dropout baseline's token
 MAX_WORD_LENGTH = 20  # characters seen by the char CNN (cvt_text's max_word_length)

@@ -29,9 +29,9 @@ from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import task as task_lib
 from official_rtd.data import conllu
 from official_rtd.data import parsing_data
-from official_rtd.finetune import parsing_metrics
-from official_rtd.modeling.layers.edge_scorer import EdgeScorer
+from official_rtd.data import parsing_scores
 from official_rtd.modeling.layers.edge_scorer import edge_log_probabilities
+from official_rtd.modeling.layers.edge_scorer import EdgeScorer
 from official_rtd.ops import mst
 
 # module: (the head's view, the dependent's view)
@@ -174,7 +174,6 @@ class ParsingTask(task_lib.PerWordTask):
     predicted = self.decoded_trees(rows, self.dev)
     if path:
       conllu.write_conllu(path, self.dev, predicted)
-    with_punct = parsing_metrics.attachment_scores(self.dev, predicted)
-    without = parsing_metrics.attachment_scores(self.dev, predicted, "exclude")
-    return {"uas": with_punct["uas"], "las": with_punct["las"], "uas_no_punct": without["uas"],
-            "las_no_punct": without["las"]}
+    report = parsing_scores.dev_report(self.dev, predicted)
+    del report["words"]  # CVT's dev curve keeps the four scores
+    return report

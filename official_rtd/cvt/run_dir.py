@@ -1,7 +1,7 @@
 """A trained `run_cvt` directory: its layout, and any trial's kept weights loaded back, through the
 task registry, for prediction (`cvt_predict`, `cvt_translate`).
 
-  <model_dir>/run_fingerprint.json   the run's settings (`finetune.fingerprint`)
+  <model_dir>/run_fingerprint.json   the run's settings (`trials.fingerprint`)
   <model_dir>/vocab.json             words, characters, each task's labels, the model's sizes
   <model_dir>/trial_<k>/model        the dev-selected EMA weights of trial k (counted from 0)
   <model_dir>/eval_results.json      the finished run's figures
@@ -18,7 +18,7 @@ from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import model as model_lib
 from official_rtd.cvt import settings as settings_lib
 from official_rtd.cvt import task as task_lib
-from official_rtd.finetune import fingerprint
+from official_rtd.trials import fingerprint
 from official_rtd.utils import textio
 
 VOCAB_NAME = "vocab.json"

@@ -8,6 +8,7 @@ import tf_keras
 
 from official_rtd.cvt import encoder as encoder_lib
 
+
 class Attention(tf_keras.layers.Layer):
   """One decoder's bilinear attention and softmax: `call(memory, memory_mask, h, drop_rate)`
   with memory `[batch, src, width]`, h `[batch, tgt, dec]` → (logits `[batch, tgt, vocab]`,

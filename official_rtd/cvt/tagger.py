@@ -17,8 +17,8 @@ import tf_keras
 
 from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import task as task_lib
-from official_rtd.finetune import tag_predictions
 from official_rtd.data import tagging_data
+from official_rtd.data import tagging_scores
 from official_rtd.utils import textio
 
 AUXILIARY = ("fwd", "bwd", "future", "past", "full")
@@ -143,7 +143,7 @@ class TaggingTask(task_lib.PerWordTask):
   def decoded_tags(self, rows, sentences, module: str = "primary"):
     """Each sentence's tags from module `module`'s `predict` rows, as written and scored (IOB2
     for span tasks)."""
-    return tag_predictions.output_tags(
+    return tagging_scores.output_tags(
         self.spec, [[self.labels[i] for i in row[module][:len(s.words)]]
                     for row, s in zip(rows, sentences)])
 
@@ -161,9 +161,9 @@ class TaggingTask(task_lib.PerWordTask):
     del log
     tags = {name: self.decoded_tags(rows, self.dev, name) for name in rows[0]}
     if path:
-      tag_predictions.write_predictions(path, self.dev, tags["primary"])
-    out = tag_predictions.evaluate(self.spec, self.dev, tags["primary"])
+      tagging_scores.write_predictions(path, self.dev, tags["primary"])
+    out = tagging_scores.evaluate(self.spec, self.dev, tags["primary"])
     for name in AUXILIARY:
-      out[f"{name}_{self.primary_metric}"] = tag_predictions.evaluate(
+      out[f"{name}_{self.primary_metric}"] = tagging_scores.evaluate(
           self.spec, self.dev, tags[name])[self.primary_metric]
     return out

@@ -7,8 +7,8 @@ import functools
 import os
 from typing import Dict, List, Sequence
 
-from official_rtd.utils import textio
 from official_rtd.cvt import data as data_lib
+from official_rtd.utils import textio
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SOURCE, TARGET = "en", "de"

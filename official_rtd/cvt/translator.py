@@ -23,14 +23,25 @@ from typing import List, Sequence
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.utils import textio
 from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import losses
 from official_rtd.cvt import task as task_lib
-from official_rtd.cvt.seq2seq import TranslatorModules, beam_search, shifted
-from official_rtd.cvt.translation_text import (BOS, EOS, PAD, SOURCE, TARGET, UNK, TargetVocab,
-                                               bleu, detokenize, read_parallel, split_lines,
-                                               tokenize)
+from official_rtd.cvt.seq2seq import beam_search
+from official_rtd.cvt.seq2seq import shifted
+from official_rtd.cvt.seq2seq import TranslatorModules
+from official_rtd.cvt.translation_text import bleu
+from official_rtd.cvt.translation_text import BOS
+from official_rtd.cvt.translation_text import detokenize
+from official_rtd.cvt.translation_text import EOS
+from official_rtd.cvt.translation_text import PAD
+from official_rtd.cvt.translation_text import read_parallel
+from official_rtd.cvt.translation_text import SOURCE
+from official_rtd.cvt.translation_text import split_lines
+from official_rtd.cvt.translation_text import TARGET
+from official_rtd.cvt.translation_text import TargetVocab
+from official_rtd.cvt.translation_text import tokenize
+from official_rtd.cvt.translation_text import UNK
+from official_rtd.utils import textio
 
 
 @task_lib.register("translate")

@@ -5,8 +5,8 @@ lowercased, digits as 0), so every vector finds its vocabulary entry."""
 import os
 from typing import Callable, Iterator, List, Sequence
 
-from official_rtd.utils import textio
 from official_rtd.cvt import data as data_lib
+from official_rtd.utils import textio
 
 
 class _Sentences:

@@ -44,11 +44,11 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 import tensorflow as tf
 
-from official_rtd.utils import progress
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import paths
 from official_rtd.data import records
 from official_rtd.data import worker_pool
+from official_rtd.utils import progress
 
 _UNITS_DIR = "units"
 _COUNTS_NAME = "counts.json"

@@ -12,11 +12,11 @@ from typing import Callable, Iterable, List, Sequence, Tuple
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
 
-from official_rtd.utils import interruptible
-from official_rtd.utils import textio
-from official_rtd.utils import progress
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.utils import interruptible
+from official_rtd.utils import progress
+from official_rtd.utils import textio
 
 
 def _lines(files: Sequence[str], on_decode_error: str, log):

@@ -14,7 +14,6 @@ from official_rtd.data import records
 from official_rtd.ops import masking
 
 
-
 @dataclasses.dataclass(frozen=True)
 class PretrainInputConfig:
   """Where the records are and how to batch them.

@@ -16,9 +16,6 @@ from typing import Callable, List, Optional
 
 import tensorflow as tf
 
-from official_rtd.utils import run_lock
-from official_rtd.utils import textio
-from official_rtd.utils import progress as progress_lib
 from official_rtd.data import corpus as corpus_lib
 from official_rtd.data import data_config
 from official_rtd.data import example_encoder
@@ -31,6 +28,9 @@ from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.data import worker_pool
 from official_rtd.ops import masking
+from official_rtd.utils import progress as progress_lib
+from official_rtd.utils import run_lock
+from official_rtd.utils import textio
 
 DataConfig = data_config.DataConfig
 ConfigError = data_config.ConfigError

@@ -17,8 +17,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from official_rtd.utils import textio
 from official_rtd.data import tag_schemes
+from official_rtd.utils import textio
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,6 @@ from typing import ClassVar, Optional, Tuple
 
 from official_rtd.utils import ranges
 
-
 # Valid values of the numeric settings every fine-tuning tool shares: (lowest, highest, whether
 # the lowest is allowed); None means unset (the paper's default). Checked before any work starts,
 # and stated in each flag's help.

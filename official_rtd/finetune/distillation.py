@@ -12,8 +12,8 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
-from official_rtd.utils import textio
 from official_rtd.finetune import configs
+from official_rtd.utils import textio
 
 ANNEALING = ("linear", "fixed")
 

@@ -1,11 +1,8 @@
 """Fine-tuning metrics as the papers report them, computed directly (no scikit-learn/scipy
-needed): GLUE's, and span precision/recall/F1 with `conlleval`'s semantics for tagging."""
-import collections
+needed): GLUE's and RACE's (tagging's span scores are `data/tagging_scores.py`)."""
 from typing import Dict, Sequence
 
 import numpy as np
-
-from official_rtd.data import tag_schemes
 
 
 def accuracy(labels, predictions) -> float:
@@ -72,37 +69,3 @@ def task_metrics(task: str, labels: Sequence, predictions: Sequence) -> Dict[str
   if task in ("mrpc", "qqp"):
     out["f1"] = f1(labels, predictions)
   return out
-
-
-def _prf(correct: int, predicted: int, gold: int) -> Dict[str, float]:
-  precision = correct / predicted if predicted else 0.0
-  recall = correct / gold if gold else 0.0
-  f1_value = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-  return {"precision": precision, "recall": recall, "f1": f1_value,
-          "correct": correct, "predicted": predicted, "gold": gold}
-
-
-def span_metrics(gold_tags: Sequence[Sequence[str]], predicted_tags: Sequence[Sequence[str]]
-                 ) -> Dict[str, dict]:
-  """conlleval's figures over sentences of tags (any scheme `tag_schemes` reads; gold and
-  predicted may differ): a span counts when type, start and end all match.
-
-  Returns `{"overall": {precision, recall, f1, correct, predicted, gold}, "per_type": {type:
-  the same}}`, precision/recall/F1 as fractions (conlleval prints percentages).
-  """
-  if len(gold_tags) != len(predicted_tags):
-    raise ValueError(f"{len(gold_tags)} gold sentences but {len(predicted_tags)} predicted")
-  counts = collections.defaultdict(lambda: [0, 0, 0])  # type -> [correct, predicted, gold]
-  for row, (gold, predicted) in enumerate(zip(gold_tags, predicted_tags)):
-    if len(gold) != len(predicted):
-      raise ValueError(f"sentence {row}: {len(gold)} gold tags but {len(predicted)} predicted")
-    gold_spans = set(tag_schemes.spans_of(gold))
-    predicted_spans = set(tag_schemes.spans_of(predicted))
-    for kind, _, _ in gold_spans:
-      counts[kind][2] += 1
-    for span in predicted_spans:
-      counts[span[0]][1] += 1
-      counts[span[0]][0] += span in gold_spans
-  totals = [sum(c[i] for c in counts.values()) for i in range(3)]
-  return {"overall": _prf(*totals),
-          "per_type": {kind: _prf(*counts[kind]) for kind in sorted(counts)}}

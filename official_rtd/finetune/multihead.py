@@ -18,8 +18,8 @@ import tf_keras
 
 from official_rtd.finetune import distillation
 from official_rtd.finetune import task as task_lib
-from official_rtd.finetune import trials as trials_lib
 from official_rtd.modeling.layers.dropout import Dropout
+from official_rtd.trials import steps as trial_steps
 
 
 def sampling_probabilities(sizes: Sequence[int], exponent: float) -> np.ndarray:
@@ -176,7 +176,7 @@ class HeadsRun(task_lib.Task):
     """`predict(features, label)`: the member's head outputs over numpy features."""
 
     def predict(features, label):
-      return trials_lib.predict(
+      return trial_steps.predict(
           lambda batch: {"y": model(batch, training=False, only=member.name)[member.name]},
           features, self.config.eval_batch_size, self.log, label)["y"]
     return predict

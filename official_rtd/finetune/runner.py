@@ -9,13 +9,15 @@ from typing import Callable, List, Optional, Type, Union
 
 import tf_keras
 
-from official_rtd.utils import textio
-from official_rtd.finetune import fingerprint
 from official_rtd.finetune import multihead
+from official_rtd.finetune import protocol
 from official_rtd.finetune import task as task_lib
-from official_rtd.finetune import trials as trials_lib
 from official_rtd.interop import export as export_lib
 from official_rtd.training import precision
+from official_rtd.trials import fingerprint
+from official_rtd.trials import loop as trial_loop
+from official_rtd.trials import steps as trial_steps
+from official_rtd.utils import textio
 
 RESULTS_NAME = "eval_results.json"
 
@@ -38,15 +40,15 @@ class Runner:
     precision.check(config.mixed_precision)
     precision.warn_if_emulated(config.mixed_precision, log)
     self.export = export_lib.Export(config.init_checkpoint)
-    self.size = trials_lib.model_size(self.export.encoder_config, config.model_size)
+    self.size = protocol.model_size(self.export.encoder_config, config.model_size)
     defaults = task_class.optimizer_defaults(config)
-    default_lr, default_decay = trials_lib.SIZE_DEFAULTS[self.size]
+    default_lr, default_decay = protocol.SIZE_DEFAULTS[self.size]
     self.learning_rate = (config.learning_rate or defaults.get("learning_rate") or default_lr)
     self.decay = (config.layerwise_lr_decay or defaults.get("layerwise_lr_decay")
                   or default_decay)
     self.convention = (config.lr_decay_convention or defaults.get("lr_decay_convention")
                        or "electra")
-    trials_lib.check_convention(self.convention)
+    protocol.check_convention(self.convention)
     self.batch_size = config.train_batch_size or defaults.get("train_batch_size") or 32
     self.task = task_class(config, self.export, log)
     self.epochs = config.num_train_epochs or self.task.default_epochs
@@ -68,7 +70,7 @@ class Runner:
     with precision.policy(cfg.mixed_precision):
       encoder = self.export.encoder(restore=not cfg.random_init)
       model = self.task.build_model(encoder)
-    optimizer = trials_lib.build_optimizer(
+    optimizer = protocol.build_optimizer(
         model, encoder, self.learning_rate, self.decay, self.convention, self.steps,
         cfg.warmup_proportion, cfg.weight_decay_rate, cfg.mixed_precision)
     curve = []
@@ -79,8 +81,8 @@ class Runner:
       self.log(f"trial_{trial} step {step}: {self.task.brief(dev)}")
 
     eval_every_steps = getattr(cfg, "eval_every_steps", 0)
-    checkpoint_dir = trials_lib.trial_dir(cfg.model_dir, trial, "checkpoint")
-    final_loss = trials_lib.train(model, optimizer, dataset, self.steps, self.task.loss, self.log,
+    checkpoint_dir = trial_loop.trial_dir(cfg.model_dir, trial, "checkpoint")
+    final_loss = trial_steps.train(model, optimizer, dataset, self.steps, self.task.loss, self.log,
                                   cfg.log_every_steps, f"trial_{trial} of {cfg.num_trials}",
                                   cfg.jit_compile, checkpoint_dir, cfg.save_checkpoints_steps,
                                   evaluate_now, eval_every_steps, seed=seed,
@@ -88,7 +90,7 @@ class Runner:
     shutil.rmtree(checkpoint_dir, ignore_errors=True)  # the trial's results replace it
     result = {"trial": trial, "seed": seed, "train_steps": self.steps,
               "final_train_loss": final_loss,
-              "dev": self.task.evaluate(model, trials_lib.trial_dir(cfg.model_dir, trial))}
+              "dev": self.task.evaluate(model, trial_loop.trial_dir(cfg.model_dir, trial))}
     if eval_every_steps:
       result["dev_curve"] = curve
     return result
@@ -105,7 +107,7 @@ class Runner:
 
   def _trials_and_summary(self) -> dict:
     cfg = self.config
-    trials = trials_lib.run_trials(cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
+    trials = trial_loop.run_trials(cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
                                    lambda result: self.task.brief(result["dev"]))
     best = max(trials, key=lambda t: self.task.primary(t["dev"]))
     self.publish(best["trial"], self.task.published)
@@ -117,7 +119,7 @@ class Runner:
   def summary(self, trials: List[dict], best: dict) -> dict:
     """The results file: the task's fields, median and spread of each dev split's metrics (or of
     the flat `dev` dict), the trials, the flags and the resolved defaults."""
-    median, spread = trials_lib.median_and_spread([t["dev"] for t in trials])
+    median, spread = trial_loop.median_and_spread([t["dev"] for t in trials])
     return {**self.task.summary_fields(median), "primary_metric": self.task.primary_metric,
             "best_trial": best["trial"],
             "init_checkpoint": os.path.abspath(self.config.init_checkpoint),
@@ -132,5 +134,5 @@ class Runner:
     """Copies `trial_<trial>/<name>` to `<model_dir>/<name>`, each replaced atomically."""
     for name in names:
       tmp = os.path.join(self.config.model_dir, f"{name}.tmp-{os.getpid()}")
-      shutil.copyfile(trials_lib.trial_dir(self.config.model_dir, trial, name), tmp)
+      shutil.copyfile(trial_loop.trial_dir(self.config.model_dir, trial, name), tmp)
       os.replace(tmp, os.path.join(self.config.model_dir, name))

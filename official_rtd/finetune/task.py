@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 import tensorflow as tf
 
 from official_rtd.finetune import heads
-from official_rtd.finetune import trials as trials_lib
+from official_rtd.finetune import protocol
 from official_rtd.utils import subsets
 
 
@@ -61,7 +61,7 @@ class _Part:
     """Settings of `config`'s run overriding the per-size defaults: its `--protocol`'s (checked
     against `protocols`; a config without one is "electra"). Called before the task is
     constructed."""
-    return trials_lib.protocol_defaults(getattr(config, "protocol", "electra"), cls.protocols)
+    return protocol.protocol_defaults(getattr(config, "protocol", "electra"), cls.protocols)
 
   def subset(self, items: Sequence) -> list:
     """A `--max_train_examples` random subset of `items` (in their order), or all of them."""

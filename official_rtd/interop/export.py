@@ -4,13 +4,13 @@ import shutil
 
 import tensorflow as tf
 
-from official_rtd.utils import checkpoint_files
-from official_rtd.utils import textio
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.methods import base
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.utils import checkpoint_files
+from official_rtd.utils import textio
 
 EXPORT_DIR = "export"
 CONFIG_NAME = "encoder_config.json"

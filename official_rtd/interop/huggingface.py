@@ -19,13 +19,13 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.utils import textio
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import bert_layout
 from official_rtd.methods import electra
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.utils import textio
 
 SAFETENSORS_NAME = "model.safetensors"
 TF_H5_NAME = "tf_model.h5"

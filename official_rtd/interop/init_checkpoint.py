@@ -8,8 +8,8 @@ import os
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
-from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.interop import run_dir
+from official_rtd.modeling.encoder_config import EncoderConfig
 
 
 def _config_lines(config: EncoderConfig, scope: str = "") -> list:

@@ -9,18 +9,18 @@ discriminator's. Model Garden TEAMS checkpoints are not supported.
 """
 import re
 
-import tensorflow as tf
-import tf_keras
 from official.nlp.modeling import models as mg_models
 from official.nlp.modeling import networks as mg_networks
+import tensorflow as tf
+import tf_keras
 
-from official_rtd.utils import checkpoint_files
 from official_rtd.interop.electra_tf1 import CheckpointImportError
 from official_rtd.methods import base
 from official_rtd.methods import electra
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks import transformer_encoder
+from official_rtd.utils import checkpoint_files
 
 NUM_PREDICTIONS = 1  # any value: it only shapes the call
 

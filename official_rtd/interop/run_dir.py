@@ -15,8 +15,8 @@ from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-from official_rtd.utils import textio
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.utils import textio
 
 OPERATIVE_CONFIG = "operative_config.gin"
 RUN_FLAGS = "run_flags.json"

@@ -6,9 +6,9 @@ input pipeline's masking strategy decides [MASK]/random/kept):
 No generator. The output layer is tied to the token embeddings.
 """
 import gin
+from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
-from official.nlp.modeling import layers
 
 from official_rtd.methods import base
 from official_rtd.methods import objectives

@@ -14,9 +14,9 @@ Sign convention: `rtd_logits` > 0 means "replaced"; D(x, t) above is the probabi
 """
 from typing import Dict, Optional
 
+from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
-from official.nlp.modeling import layers
 
 from official_rtd.methods import base
 from official_rtd.modeling import flops
@@ -47,7 +47,8 @@ class GeneratorDiscriminator(base.PretrainingModel):
   """
 
   def __init__(self, generator, discriminator: TransformerEncoder, rtd_weight: float = 50.0,
-               temperature: float = 1.0, disallow_correct: bool = False, **kwargs):
+               temperature: float = 1.0, disallow_correct: bool = False, rtd_prior: float = 0.5,
+               **kwargs):
     super().__init__(**kwargs)
     self.generator = generator
     self.discriminator = discriminator
@@ -63,7 +64,7 @@ class GeneratorDiscriminator(base.PretrainingModel):
           name="generator_masked_lm")
     self.rtd_head = ReplacedTokenDetectionHead(
         config.hidden_size, transformer_encoder.gelu, transformer_encoder.initializer(config),
-        name="discriminator_rtd_head")
+        prior=rtd_prior, name="discriminator_rtd_head")
 
   def generator_logits(self, inputs, original_ids, training=None) -> Dict[str, tf.Tensor]:
     """The generator's `mlm_logits` (`[batch, num_predictions, vocab]`) at the masked positions,

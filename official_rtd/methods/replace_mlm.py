@@ -11,9 +11,9 @@ tokens are replaced by generator samples instead of `[MASK]`, then
 from typing import Optional
 
 import gin
+from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
-from official.nlp.modeling import layers
 
 from official_rtd.methods import base
 from official_rtd.methods import objectives

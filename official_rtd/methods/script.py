@@ -33,9 +33,9 @@ ELECTRA (x̄_t ~ softmax(log π_t / T)); 1.0, the default, is the paper's p_θ.
 from typing import Dict
 
 import gin
+from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
-from official.nlp.modeling import layers
 
 from official_rtd.methods import base
 from official_rtd.methods import objectives

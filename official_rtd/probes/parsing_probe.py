@@ -18,9 +18,9 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import conllu
 from official_rtd.data import parsing_data
+from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.utils import subsets
 
 

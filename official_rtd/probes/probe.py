@@ -12,9 +12,9 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import glue_data
 from official_rtd.data import tagging_data
+from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.utils import subsets
 
 

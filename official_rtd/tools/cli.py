@@ -398,6 +398,7 @@ def staged_output_dir(path: str, overwrite: bool, flag: str = "--output_dir"):
   An occupied `path` without `overwrite` is refused before the body runs."""
   import glob  # pylint: disable=g-import-not-at-top
   import shutil  # pylint: disable=g-import-not-at-top
+
   from official_rtd.utils import textio  # pylint: disable=g-import-not-at-top
   if overwrite:
     _check_not_a_file(path, flag)

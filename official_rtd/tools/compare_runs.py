@@ -9,9 +9,8 @@ draws each run's curve of one held-out figure against its training FLOPs (log sc
 dissertation's figures do, or of a structure-onset figure (`--metric=onset_attn_prev_max`, from the
 runs' `onset.jsonl`: when, and whether, each run left the bag-of-words plateau).
 """
-import os
-
 import dataclasses
+import os
 from typing import List
 
 from official_rtd.tools import cli

@@ -20,8 +20,8 @@ from typing import Callable, Optional
 
 from absl import logging
 
-from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up output
 from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
+from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +63,7 @@ COMMAND_LINE = cli.Flags(CvtPredictConfig, {
 def decoding(model_dir: str, beam_size: Optional[int], max_decode_length: Optional[int]) -> dict:
   """`{setting: (value, where it came from)}` for the beam size and length: each flag given,
   else the run's recorded one (`run_fingerprint.json`), else `CvtRunConfig`'s default."""
-  from official_rtd.finetune import fingerprint  # pylint: disable=g-import-not-at-top
+  from official_rtd.trials import fingerprint  # pylint: disable=g-import-not-at-top
   recorded = fingerprint.recorded_settings(model_dir)
   defaults = fingerprint.field_defaults(settings.CvtRunConfig)
   given = {"beam_size": beam_size, "max_decode_length": max_decode_length}

@@ -43,9 +43,10 @@ COMMAND_LINE = cli.Flags(ExportModelConfig, {
 
 
 def main(config):
+  from official_rtd import runs  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import huggingface  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import saved_model  # pylint: disable=g-import-not-at-top
-  from official_rtd import runs  # pylint: disable=g-import-not-at-top
+
   # An occupied --output_dir is refused before anything loads; with --overwrite the previous
   # export is moved aside only once the new one is complete (a failed export leaves it as it was).
   with cli.staged_output_dir(config.output_dir, config.overwrite) as staging:

@@ -4,7 +4,6 @@ the tool's config dataclass (`finetune/configs.py`), as every tool's (`cli.Flags
 `run()` they share (`tool`)."""
 import functools
 
-
 # Help of every field of `configs.FinetuneConfig` (the flags every fine-tuning tool shares).
 COMMON_HELP = {
     "init_checkpoint": "An encoder export (<pretraining model_dir>/export, or import_checkpoint's).",
@@ -117,6 +116,7 @@ def tool(module_name: str, tool_name: str, command_line, check=None):
 
   def main(config):
     from absl import logging  # pylint: disable=g-import-not-at-top
+
     from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
     from official_rtd.finetune import runner  # pylint: disable=g-import-not-at-top
     check_task_belongs(config, tool_name)

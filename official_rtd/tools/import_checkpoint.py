@@ -68,8 +68,8 @@ COMMAND_LINE = cli.Flags(ImportCheckpointConfig, {
 def main(config):
   from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import electra_tf1  # pylint: disable=g-import-not-at-top
-  from official_rtd.interop import init_checkpoint  # pylint: disable=g-import-not-at-top
   from official_rtd.interop import export  # pylint: disable=g-import-not-at-top
+  from official_rtd.interop import init_checkpoint  # pylint: disable=g-import-not-at-top
   if not config.overwrite:  # an occupied --output_dir is refused before anything is read
     cli.claim_output_dir(config.output_dir, False)
   vocab_file = config.vocab_file
@@ -96,9 +96,11 @@ def main(config):
     if not config.gin_file:
       raise ValueError("--source=model_garden needs --gin_file (the model's sizes)")
     import gin  # pylint: disable=g-import-not-at-top
-    from official_rtd.interop import model_garden  # pylint: disable=g-import-not-at-top
-    from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
+
     from official_rtd import runs  # pylint: disable=g-import-not-at-top
+    from official_rtd.interop import model_garden  # pylint: disable=g-import-not-at-top
+    from official_rtd.modeling.encoder_config import \
+        EncoderConfig  # pylint: disable=g-import-not-at-top
     runs.parse_gin(config.gin_file, [])
     try:
       encoder_config = EncoderConfig(vocab_size=vocab.size)

@@ -32,8 +32,8 @@ COMMAND_LINE = cli.Flags(QuickstartConfig, {
 
 
 def main(config):
-  from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
+  from official_rtd.data import pretraining_data  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(config.output_dir, "model")
   records_dir = pretraining_data.vocab_and_records(config.output_dir, sorted(glob.glob(SAMPLE)),
                                                    config.vocab_size, logging.info)

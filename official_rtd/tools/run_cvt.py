@@ -19,11 +19,10 @@ decoding or BLEU; EMA weights of the best evaluation; median over trials),
 `predictions_translate.de` (detokenized), and `trial_<k>/model` (those weights). Re-running resumes
 a trial from its last checkpoint.
 """
-from official_rtd.tools import cli
-
 from absl import logging  # pylint: disable=g-bad-import-order
 
 from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
+from official_rtd.tools import cli
 from official_rtd.tools import finetune_flags
 
 COMMAND_LINE = finetune_flags.spec(settings.CvtRunConfig, {

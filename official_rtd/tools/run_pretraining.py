@@ -13,10 +13,10 @@ learning-rate schedule start fresh.
 import dataclasses
 from typing import List, Optional
 
+from absl import logging  # pylint: disable=g-bad-import-order
+
 # First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
 from official_rtd.tools import cli  # pylint: disable=g-bad-import-order
-
-from absl import logging  # pylint: disable=g-bad-import-order
 
 
 @dataclasses.dataclass(frozen=True)

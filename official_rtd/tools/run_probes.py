@@ -59,11 +59,13 @@ COMMAND_LINE = cli.Flags(RunProbesConfig, {
 
 def main(config):
   import time  # pylint: disable=g-import-not-at-top
+
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
-  from official_rtd.probes import probe as probe_lib  # pylint: disable=g-import-not-at-top
+
   from official_rtd.interop import export as export_lib  # pylint: disable=g-import-not-at-top
   from official_rtd.probes import parsing_probe  # pylint: disable=g-import-not-at-top
+  from official_rtd.probes import probe as probe_lib  # pylint: disable=g-import-not-at-top
   if not (config.pos_data_dir or config.glue_data_dir or config.ud_data_dir):
     raise ValueError("give at least one of --pos_data_dir, --glue_data_dir and --ud_data_dir")
   export = export_lib.Export(config.init_checkpoint)

@@ -51,8 +51,9 @@ SCORES_TSV = "pairs_scores.tsv"
 
 def main(config):
   import os  # pylint: disable=g-import-not-at-top
-  from official_rtd.training import minimal_pairs  # pylint: disable=g-import-not-at-top
+
   from official_rtd import runs  # pylint: disable=g-import-not-at-top
+  from official_rtd.training import minimal_pairs  # pylint: disable=g-import-not-at-top
   from official_rtd.training import scoring  # pylint: disable=g-import-not-at-top
   pairs = minimal_pairs.read_pairs(config.pairs)
   if not config.overwrite:  # refuse an occupied --output_dir before the slow scoring

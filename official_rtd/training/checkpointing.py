@@ -12,8 +12,8 @@ from typing import Callable, List, Optional
 
 import tensorflow as tf
 
-from official_rtd.utils import checkpoint_files
 from official_rtd.training.errors import TrainingSetupError
+from official_rtd.utils import checkpoint_files
 
 MILESTONES = "milestones"
 

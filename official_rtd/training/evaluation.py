@@ -27,8 +27,9 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.data import pretrain_dataloader
-from official_rtd.utils import detection
 from official_rtd.ops import sampling
+from official_rtd.utils import detection
+
 
 @gin.configurable
 @dataclasses.dataclass(frozen=True)

@@ -23,8 +23,8 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from official_rtd.utils import progress
 from official_rtd.training import scoring
+from official_rtd.utils import progress
 
 TIE_RULE = "a pair whose two sentences score equally counts 1/2 (ties are also counted apart)"
 REQUIRED_KEYS = ("sentence_good", "sentence_bad", "UID")

@@ -4,9 +4,9 @@ import dataclasses
 import math
 
 import gin
+from official.modeling import optimization
 import tensorflow as tf
 import tf_keras
-from official.modeling import optimization
 
 from official_rtd.utils import ranges
 

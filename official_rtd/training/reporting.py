@@ -18,8 +18,8 @@ from typing import Callable, Dict, List
 
 import tensorflow as tf
 
-from official_rtd.utils import progress
 from official_rtd.interop import run_dir
+from official_rtd.utils import progress
 
 Listener = Callable[[str, dict], None]
 

@@ -12,7 +12,6 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.utils import checkpoint_files
 from official_rtd.data import pretrain_dataloader
 from official_rtd.data import records
 from official_rtd.data import vocab as vocab_lib
@@ -22,6 +21,7 @@ from official_rtd.ops import masking
 from official_rtd.ops import sampling
 from official_rtd.training import train_step
 from official_rtd.training.errors import TrainingSetupError
+from official_rtd.utils import checkpoint_files
 
 SEED_STRIDE = 1_000_003  # training batches' sampling seeds: [seed + stride·(pipeline + 1), index]
 

@@ -13,9 +13,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.utils import textio
 from official_rtd.methods import base
 from official_rtd.methods import objectives
+from official_rtd.utils import textio
 
 
 class ScoringError(ValueError):

@@ -20,9 +20,8 @@ from typing import Callable, Dict
 
 import tensorflow as tf
 
-from official_rtd.utils import checkpoint_files
-from official_rtd.methods import base
 from official_rtd.interop import export
+from official_rtd.methods import base
 from official_rtd.training import checkpointing
 from official_rtd.training import collapse_monitor
 from official_rtd.training import ema
@@ -36,7 +35,7 @@ from official_rtd.training import strategies
 from official_rtd.training import train_config as train_config_lib
 from official_rtd.training import train_step
 from official_rtd.training import warm_start
-
+from official_rtd.utils import checkpoint_files
 
 EMA_EXPORT_DIR = "export_ema"
 # Steps run in one call of the compiled loop last about this long at most (after the first call),

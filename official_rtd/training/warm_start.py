@@ -20,8 +20,8 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.utils import checkpoint_files
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.utils import checkpoint_files
 
 ROOT = "model"  # the trainer's `tf.train.Checkpoint(model=...)`
 SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"

@@ -4,7 +4,7 @@ A range is `(lowest, highest, whether the lowest is allowed)`, optionally with a
 whether the highest is allowed (default True); `highest` None is unbounded. A value of None means "unset" (a default resolved later) and is not checked.
 """
 import numbers
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 Range = Tuple  # (lowest, highest, lowest allowed[, highest allowed])
 

@@ -14,8 +14,8 @@ from official_rtd.data import tagging_data
 from official_rtd.interop import export
 from tests import testutil
 from tests.cvt.test_data import SAMPLE
-from tests.finetune.squad.test_task import write_export
 from tests.data.test_tagging_data import TAGGING
+from tests.finetune.squad.test_task import write_export
 
 
 @testutil.requires(TAGGING)
@@ -97,12 +97,12 @@ class RunCvtTest(tf.test.TestCase):
                                                init_from_encoder=export_dir, train_steps=1),
                                    lambda _: None)
     table = export.load_encoder(export_dir).embeddings.embedding_table.numpy()
-    index = initialised.vocab.words["the"]
+    index = initialised.inputs.vocab.words["the"]
     from official_rtd.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
     from official_rtd.data import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
     pieces = tokenizer_lib.WordPieceTokenizer(vocab_lib.load_vocab(
         os.path.join(export_dir, "vocab.txt"))).tokenize_to_lists(["the"])[0]
-    self.assertAllClose(initialised.embeddings[index], table[pieces].mean(0))
+    self.assertAllClose(initialised.inputs.embeddings[index], table[pieces].mean(0))
     with self.assertRaisesRegex(ValueError, "token embeddings are 64-d but --word_dim=24"):
       runner.CvtRunner(self.config(tmp, init_from_encoder=export_dir), lambda _: None)
     with self.assertRaisesRegex(ValueError, "--mode=cvt needs --unlabeled_data"):
@@ -156,8 +156,8 @@ class RunCvtTest(tf.test.TestCase):
     logs = []
     built = runner.CvtRunner(self.config(tempfile.mkdtemp(), unlabeled_data=corpus,
                                          vocab_min_count=2, max_train_sentences=8), logs.append)
-    self.assertIn("okapi", built.vocab.words)
-    self.assertNotIn("zebra", built.vocab.words)
+    self.assertIn("okapi", built.inputs.vocab.words)
+    self.assertNotIn("zebra", built.inputs.vocab.words)
     self.assertTrue(any("4 unlabeled sentences read for the vocabulary" in l for l in logs), logs)
 
   def test_a_trained_tagger_beats_the_most_frequent_tag(self):
@@ -211,8 +211,8 @@ class MultiTaskCvtTest(tf.test.TestCase):
     model, steps = built._build(0)  # pylint: disable=protected-access
     before = {v.name: v.numpy() for v in model.trainable_variables}
     picked = set()
-    labeled = built._labeled_batches(0)  # pylint: disable=protected-access
-    unlabeled = built._unlabeled_batches(0)  # pylint: disable=protected-access
+    labeled = built.inputs.labeled_batches(0)
+    unlabeled = built.inputs.unlabeled_batches(0)
     while len(picked) < 4:  # tasks are picked uniformly at random
       name, inputs, targets = next(labeled)
       picked.add(name)

@@ -80,7 +80,7 @@ class UnlabeledRemainderTest(tf.test.TestCase):
     left_out = [tuple(s.words) for s in cut.tasks["chunk"].remainder]
     self.assertLen(kept, round(0.1 * len(everything)))
     self.assertCountEqual(kept + left_out, everything)  # a partition: nothing kept twice or lost
-    stream = cut._unlabeled_stream(0)  # pylint: disable=protected-access
+    stream = cut.inputs.unlabeled_stream(0)
     pool = set(left_out)
     drawn = [tuple(next(stream)) for _ in range(2 * len(left_out))]
     self.assertTrue(set(drawn) <= pool)  # only the remainder, never a labeled sentence

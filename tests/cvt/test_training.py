@@ -9,7 +9,9 @@ from official_rtd.cvt import model as model_lib
 from official_rtd.cvt import tagger
 from official_rtd.cvt import task as task_lib
 from official_rtd.cvt import training
-from tests.cvt.test_encoder import SENTENCE, SMALL, Tagger
+from tests.cvt.test_encoder import SENTENCE
+from tests.cvt.test_encoder import SMALL
+from tests.cvt.test_encoder import Tagger
 
 
 class ToyTagging(task_lib.PerWordTask):

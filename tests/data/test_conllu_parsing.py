@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import conllu
-from official_rtd.finetune import parsing_metrics
+from official_rtd.data import parsing_scores
 from official_rtd.ops import mst
 from tests import testutil
 
@@ -99,14 +99,14 @@ class AttachmentScoresTest(tf.test.TestCase):
     guess[1].relations[2] = "obj"   # right head, wrong relation
     guess[1].heads[0] = 3           # wrong head
     # 7 words: right heads 5 (all but "." and "Dogs"); right head and relation 4.
-    scores = parsing_metrics.attachment_scores(gold, guess)
+    scores = parsing_scores.attachment_scores(gold, guess)
     self.assertAllClose([scores["uas"], scores["las"], scores["words"]], [5 / 7, 4 / 7, 7])
     # Without the PUNCT word: 6 words, 5 right heads, 4 right labels.
-    scores = parsing_metrics.attachment_scores(gold, guess, punctuation="exclude")
+    scores = parsing_scores.attachment_scores(gold, guess, punctuation="exclude")
     self.assertAllClose([scores["uas"], scores["las"], scores["words"]], [5 / 6, 4 / 6, 6])
     with self.assertRaisesRegex(ValueError, "sentence 1 \\(s2\\): 2 predicted words for 3"):
       guess[1] = conllu.Sentence(["a", "b"], [0, 1], ["root", "x"], ["X"] * 2, ["X"] * 2)
-      parsing_metrics.attachment_scores(gold, guess)
+      parsing_scores.attachment_scores(gold, guess)
 
 
 def brute_force_tree(scores):

@@ -14,10 +14,10 @@ from official_rtd.data import build_vocab
 from official_rtd.data import pretrain_dataloader
 from official_rtd.data import pretraining_data
 from official_rtd.data import records
+from official_rtd.data import tagging_data
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune.squad import data as squad_data
-from official_rtd.data import tagging_data
 from official_rtd.methods import electra
 from official_rtd.ops import masking
 from official_rtd.ops import sampling

@@ -6,10 +6,10 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.data import tokenizer as tokenizer_lib
-from official_rtd.data import vocab as vocab_lib
 from official_rtd.data import tag_schemes
 from official_rtd.data import tagging_data
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
 from tests import testutil
 
 TAGGING = os.path.join(testutil.SHARED_DATA, "tagging")

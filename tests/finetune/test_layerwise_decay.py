@@ -2,10 +2,10 @@
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.modeling.encoder_config import EncoderConfig
-from tests.finetune import toy_classifier
-from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.finetune import layerwise_decay
+from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from tests.finetune import toy_classifier
 
 
 def _model():

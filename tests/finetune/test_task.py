@@ -17,7 +17,8 @@ from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import task as task_lib
 from official_rtd.interop import export as export_lib
 from tests import testutil
-from tests.finetune.glue.test_task import GLUE, head_of
+from tests.finetune.glue.test_task import GLUE
+from tests.finetune.glue.test_task import head_of
 from tests.training.test_trainer import tiny_export
 
 SEVEN = 7  # the toy task: does the sequence hold token 7?
@@ -203,7 +204,8 @@ if __name__ == "__main__":
 class TaskNamesTest(tf.test.TestCase):
 
   def test_names_are_case_insensitive_as_glue_spells_them(self):
-    from official_rtd.finetune.glue import task as glue  # pylint: disable=g-import-not-at-top,unused-import
+    from official_rtd.finetune.glue import \
+        task as glue  # pylint: disable=g-import-not-at-top,unused-import
     for spelled, name in (("RTE", "rte"), ("SST-2", "sst-2"), ("STS-B", "sts-b"),
                           ("CoLA", "cola")):
       config = configs.GlueConfig(task=spelled, init_checkpoint="x", model_dir="y")

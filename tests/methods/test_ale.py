@@ -13,7 +13,8 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
-from tests.training.test_trainer import make_records, text_trainer
+from tests.training.test_trainer import make_records
+from tests.training.test_trainer import text_trainer
 
 SMALL = EncoderConfig(vocab_size=30522, hidden_size=256, num_layers=12, num_attention_heads=4,
                       intermediate_size=1024, embedding_size=128)

@@ -13,8 +13,11 @@ from official_rtd.methods import amos
 from official_rtd.ops import gradient_reversal
 from official_rtd.ops import sampling
 from tests import testutil
-from tests.methods.test_electra import CONFIG, VOCAB, toy_batch
-from tests.training.test_trainer import make_records, text_trainer
+from tests.methods.test_electra import CONFIG
+from tests.methods.test_electra import toy_batch
+from tests.methods.test_electra import VOCAB
+from tests.training.test_trainer import make_records
+from tests.training.test_trainer import text_trainer
 
 
 def fixed_noise_batch(seed=0):

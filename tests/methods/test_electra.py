@@ -1,13 +1,13 @@
 """ELECTRA: losses by hand, weight tying, losses and gradients against Model Garden's."""
 import numpy as np
-import tensorflow as tf
-import tf_keras
 from official.nlp.configs import electra as mg_electra_config
 from official.nlp.data import pretrain_dataloader as mg_pretrain_dataloader
 from official.nlp.modeling import models as mg_models
 from official.nlp.modeling import networks as mg_networks
 from official.nlp.modeling.models import electra_pretrainer as mg_electra_pretrainer
 from official.nlp.tasks import electra_task as mg_electra_task
+import tensorflow as tf
+import tf_keras
 
 from official_rtd.interop import model_garden
 from official_rtd.methods import electra
@@ -130,6 +130,65 @@ class ElectraLossTest(tf.test.TestCase):
       self.assertGreater(float(losses["rtd_loss"].value), 0.0)
     with self.assertRaisesRegex(ValueError, "rtd_start_step = -1 must be an integer >= 0"):
       electra.build_electra_pretrainer(CONFIG, rtd_start_step=-1)
+
+  def test_the_discriminators_masked_lm_by_hand_and_its_decay(self):
+    """L_DMLM (issue 72): −log p_D(original) at the masked positions of the *corrupted* input,
+    weighted by μ_t = μ·max(0, 1 − t/T); total = L_MLM + λ L_Disc + μ_t L_DMLM."""
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5,
+                                             discriminator_mlm_weight=4.0,
+                                             discriminator_mlm_steps=10)
+    step = tf.Variable(0, dtype=tf.int64)
+    model.bind_step(lambda: step)
+    batch = toy_batch()
+    batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+    outputs = model(batch, training=False)
+    # The logits read the corrupted sequence (30 at row 0 position 5, 40 at row 1 position 3).
+    corrupted = dict(batch, input_word_ids=outputs["corrupted_ids"])
+    sequence = model.discriminator(corrupted, training=False)["sequence_output"]
+    self.assertAllClose(outputs["discriminator_mlm_logits"],
+                        model.discriminator_lm(sequence, batch["masked_lm_positions"]))
+    logits = outputs["discriminator_mlm_logits"].numpy().astype(np.float64)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    d_mlm = -(log_probs[0, 0, 11] + log_probs[0, 1, 14] + log_probs[1, 0, 22]) / 3
+    for value, weight in ((0, 4.0), (5, 2.0), (10, 0.0), (25, 0.0)):
+      step.assign(value)
+      losses = model.compute_losses(batch, outputs)
+      self.assertAllClose(losses["discriminator_mlm_loss"].value, d_mlm, rtol=1e-5)
+      self.assertAllClose(losses["total_loss"].value,
+                          losses["mlm_loss"].value + 50.0 * losses["rtd_loss"].value
+                          + weight * d_mlm, rtol=1e-5)
+    # Its gradient trains the discriminator's layers, not the generator's (embeddings apart).
+    with tf.GradientTape() as tape:
+      d_mlm_value = model.compute_losses(batch, model(batch, training=True))[
+          "discriminator_mlm_loss"].value
+    own = tape.gradient(d_mlm_value, model.discriminator.trainable_variables
+                        + model.generator.trainable_variables)
+    names = [v.name for v in model.discriminator.trainable_variables
+             + model.generator.trainable_variables]
+    reached = {n for n, g in zip(names, own) if g is not None}
+    self.assertTrue(any("discriminator" in n and "transformer" in n for n in reached), reached)
+    self.assertFalse([n for n in reached if n.startswith("generator/") and "embedding" not in n])
+    with self.assertRaisesRegex(ValueError, "discriminator_mlm_steps = -2 must be an integer"):
+      electra.build_electra_pretrainer(CONFIG, discriminator_mlm_weight=1.0,
+                                       discriminator_mlm_steps=-2)
+    self.assertNotIn("discriminator_mlm_logits",
+                     electra.build_electra_pretrainer(CONFIG)(toy_batch(), training=False))
+
+  def test_the_rtd_prior_sets_the_untrained_heads_replaced_fraction(self):
+    """`rtd_prior` p (issue 72's screen): the head's bias starts at log(p / (1 − p)), so with a
+    zero kernel σ(logit) = p on every token; 0.5 keeps ELECTRA's bias 0."""
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, rtd_prior=0.14)
+    outputs = model(toy_batch(), training=False)
+    self.assertAllClose(model.rtd_head.logit.bias.numpy(), [np.log(0.14 / 0.86)])
+    model.rtd_head.logit.kernel.assign(tf.zeros_like(model.rtd_head.logit.kernel))
+    logits = model.rtd_head(tf.random.normal([2, 8, CONFIG.hidden_size]))
+    self.assertAllClose(tf.sigmoid(logits), tf.fill([2, 8], 0.14))
+    self.assertIn("rtd_logits", outputs)
+    default = electra.build_electra_pretrainer(CONFIG, generator_size=0.5)
+    default(toy_batch(), training=False)
+    self.assertAllClose(default.rtd_head.logit.bias.numpy(), [0.0])
+    with self.assertRaisesRegex(ValueError, r"prior must be in \(0, 1\), got 1.0"):
+      electra.build_electra_pretrainer(CONFIG, rtd_prior=1.0)
 
   def test_no_discriminator_gradient_reaches_the_generator(self):
     model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, tie_embeddings=False)

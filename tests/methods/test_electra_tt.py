@@ -5,7 +5,9 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.methods import electra_tt
-from tests.methods.test_electra import CONFIG, forcing_noise, toy_batch
+from tests.methods.test_electra import CONFIG
+from tests.methods.test_electra import forcing_noise
+from tests.methods.test_electra import toy_batch
 
 
 class ElectraTTTest(tf.test.TestCase):

@@ -6,13 +6,16 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.interop import export
 from official_rtd.methods import electric
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.two_tower import TwoTowerClozeModel
-from official_rtd.interop import export
 from tests import testutil
-from tests.methods.test_electra import CONFIG, forcing_noise, toy_batch
-from tests.training.test_trainer import make_records, text_trainer
+from tests.methods.test_electra import CONFIG
+from tests.methods.test_electra import forcing_noise
+from tests.methods.test_electra import toy_batch
+from tests.training.test_trainer import make_records
+from tests.training.test_trainer import text_trainer
 
 
 class TwoTowerTest(tf.test.TestCase):

@@ -12,7 +12,8 @@ from official_rtd.methods import noise_generator
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
-from tests.data.test_pretraining_data import read_records, unmask
+from tests.data.test_pretraining_data import read_records
+from tests.data.test_pretraining_data import unmask
 from tests.methods.test_electra import toy_batch
 from tests.training.test_trainer import make_records
 

@@ -7,9 +7,13 @@ import tensorflow as tf
 
 from official_rtd.methods import script
 from official_rtd.ops import sampling
-from tests.methods.test_electra import CONFIG, assert_samples_follow_mlm, forcing_noise
-from tests.methods.test_electra import goodness_of_fit, toy_batch
-from tests.training.test_trainer import make_records, text_trainer
+from tests.methods.test_electra import assert_samples_follow_mlm
+from tests.methods.test_electra import CONFIG
+from tests.methods.test_electra import forcing_noise
+from tests.methods.test_electra import goodness_of_fit
+from tests.methods.test_electra import toy_batch
+from tests.training.test_trainer import make_records
+from tests.training.test_trainer import text_trainer
 
 
 class CriticTest(tf.test.TestCase):

@@ -1,19 +1,22 @@
 """The ELECTRA study's objectives (dissertation §5.4.3) on a hand-checkable batch: BERT MLM,
 ELECTRA 15%, Replace MLM, All-Tokens MLM; BERT MLM and Replace MLM also against Model Garden."""
 import numpy as np
-import tensorflow as tf
 from official.nlp.configs import bert as mg_bert_config
 from official.nlp.data import pretrain_dataloader as mg_pretrain_dataloader
 from official.nlp.modeling import models as mg_models
 from official.nlp.modeling import networks as mg_networks
 from official.nlp.tasks import masked_lm as mg_masked_lm
+import tensorflow as tf
 
 from official_rtd.methods import electra
 from official_rtd.methods import mlm
 from official_rtd.methods import replace_mlm
 from official_rtd.modeling.networks import transformer_encoder
-from tests.methods.test_electra import CONFIG, VOCAB, copy_encoder_to_model_garden
-from tests.methods.test_electra import forcing_noise, toy_batch
+from tests.methods.test_electra import CONFIG
+from tests.methods.test_electra import copy_encoder_to_model_garden
+from tests.methods.test_electra import forcing_noise
+from tests.methods.test_electra import toy_batch
+from tests.methods.test_electra import VOCAB
 
 
 def log_softmax(x):

@@ -6,13 +6,15 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.interop import export
 from official_rtd.methods import teams
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.ops import sampling
-from official_rtd.interop import export
 from tests import testutil
-from tests.methods.test_electra import forcing_noise, toy_batch
-from tests.training.test_trainer import make_records, text_trainer
+from tests.methods.test_electra import forcing_noise
+from tests.methods.test_electra import toy_batch
+from tests.training.test_trainer import make_records
+from tests.training.test_trainer import text_trainer
 
 VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
 CONFIG = EncoderConfig(vocab_size=VOCAB.size, hidden_size=16, num_layers=4, num_attention_heads=2,

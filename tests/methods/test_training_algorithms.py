@@ -13,8 +13,12 @@ from official_rtd.methods import electra
 from official_rtd.methods import electra_adversarial
 from official_rtd.methods import mlm
 from official_rtd.training import trainer as trainer_lib
-from tests.methods.test_electra import CONFIG, forcing_noise, toy_batch
-from tests.training.test_trainer import TINY, make_records, text_trainer
+from tests.methods.test_electra import CONFIG
+from tests.methods.test_electra import forcing_noise
+from tests.methods.test_electra import toy_batch
+from tests.training.test_trainer import make_records
+from tests.training.test_trainer import text_trainer
+from tests.training.test_trainer import TINY
 
 
 def softplus(x):

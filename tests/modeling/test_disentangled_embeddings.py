@@ -5,11 +5,12 @@ import os
 import tempfile
 
 import numpy as np
+from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 import tf_keras
-from safetensors import numpy as safetensors_numpy
 
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.interop import export
 from official_rtd.interop import huggingface
 from official_rtd.interop import saved_model
 from official_rtd.methods import amos
@@ -20,7 +21,6 @@ from official_rtd.methods import teams
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.disentangled_embeddings import DisentangledEmbeddings
 from official_rtd.modeling.layers.embeddings import Embeddings
-from official_rtd.interop import export
 from tests import testutil
 from tests.methods.test_electra import toy_batch
 

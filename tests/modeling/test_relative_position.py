@@ -8,14 +8,15 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.finetune import layerwise_decay
 from official_rtd.interop import huggingface
 from official_rtd.methods import amos
 from official_rtd.methods import teams
 from official_rtd.modeling.layers.transformer_block import TransformerBlock
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
-from official_rtd.finetune import layerwise_decay
 from tests import testutil
-from tests.methods.test_electra import CONFIG, toy_batch
+from tests.methods.test_electra import CONFIG
+from tests.methods.test_electra import toy_batch
 
 RELATIVE = dataclasses.replace(CONFIG, position_embedding="t5_relative",
                                relative_attention_num_buckets=8,

@@ -1,9 +1,9 @@
 """Our Transformer block (fused GELU and LayerNorm, bias_add dense layers, matmul attention, our
 dropout) against Model Garden's stock `TransformerEncoderBlock` on the same weights: outputs and
 every gradient."""
+from official.nlp.modeling import layers as mg_layers
 import tensorflow as tf
 import tf_keras
-from official.nlp.modeling import layers as mg_layers
 
 from official_rtd.interop import model_garden
 from official_rtd.modeling.layers.einsum_dense import EinsumDense

@@ -7,10 +7,10 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.data import tokenizer as tokenizer_lib
-from official_rtd.data import vocab as vocab_lib
 from official_rtd.data import conllu
 from official_rtd.data import parsing_data
+from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.data import vocab as vocab_lib
 from official_rtd.probes import parsing_probe
 from tests import testutil
 

@@ -9,9 +9,9 @@ import time
 
 import tensorflow as tf
 
-from official_rtd.utils import run_lock
 from official_rtd.data import pretraining_data
 from official_rtd.data import records
+from official_rtd.utils import run_lock
 from tests import testutil
 
 

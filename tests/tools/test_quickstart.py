@@ -6,7 +6,6 @@ import tempfile
 import tensorflow as tf
 
 
-
 class QuickstartTest(tf.test.TestCase):
 
   def test_quickstart_builds_everything_and_reports(self):

@@ -15,8 +15,8 @@ from official_rtd.data import vocab as vocab_lib
 from official_rtd.tools import cli
 from official_rtd.tools import run_pretraining
 from tests import testutil
-from tests.training.test_trainer import RecordsTestCase
 from tests.training.test_trainer import make_records
+from tests.training.test_trainer import RecordsTestCase
 
 GIN_FILES = ["gin/models/tiny.gin", "gin/tasks/electra.gin"]
 BASE = ["run_pretraining"] + [f"--gin_file={f}" for f in GIN_FILES]

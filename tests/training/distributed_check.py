@@ -15,11 +15,11 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from official_rtd.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
-from official_rtd.modeling.encoder_config import EncoderConfig  # pylint: disable=g-import-not-at-top
 from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
 from official_rtd.methods import mlm  # pylint: disable=g-import-not-at-top
+from official_rtd.modeling.encoder_config import \
+    EncoderConfig  # pylint: disable=g-import-not-at-top
 from official_rtd.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-
 
 METHODS = {"electra": functools.partial(electra.build_electra_pretrainer, generator_size=0.5),
            "mlm": mlm.build_mlm_pretrainer}

@@ -9,15 +9,17 @@ import tensorflow as tf
 
 from official_rtd import runs
 from official_rtd.data import vocab as vocab_lib
-from official_rtd.probes import probe
+from official_rtd.interop import run_dir
 from official_rtd.methods import electra
 from official_rtd.methods import teams
+from official_rtd.probes import probe
 from official_rtd.training import evaluation
 from official_rtd.training import optimization
-from official_rtd.interop import run_dir
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
-from tests.training.test_trainer import TINY, RecordsTestCase, make_records
+from tests.training.test_trainer import make_records
+from tests.training.test_trainer import RecordsTestCase
+from tests.training.test_trainer import TINY
 
 GLUE = os.path.join(testutil.REPO, "..", "shared", "data", "glue")
 

@@ -9,14 +9,14 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd import runs
+from official_rtd.interop import export
 from official_rtd.methods import electra
 from official_rtd.ops.losses import Loss
-from official_rtd.interop import export
 from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
-from tests.training.test_trainer import TINY
-from tests.training.test_trainer import RecordsTestCase
 from tests.training.test_trainer import make_records
+from tests.training.test_trainer import RecordsTestCase
+from tests.training.test_trainer import TINY
 
 ELECTRA = functools.partial(electra.build_electra_pretrainer, generator_size=0.5)
 

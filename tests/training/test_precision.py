@@ -9,9 +9,11 @@ import tf_keras
 from official_rtd import runs
 from official_rtd.methods import electra
 from official_rtd.training import precision
-from official_rtd.utils import cpu
 from official_rtd.training import trainer as trainer_lib
-from tests.training.test_trainer import TINY, RecordsTestCase, text_trainer
+from official_rtd.utils import cpu
+from tests.training.test_trainer import RecordsTestCase
+from tests.training.test_trainer import text_trainer
+from tests.training.test_trainer import TINY
 
 AVX2_ONLY = """processor\t: 0
 model name\t: AMD EPYC 7B13

@@ -11,9 +11,9 @@ import tensorflow as tf
 
 from official_rtd import runs
 from official_rtd.data import pretraining_data
+from official_rtd.interop import export
 from official_rtd.methods import electra
 from official_rtd.modeling.encoder_config import EncoderConfig
-from official_rtd.interop import export
 from official_rtd.ops import sampling
 from official_rtd.training import optimization
 from official_rtd.training import periodic

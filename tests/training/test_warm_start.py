@@ -13,7 +13,9 @@ from official_rtd.methods import electra
 from official_rtd.methods import teams
 from official_rtd.training import warm_start
 from tests import testutil
-from tests.training.test_trainer import TINY, make_records, text_trainer
+from tests.training.test_trainer import make_records
+from tests.training.test_trainer import text_trainer
+from tests.training.test_trainer import TINY
 
 VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
 
@@ -155,6 +157,7 @@ class DeprecatedNameTest(tf.test.TestCase):
 
   def test_old_gin_names_still_set_the_warm_start_with_a_deprecation_line(self):
     import gin  # pylint: disable=g-import-not-at-top
+
     from official_rtd.training import train_config  # pylint: disable=g-import-not-at-top
     gin.clear_config()
     self.addCleanup(gin.clear_config)

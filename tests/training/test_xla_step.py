@@ -18,7 +18,6 @@ from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
 from official_rtd.training import train_step
-from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 
 # One gin task file per registered method (the other files re-bind a method's settings; ALE is

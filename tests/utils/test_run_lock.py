@@ -10,8 +10,8 @@ import tempfile
 import gin
 import tensorflow as tf
 
-from official_rtd.utils import run_lock
 from official_rtd import runs
+from official_rtd.utils import run_lock
 from tests import testutil
 from tests.training.test_trainer import make_records
 

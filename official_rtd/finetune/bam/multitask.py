@@ -13,14 +13,14 @@ from typing import Callable, Dict, List, Sequence
 
 import tensorflow as tf
 
-from official_rtd.utils import checkpoint_files
-from official_rtd.utils import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune import multihead
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import task as task_lib
-from official_rtd.finetune import trials as trials_lib
+from official_rtd.trials import loop as trial_loop
+from official_rtd.utils import checkpoint_files
+from official_rtd.utils import textio
 
 # §3.3: batch 128, learning rate 1e-4, layer-wise decay α = 0.9 with layer 0 the closest to the
 # output (lr·α^d: the "corrected" convention of layerwise_decay.py), 6 epochs.
@@ -123,7 +123,7 @@ def source_checkpoint(model_dir: str, names: Sequence[str]) -> str:
   missing = [name for name in names if name not in source.get("tasks", [])]
   if missing:
     raise ValueError(f"--single_task_finetune={model_dir} was not trained on {missing}")
-  return trials_lib.trial_dir(model_dir, source["best_trial"], MODEL_NAME)
+  return trial_loop.trial_dir(model_dir, source["best_trial"], MODEL_NAME)
 
 
 def task_names(config: configs.GlueConfig) -> List[str]:

@@ -7,18 +7,18 @@ it is a one-member run of `multihead.HeadsRun`, and the same class is its part o
 (BAM) run (`bam/multitask.py`).
 """
 import os
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.utils import textio
 from official_rtd.data import glue_data
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import task as task_lib
-from official_rtd.finetune import trials as trials_lib
+from official_rtd.trials import loop as trial_loop
+from official_rtd.utils import textio
 
 PROTOCOLS = ("electra", "bam")
 REGRESSION_SCALE = 5.0  # BAM: STS-B labels 0–5 normalised to [0, 1] under a sigmoid
@@ -211,7 +211,7 @@ class GlueTask(task_lib.Head):
     if not self.test_splits:
       return
     predictions = textio.load_json(
-        trials_lib.trial_dir(model_dir, best["trial"], TEST_PREDICTIONS_NAME))
+        trial_loop.trial_dir(model_dir, best["trial"], TEST_PREDICTIONS_NAME))
     for split, examples in self.test_splits:
       suffix = {"test_matched": "-m", "test_mismatched": "-mm"}.get(split, "")
       path = os.path.join(model_dir, f"{self.spec.submission_name}{suffix}.tsv")

@@ -14,21 +14,20 @@ than `--max_seq_length` pieces count as wrong. Each trial writes `predictions.co
 import os
 from typing import Callable
 
-import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.finetune import configs
 from official_rtd.data import conllu
 from official_rtd.data import parsing_data
-from official_rtd.finetune import parsing_metrics
+from official_rtd.data import parsing_scores
+from official_rtd.finetune import configs
 from official_rtd.finetune import task as task_lib
-from official_rtd.finetune import trials as trials_lib
 from official_rtd.modeling.layers.dropout import Dropout
-from official_rtd.modeling.layers.edge_scorer import EdgeScorer
 from official_rtd.modeling.layers.edge_scorer import edge_log_probabilities
+from official_rtd.modeling.layers.edge_scorer import EdgeScorer
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.ops import mst
+from official_rtd.trials import steps as trial_steps
 
 PREDICTIONS_NAME = "predictions.conllu"
 DECODERS = ("mst", "argmax")
@@ -131,7 +130,7 @@ class DependencyParsing(task_lib.Task):
       scores = model({k: v for k, v in batch.items() if k != "nodes"}, training=False)["scores"]
       return edge_summaries(edge_log_probabilities(scores, allowed_edges(heads)))
 
-    out = trials_lib.predict(summaries, dict(self.dev.inputs(), nodes=self.dev.nodes),
+    out = trial_steps.predict(summaries, dict(self.dev.inputs(), nodes=self.dev.nodes),
                              self.config.eval_batch_size, self.log,
                              f"parsing {len(self.dev)} sentences")
     predicted = [conllu.Sentence(s.words, [-1] * len(s), ["_"] * len(s), s.upos, s.xpos,
@@ -144,11 +143,8 @@ class DependencyParsing(task_lib.Task):
     if trial_dir is not None:
       conllu.write_conllu(os.path.join(trial_dir, PREDICTIONS_NAME), self.dev_sentences,
                           predicted)
-    with_punct = parsing_metrics.attachment_scores(self.dev_sentences, predicted)
-    without = parsing_metrics.attachment_scores(self.dev_sentences, predicted, "exclude")
-    return {"uas": with_punct["uas"], "las": with_punct["las"],
-            "uas_no_punct": without["uas"], "las_no_punct": without["las"],
-            "words": with_punct["words"], "sentences_too_long": self.dev.skipped}
+    return dict(parsing_scores.dev_report(self.dev_sentences, predicted),
+                sentences_too_long=self.dev.skipped)
 
   def summary_fields(self, median):
     return {"task": self.config.task, "relations": self.relations}

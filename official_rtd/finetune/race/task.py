@@ -14,14 +14,14 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.utils import textio
 from official_rtd.finetune import configs
 from official_rtd.finetune import heads
 from official_rtd.finetune import metrics as metrics_lib
-from official_rtd.finetune.race import data as race_data
 from official_rtd.finetune import task as task_lib
-from official_rtd.finetune import trials as trials_lib
+from official_rtd.finetune.race import data as race_data
+from official_rtd.trials import steps as trial_steps
 from official_rtd.utils import subsets
+from official_rtd.utils import textio
 
 PREDICTIONS_NAME = "predictions.jsonl"
 TASKS = ("race",)
@@ -109,7 +109,7 @@ class MultipleChoice(task_lib.Task):
 
   # --- evaluation --------------------------------------------------------------------------------
   def evaluate(self, model, trial_dir):
-    probabilities = trials_lib.predict(
+    probabilities = trial_steps.predict(
         lambda batch: {"p": tf.nn.softmax(model(batch, training=False)["logits"])},
         self.dev_inputs, self.config.eval_batch_size, self.log,
         f"scoring {len(self.dev_questions)} questions")["p"]

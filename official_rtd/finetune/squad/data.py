@@ -7,13 +7,13 @@ then each punctuation or CJK character on its own); within a piece, word pieces 
 character spans whenever the normalised piece has the original's length (always for ASCII).
 """
 import dataclasses
-import unicodedata
 from typing import Dict, List, Sequence, Tuple
+import unicodedata
 
 import numpy as np
 
-from official_rtd.utils import textio
 from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.utils import textio
 
 
 class SquadDataError(ValueError):

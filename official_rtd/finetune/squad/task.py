@@ -14,14 +14,14 @@ from typing import Callable, Dict
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.utils import textio
 from official_rtd.finetune import configs
-from official_rtd.finetune.squad import span_head
+from official_rtd.finetune import task as task_lib
 from official_rtd.finetune.squad import data as squad_data
 from official_rtd.finetune.squad import metrics as squad_metrics
 from official_rtd.finetune.squad import predictions as squad_predictions
-from official_rtd.finetune import task as task_lib
-from official_rtd.finetune import trials as trials_lib
+from official_rtd.finetune.squad import span_head
+from official_rtd.trials import steps as trial_steps
+from official_rtd.utils import textio
 
 PREDICTIONS_NAME = "predictions.json"
 NULL_ODDS_NAME = "null_odds.json"
@@ -112,7 +112,7 @@ class Squad(task_lib.Task):
   def predict_outputs(self, model) -> Dict[str, np.ndarray]:
     """The head's inference outputs for every predict window, as numpy arrays (XLA-compiled,
     with progress: see `trials.predict`)."""
-    return trials_lib.predict(lambda batch: model(batch, training=False),
+    return trial_steps.predict(lambda batch: model(batch, training=False),
                               self.predict_features.inputs, self.config.eval_batch_size,
                               self.log, "predicting windows")
 

@@ -17,15 +17,13 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.utils import textio
+from official_rtd.data import tag_schemes
+from official_rtd.data import tagging_data
+from official_rtd.data import tagging_scores
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
-from official_rtd.finetune import tag_predictions
-from official_rtd.data import tag_schemes
-from official_rtd.finetune.tagging import tagger
 from official_rtd.finetune import task as task_lib
-from official_rtd.data import tagging_data
-from official_rtd.finetune import trials as trials_lib
+from official_rtd.finetune.tagging import tagger
 from official_rtd.ops import crf as crf_lib
 
 PREDICTIONS_NAME = "predictions.txt"
@@ -217,9 +215,9 @@ class TokenTagging(task_lib.Head):
     `trial_dir`, a run of the task alone writes its predictions file there."""
     predicted = self.dev_tags(predict, head.transitions.numpy() if self.crf else None)
     if trial_dir is not None and not self.with_others:
-      tag_predictions.write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME),
+      tagging_scores.write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME),
                                         self.dev_sentences, predicted)
-    metrics = tag_predictions.evaluate(self.spec, self.dev_sentences, predicted)
+    metrics = tagging_scores.evaluate(self.spec, self.dev_sentences, predicted)
     return metrics, metrics[self.primary_metric]
 
   def dev_tags(self, predict, transitions=None) -> List[List[str]]:
@@ -263,7 +261,7 @@ def predicted_tags(task: tagging_data.TaggingTask, labels: Sequence[str],
   else:
     ids = [row[:n].argmax(-1) for row, n in zip(logits, lengths)]
   by_sentence = tagging_data.words_by_sentence(windows, ids, sentences)
-  return tag_predictions.output_tags(task, [[labels[i] for i in row] for row in by_sentence])
+  return tagging_scores.output_tags(task, [[labels[i] for i in row] for row in by_sentence])
 
 
 def sentence_word_logits(windows: tagging_data.Windows, logits: np.ndarray, sentences

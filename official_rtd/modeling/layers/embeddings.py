@@ -1,10 +1,10 @@
 """Token + position + segment embeddings with LayerNorm and dropout (shareable between networks)."""
 from typing import Dict, Optional
 
-import tensorflow as tf
-import tf_keras
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+import tensorflow as tf
+import tf_keras
 
 from official_rtd.modeling.layers.dropout import Dropout
 from official_rtd.modeling.layers.layer_norm import LayerNorm

@@ -16,9 +16,9 @@ attention adds that bias to the scores before the masked softmax.
 import math
 from typing import Dict, Optional
 
+from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
-from official.nlp.modeling import layers
 
 from official_rtd.modeling.layers.dropout import Dropout
 from official_rtd.modeling.layers.einsum_dense import EinsumDense

@@ -2,10 +2,10 @@
 import functools
 from typing import List, Optional, Sequence, Union
 
-import tensorflow as tf
-import tf_keras
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+import tensorflow as tf
+import tf_keras
 
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.disentangled_embeddings import DisentangledEmbeddings

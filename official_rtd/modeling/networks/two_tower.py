@@ -8,9 +8,9 @@ only rightwards (T_RTL); for every position t
 from the *previous* states, so position t never sees its own token. All n distributions come from
 one pass. The output layer ties to the token embeddings like a masked LM's.
 """
+from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
-from official.nlp.modeling import layers
 
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.embeddings import Embeddings

@@ -9,18 +9,19 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.data import glue_data
+from official_rtd.data import tagging_data
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
-from official_rtd.data import glue_data
-from official_rtd.finetune.bam import multitask
 from official_rtd.finetune import multihead
 from official_rtd.finetune import runner as runner_lib
-from official_rtd.finetune.tagging import task as tagging
-from official_rtd.data import tagging_data
 from official_rtd.finetune import task as task_lib
+from official_rtd.finetune.bam import multitask
+from official_rtd.finetune.tagging import task as tagging
 from official_rtd.interop import export
 from tests import testutil
-from tests.finetune.glue.test_task import GLUE, head_of
+from tests.finetune.glue.test_task import GLUE
+from tests.finetune.glue.test_task import head_of
 from tests.finetune.squad.test_task import write_export
 from tests.finetune.tagging.test_task import first_sentences
 

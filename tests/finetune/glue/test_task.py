@@ -8,8 +8,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.finetune.glue import task as glue
 from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune.glue import task as glue
 from official_rtd.interop import export
 from official_rtd.modeling.layers.dropout import Dropout
 from tests import testutil

@@ -10,11 +10,11 @@ import tensorflow as tf
 
 from official_rtd.data import conllu
 from official_rtd.finetune import configs
-from official_rtd.finetune.parsing import task as parsing
 from official_rtd.finetune import runner
+from official_rtd.finetune.parsing import task as parsing
+from official_rtd.modeling.layers.edge_scorer import edge_log_probabilities
 from official_rtd.modeling.layers.edge_scorer import EdgeScorer
 from official_rtd.ops import mst
-from official_rtd.modeling.layers.edge_scorer import edge_log_probabilities
 from tests.probes.test_probe import tiny_export
 
 
@@ -100,8 +100,8 @@ class RunParsingTest(tf.test.TestCase):
     self.assertGreater(dev["las"], 0.9)
     predicted = conllu.read_conllu(os.path.join(config.model_dir, parsing.PREDICTIONS_NAME))
     gold = conllu.read_conllu(os.path.join(data, "toy-ud-dev.conllu"))
-    from official_rtd.finetune import parsing_metrics  # pylint: disable=g-import-not-at-top
-    self.assertAllClose(parsing_metrics.attachment_scores(gold, predicted)["las"], dev["las"])
+    from official_rtd.data import parsing_scores  # pylint: disable=g-import-not-at-top
+    self.assertAllClose(parsing_scores.attachment_scores(gold, predicted)["las"], dev["las"])
     with open(os.path.join(config.model_dir, "eval_results.json")) as f:
       self.assertIn("relations", json.load(f))
 

@@ -7,8 +7,8 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.finetune.race import task as multiple_choice
 from official_rtd.finetune import runner as runner_lib
+from official_rtd.finetune.race import task as multiple_choice
 from official_rtd.interop import export
 from tests import testutil
 from tests.finetune.race.test_data import RACE

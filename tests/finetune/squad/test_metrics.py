@@ -2,7 +2,8 @@
 import tensorflow as tf
 
 from official_rtd.finetune.squad import metrics as squad_metrics
-from official_rtd.finetune.squad.data import Answer, SquadExample
+from official_rtd.finetune.squad.data import Answer
+from official_rtd.finetune.squad.data import SquadExample
 
 
 def example(qid, *golds):

@@ -6,8 +6,8 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.finetune.squad import span_head
-from official_rtd.finetune import trials
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.trials import steps as trial_steps
 from tests.training.test_trainer import TINY
 
 ENCODER = dataclasses.replace(TINY, vocab_size=128)
@@ -75,11 +75,11 @@ class SpanHeadTest(tf.test.TestCase):
     self.assertAllClose(got, total / 2, rtol=1e-5)
 
   def test_xla_prediction_equals_the_plain_forward(self):
-    """run_squad predicts through `trials.predict` (XLA, padded batches): the same beams."""
+    """run_squad predicts through `trial_steps.predict` (XLA, padded batches): the same beams."""
     features = inputs(batch=5, seq=16)
     plain = self.model(features, training=False)
     logs = []
-    fast = trials.predict(lambda batch: self.model(batch, training=False), features, 2,
+    fast = trial_steps.predict(lambda batch: self.model(batch, training=False), features, 2,
                           logs.append, "windows", log_every_seconds=0.0)
     for name in ("start_top_index", "end_top_index"):
       self.assertAllEqual(fast[name], plain[name], msg=name)

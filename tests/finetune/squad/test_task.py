@@ -10,11 +10,12 @@ import tensorflow as tf
 
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.finetune import runner as runner_lib
-from official_rtd.finetune.squad import task as squad
 from official_rtd.finetune.squad import data as squad_data
+from official_rtd.finetune.squad import task as squad
 from official_rtd.interop import export
 from tests import testutil
-from tests.finetune.squad.test_data import SQUAD, V2
+from tests.finetune.squad.test_data import SQUAD
+from tests.finetune.squad.test_data import V2
 from tests.training.test_trainer import TINY
 
 

@@ -8,9 +8,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.data import tagging_data
 from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune.tagging import task as tagging
-from official_rtd.data import tagging_data
 from tests import testutil
 from tests.finetune.squad.test_task import write_export
 

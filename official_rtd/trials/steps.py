@@ -1,123 +1,16 @@
-"""What every fine-tuning tool shares: the papers' per-size defaults, ELECTRA's fine-tuning
-optimizer, and N resumable trials summarised by their median and spread."""
-import os
+"""A trial's resumable step loop (`run_steps`, and `train` for a Keras model and a loss), restore of
+a checkpoint written under any layout, and batched prediction: shared by fine-tuning and CVT."""
 import time
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.modeling.layers import dropout
+from official_rtd.training import periodic
+from official_rtd.training import precision
 from official_rtd.utils import checkpoint_files
 from official_rtd.utils import progress
-from official_rtd.utils import textio
-from official_rtd.modeling.layers import dropout
-from official_rtd.finetune import layerwise_decay
-from official_rtd.training import optimization
-from official_rtd.training import precision
-
-# (learning rate, layer-wise decay) by model size, dissertation Table 5.2 (GLUE and SQuAD).
-SIZE_DEFAULTS = {"small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
-# `--protocol` names a paper's fine-tuning settings besides "electra" (the defaults above):
-# "shao": Shao's BERT fine-tuning of RACE and PTB POS (thesis §IV.B: learning rate 5e-5, no
-# layer-wise decay, 3 epochs, RACE at 384 tokens as [CLS] article [SEP] question [SEP] option
-# [SEP], the mean of 10 runs reported; the batch size is not stated, ours stays).
-# "bam": BAM's single-task models and teachers (dissertation §3.3: BERT's settings — learning
-# rate 5e-5 from BERT's {5, 4, 3, 2}e-5, batch 32, 3 epochs — with α = 0.9 (or 1.0, picked on
-# dev) in lr·α^d, layer 0 the closest to the output; §3.2.2: the same prediction function as the
-# multi-task student, sigmoid(wᵀc) on STS-B labels / 5).
-PROTOCOL_DEFAULTS = {
-    "electra": {},
-    "shao": {"learning_rate": 5e-5, "layerwise_lr_decay": 1.0},
-    "bam": {"learning_rate": 5e-5, "layerwise_lr_decay": 0.9, "lr_decay_convention": "corrected"},
-}
-
-
-def protocol_defaults(protocol: str, allowed) -> Dict:
-  """The optimizer settings `--protocol` sets (flags given still win); `allowed`: the
-  protocols of the task."""
-  if protocol not in allowed:
-    raise ValueError(f"--protocol must be one of {list(allowed)}, got {protocol!r}")
-  return dict(PROTOCOL_DEFAULTS[protocol])
-
-
-def model_size(encoder_config: dict, requested: str) -> str:
-  """`requested`, or (for "auto") small/base/large by hidden size (<=256, <=768, more)."""
-  if requested != "auto":
-    if requested not in SIZE_DEFAULTS:
-      raise ValueError(f"--model_size must be auto or one of {sorted(SIZE_DEFAULTS)}")
-    return requested
-  hidden = encoder_config["hidden_size"]
-  return "small" if hidden <= 256 else "base" if hidden <= 768 else "large"
-
-
-def check_convention(convention: str):
-  if convention not in layerwise_decay.CONVENTIONS:
-    raise ValueError(f"--lr_decay_convention must be one of {list(layerwise_decay.CONVENTIONS)}")
-
-
-def build_optimizer(model, encoder, learning_rate: float, layerwise_lr_decay: float,
-                    convention: str, num_steps: int, warmup_proportion: float,
-                    weight_decay_rate: float, mixed_precision: str = "float32"):
-  """AdamW (ε 1e-6) with layer-wise LR decay, linear warmup then linear decay, clipping 1.0
-  (with dynamic loss scaling under float16).
-
-  `model` must be built (its variables exist)."""
-  multipliers = layerwise_decay.learning_rate_multipliers(model, encoder, layerwise_lr_decay,
-                                                          convention)
-  schedule = optimization.WarmupDecay(
-      learning_rate, int(warmup_proportion * num_steps), num_steps)
-  return precision.wrap_optimizer(layerwise_decay.LayerwiseAdamWeightDecay(
-      multipliers, learning_rate=schedule, weight_decay_rate=weight_decay_rate,
-      beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-      exclude_from_weight_decay=optimization.NO_DECAY, gradient_clip_norm=1.0), mixed_precision)
-
-
-def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],
-               log: Callable[[str], None], brief: Callable[[dict], str]) -> List[dict]:
-  """Runs `run_trial(k)` for k < num_trials, keeping each result in
-  `<model_dir>/trial_<k>/results.json`; finished trials are reused, so a killed run resumes
-  with the first unfinished one."""
-  if num_trials < 1:
-    raise ValueError(f"--num_trials={num_trials} must be >= 1")
-  os.makedirs(model_dir, exist_ok=True)
-  trials = []
-  for trial in range(num_trials):
-    path = trial_dir(model_dir, trial, "results.json")
-    if os.path.isfile(path):
-      trials.append(textio.load_json(path))
-      log(f"trial_{trial} of {num_trials}: already done, reusing {path}")
-      continue
-    os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there
-    try:
-      result = run_trial(trial)
-    except BaseException:
-      if not os.listdir(os.path.dirname(path)):  # no checkpoint to resume from: no debris
-        os.rmdir(os.path.dirname(path))
-      raise
-    textio.write_json_atomic(path, result)
-    log(f"trial_{trial} of {num_trials}: {brief(result)}")
-    trials.append(result)
-  return trials
-
-
-def trial_dir(model_dir: str, trial: int, *names: str) -> str:
-  return os.path.join(model_dir, f"trial_{trial}", *names)
-
-
-def median_and_spread(values_by_trial: List[Dict]):
-  """`({metric: median}, {metric: {mean, min, max, std, n}})` over trials' metric dicts; a
-  nested dict (metrics per dev split, per task) gives nested results."""
-  median, spread = {}, {}
-  for metric in values_by_trial[0]:
-    if isinstance(values_by_trial[0][metric], dict):
-      median[metric], spread[metric] = median_and_spread([t[metric] for t in values_by_trial])
-      continue
-    values = np.array([t[metric] for t in values_by_trial], np.float64)
-    median[metric] = float(np.median(values))
-    spread[metric] = {"mean": float(values.mean()), "min": float(values.min()),
-                      "max": float(values.max()), "std": float(values.std()),
-                      "n": int(len(values))}
-  return median, spread
 
 
 def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str], None],
@@ -183,7 +76,8 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
               save_every_steps: int = 0, callback=None, callback_every_steps: int = 0,
               older_checkpoints: Optional[Dict[str, tf.train.Checkpoint]] = None
               ) -> Dict[str, List[float]]:
-  """The resumable step loop of every fine-tuning trial (`train`) and of CVT.
+  """The resumable step loop of every fine-tuning trial (`train`) and of CVT, its cadences
+  `training.periodic` actions (log, callback, save) as in the pre-training loop.
 
   `begin(done)` gets the number of steps already done (0, or the step of the checkpoint in
   `checkpoint_dir`, restored into `checkpoint` first) and returns `step(k) -> ({name: value},
@@ -204,27 +98,39 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
       log(f"{label}: resuming at step {done} from {manager.latest_checkpoint}")
   step_fn = begin(done)
   history: Dict[str, List[float]] = {}
-  start, examples = time.time(), 0
+  clock = {"start": time.time(), "examples": 0}
+  stopped = []
+
+  def log_row(step):
+    elapsed = max(time.time() - clock["start"], 1e-9)
+    shown = " ".join(f"{name}={np.mean(values[-log_every_steps:]):.4f}"
+                     for name, values in history.items())
+    rate = f" examples/s={clock['examples'] / elapsed:.1f}" if clock["examples"] else ""
+    eta = progress.format_duration((num_steps - step) * elapsed / max(step - done - 1, 1))
+    log(f"{label} step {step}/{num_steps} {shown}{rate} ETA {eta}")
+
+  # Callback and save come before the last step only (the caller evaluates and keeps the end
+  # itself); a stopped loop saves nothing more.
+  actions = [periodic.PeriodicAction("log", log_row, periods=(log_every_steps,))]
+  if callback and callback_every_steps:  # the caller stops the loop (e.g. early stopping on dev)
+    actions.append(periodic.PeriodicAction(
+        "callback", lambda step: stopped.append(step) if callback(step) else None,
+        periods=(callback_every_steps,), at_end=False, skip=lambda step: step == num_steps))
+  if manager:
+    actions.append(periodic.PeriodicAction(
+        "save", lambda step: checkpoint_files.save(manager, step), periods=(save_every_steps,),
+        at_end=False, skip=lambda step: bool(stopped) or step == num_steps))
   for step in range(done + 1, num_steps + 1):
     values, batch_examples = step_fn(step)
     for name, value in values.items():
       history.setdefault(name, []).append(value)
     if step == done + 1:  # rates exclude the first step's tracing
-      start = time.time()
+      clock["start"] = time.time()
     else:
-      examples += batch_examples
-    if step % log_every_steps == 0 or step == num_steps:
-      elapsed = max(time.time() - start, 1e-9)
-      shown = " ".join(f"{name}={np.mean(values[-log_every_steps:]):.4f}"
-                       for name, values in history.items())
-      rate = f" examples/s={examples / elapsed:.1f}" if examples else ""
-      eta = progress.format_duration((num_steps - step) * elapsed / max(step - done - 1, 1))
-      log(f"{label} step {step}/{num_steps} {shown}{rate} ETA {eta}")
-    if callback and callback_every_steps and step % callback_every_steps == 0 and step < num_steps:
-      if callback(step):  # the caller stops the loop (e.g. early stopping on dev)
-        break
-    if manager and step % save_every_steps == 0 and step < num_steps:
-      checkpoint_files.save(manager, step)
+      clock["examples"] += batch_examples
+    periodic.run_due(actions, step, num_steps)
+    if stopped:
+      break
   return history
 
 

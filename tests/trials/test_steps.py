@@ -1,15 +1,18 @@
 """A fine-tuning trial killed after a checkpoint and resumed ends bit-identical to the same trial
 run without interruption (data order, dropout masks, optimizer state and schedule all replayed)."""
 import tempfile
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.finetune import trials
+from official_rtd.finetune import protocol
 from official_rtd.modeling.encoder_config import EncoderConfig
-from tests.finetune import toy_classifier
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.trials import loop as trial_loop
+from official_rtd.trials import steps as trial_steps
+from tests.finetune import toy_classifier
 
 STEPS = 8
 
@@ -26,7 +29,7 @@ def build():
   model = toy_classifier.Classifier(encoder, 2)
   model({"input_word_ids": tf.ones([1, 8], tf.int32), "input_mask": tf.ones([1, 8], tf.int32),
          "input_type_ids": tf.zeros([1, 8], tf.int32)})
-  optimizer = trials.build_optimizer(model, encoder, 1e-2, 0.8, "electra", STEPS, 0.25, 0.01)
+  optimizer = protocol.build_optimizer(model, encoder, 1e-2, 0.8, "electra", STEPS, 0.25, 0.01)
   return model, optimizer
 
 
@@ -50,7 +53,7 @@ class ExactResumeTest(tf.test.TestCase):
   def test_resumed_trial_equals_the_uninterrupted_one(self):
     log = lambda _: None
     model, optimizer = build()
-    trials.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "whole", seed=7)
+    trial_steps.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "whole", seed=7)
     expected = [w.numpy() for w in model.weights]
 
     checkpoints = tempfile.mkdtemp()
@@ -60,11 +63,11 @@ class ExactResumeTest(tf.test.TestCase):
 
     model, optimizer = build()
     with self.assertRaises(Killed):  # killed at step 5, after the checkpoint of step 4
-      trials.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "first", False,
+      trial_steps.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "first", False,
                    checkpoints, 2, callback=kill, callback_every_steps=5, seed=7)
     logs = []
     model, optimizer = build()
-    trials.train(model, optimizer, dataset(), STEPS, loss_fn, logs.append, 100, "resumed", False,
+    trial_steps.train(model, optimizer, dataset(), STEPS, loss_fn, logs.append, 100, "resumed", False,
                  checkpoints, 2, seed=7)
     self.assertTrue(any("resuming at step 4" in line for line in logs), logs)
     for got, want, variable in zip(model.weights, expected, model.weights):
@@ -72,7 +75,7 @@ class ExactResumeTest(tf.test.TestCase):
 
     # Dropout is on and seeded by the step: another trial seed gives other weights.
     model, optimizer = build()
-    trials.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "other seed", seed=8)
+    trial_steps.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "other seed", seed=8)
     self.assertNotAllClose(model.weights[0].numpy(), expected[0])
 
 
@@ -88,7 +91,7 @@ class ProgressTest(tf.test.TestCase):
       seen.scatter_nd_update([[optimizer.iterations]], [progress])
       return loss_fn(m, batch, progress)
 
-    trials.train(model, optimizer, dataset(), STEPS, recording_loss, lambda _: None, 100, "t")
+    trial_steps.train(model, optimizer, dataset(), STEPS, recording_loss, lambda _: None, 100, "t")
     self.assertAllClose(seen, np.arange(STEPS) / (STEPS - 1))
 
 
@@ -99,11 +102,8 @@ class DivergenceTest(tf.test.TestCase):
     nan_after = lambda m, batch, p: loss_fn(m, batch, p) * tf.constant(float("nan"))
     with self.assertRaisesRegex(ValueError, r"the training loss is nan at step 1 \(learning rate "
                                 r"0\)"):
-      trials.train(model, optimizer, dataset(), STEPS, nan_after, lambda _: None, 100, "trial_0 of 1")
+      trial_steps.train(model, optimizer, dataset(), STEPS, nan_after, lambda _: None, 100, "trial_0 of 1")
 
-
-if __name__ == "__main__":
-  tf.test.main()
 
 
 class SummaryTest(tf.test.TestCase):
@@ -112,9 +112,46 @@ class SummaryTest(tf.test.TestCase):
     devs = [{"acc": 0.5, "mnli": {"m": 1.0, "mm": 4.0}},
             {"acc": 0.9, "mnli": {"m": 3.0, "mm": 2.0}},
             {"acc": 0.7, "mnli": {"m": 2.0, "mm": 6.0}}]
-    median, spread = trials.median_and_spread(devs)
+    median, spread = trial_loop.median_and_spread(devs)
     self.assertAllClose(median, {"acc": 0.7, "mnli": {"m": 2.0, "mm": 4.0}})
     self.assertAllClose(spread["acc"], {"mean": 0.7, "min": 0.5, "max": 0.9,
                                         "std": np.sqrt(0.08 / 3), "n": 3})
     self.assertAllClose(spread["mnli"]["mm"], {"mean": 4.0, "min": 2.0, "max": 6.0,
                                                "std": np.sqrt(8 / 3), "n": 3})
+
+
+class CadenceTest(tf.test.TestCase):
+  """`run_steps`' periodic actions: log every k and at the end, callback and save before the last
+  step only, a callback's True stopping the loop with no save at that step."""
+
+  def run_loop(self, num_steps, callback_result=lambda step: False):
+    calls, saved, logs = [], [], []
+    checkpoint = tf.train.Checkpoint(v=tf.Variable(0.0))
+
+    def callback(step):
+      calls.append(step)
+      return callback_result(step)
+
+    begin = lambda done: (lambda k: ({"loss": float(k)}, 2))
+    with mock.patch.object(trial_steps.checkpoint_files, "save",
+                           lambda manager, step: saved.append(step)):
+      history = trial_steps.run_steps(begin, num_steps, logs.append, 3, "t", checkpoint,
+                                      tempfile.mkdtemp(), 2, callback, 4)
+    return calls, saved, [line.split()[2] for line in logs], history["loss"]
+
+  def test_every_k_before_the_last_step(self):
+    calls, saved, logged, losses = self.run_loop(8)
+    self.assertEqual(calls, [4])          # not at 8, the last step
+    self.assertEqual(saved, [2, 4, 6])    # not at 8
+    self.assertEqual(logged, ["3/8", "6/8", "8/8"])
+    self.assertEqual(losses, [float(k) for k in range(1, 9)])
+
+  def test_a_true_callback_stops_without_saving_that_step(self):
+    calls, saved, _, losses = self.run_loop(12, callback_result=lambda step: step == 8)
+    self.assertEqual(calls, [4, 8])
+    self.assertEqual(saved, [2, 4, 6])
+    self.assertLen(losses, 8)
+
+
+if __name__ == "__main__":
+  tf.test.main()

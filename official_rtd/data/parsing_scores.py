@@ -1,5 +1,6 @@
-"""Attachment scores of dependency trees: UAS (the head is right) and LAS (head and universal
-relation), over words.
+"""Attachment scores of dependency trees, beside their reader (`conllu`), shared by the fine-tuned
+parser (`finetune/parsing/task.py`) and CVT's (`cvt/parser.py`): UAS (the head is right) and LAS
+(head and universal relation), over words.
 
 `punctuation="include"` counts every word (the CoNLL 2018 shared task's convention, UD EWT's
 standard figures); `"exclude"` leaves out words whose gold UPOS is PUNCT (the convention of the
@@ -32,3 +33,12 @@ def attachment_scores(gold: Sequence[Sentence], predicted: Sequence[Sentence],
         heads += 1
         labelled += g.relations[i] == p.relations[i]
   return {"uas": heads / max(words, 1), "las": labelled / max(words, 1), "words": words}
+
+
+def dev_report(gold: Sequence[Sentence], predicted: Sequence[Sentence]) -> Dict[str, float]:
+  """What a parser's dev evaluation reports: `uas`, `las` (punctuation included), `uas_no_punct`,
+  `las_no_punct` (excluded) and `words` (scored with punctuation)."""
+  with_punct = attachment_scores(gold, predicted)
+  without = attachment_scores(gold, predicted, "exclude")
+  return {"uas": with_punct["uas"], "las": with_punct["las"], "uas_no_punct": without["uas"],
+          "las_no_punct": without["las"], "words": with_punct["words"]}

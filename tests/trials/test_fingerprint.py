@@ -8,8 +8,8 @@ import tempfile
 import tensorflow as tf
 
 from official_rtd.finetune import configs
-from official_rtd.finetune import fingerprint
 from official_rtd.interop import export
+from official_rtd.trials import fingerprint
 from tests import testutil
 from tests.training.test_trainer import tiny_export
 

@@ -1,0 +1,56 @@
+"""N resumable trials of one run, each in its own `trial_<k>/` folder, summarised by their median
+and spread: the trial machinery of the fine-tuning runner and of CVT."""
+import os
+from typing import Callable, Dict, List
+
+import numpy as np
+
+from official_rtd.utils import textio
+
+
+def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],
+               log: Callable[[str], None], brief: Callable[[dict], str]) -> List[dict]:
+  """Runs `run_trial(k)` for k < num_trials, keeping each result in
+  `<model_dir>/trial_<k>/results.json`; finished trials are reused, so a killed run resumes
+  with the first unfinished one."""
+  if num_trials < 1:
+    raise ValueError(f"--num_trials={num_trials} must be >= 1")
+  os.makedirs(model_dir, exist_ok=True)
+  trials = []
+  for trial in range(num_trials):
+    path = trial_dir(model_dir, trial, "results.json")
+    if os.path.isfile(path):
+      trials.append(textio.load_json(path))
+      log(f"trial_{trial} of {num_trials}: already done, reusing {path}")
+      continue
+    os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there
+    try:
+      result = run_trial(trial)
+    except BaseException:
+      if not os.listdir(os.path.dirname(path)):  # no checkpoint to resume from: no debris
+        os.rmdir(os.path.dirname(path))
+      raise
+    textio.write_json_atomic(path, result)
+    log(f"trial_{trial} of {num_trials}: {brief(result)}")
+    trials.append(result)
+  return trials
+
+
+def trial_dir(model_dir: str, trial: int, *names: str) -> str:
+  return os.path.join(model_dir, f"trial_{trial}", *names)
+
+
+def median_and_spread(values_by_trial: List[Dict]):
+  """`({metric: median}, {metric: {mean, min, max, std, n}})` over trials' metric dicts; a
+  nested dict (metrics per dev split, per task) gives nested results."""
+  median, spread = {}, {}
+  for metric in values_by_trial[0]:
+    if isinstance(values_by_trial[0][metric], dict):
+      median[metric], spread[metric] = median_and_spread([t[metric] for t in values_by_trial])
+      continue
+    values = np.array([t[metric] for t in values_by_trial], np.float64)
+    median[metric] = float(np.median(values))
+    spread[metric] = {"mean": float(values.mean()), "min": float(values.min()),
+                      "max": float(values.max()), "std": float(values.std()),
+                      "n": int(len(values))}
+  return median, spread
