@@ -56,7 +56,8 @@ RECIPES = {
 
 
 flags.DEFINE_string("work_dir", None, "Where the data, runs, evaluations and report go.")
-flags.DEFINE_string("methods", "electra,mlm", "Pre-training methods (gin/tasks/<method>.gin).")
+flags.DEFINE_string("methods", "electra,mlm", "Pre-training methods (gin/tasks/<method>.gin, or "
+                    "a recipe that includes one, gin/recipes/<method>.gin).")
 flags.DEFINE_string("seeds", "0,1", "Seeds, one run each per method.")
 flags.DEFINE_float("train_flops_budget", 2e14, "Train FLOPs per run.")
 flags.DEFINE_enum("recipe", "sentences", sorted(RECIPES), "The recipe (see above).")
@@ -155,9 +156,17 @@ def runs(args):
   return out
 
 
+def method_gin(method: str) -> str:
+  """A method's gin file: `gin/tasks/<method>.gin`, else a recipe that includes one,
+  `gin/recipes/<method>.gin` (e.g. electra_one_machine)."""
+  task = os.path.join("gin", "tasks", f"{method}.gin")
+  return task if os.path.isfile(os.path.join(REPO, task)) else os.path.join("gin", "recipes",
+                                                                            f"{method}.gin")
+
+
 def pretrain_argv(args, method, model_dir, extra=()):
   recipe_gin = RECIPES[args.recipe][3]
-  return (["run_pretraining", f"--gin_file={args.model_gin}", f"--gin_file=gin/tasks/{method}.gin"]
+  return (["run_pretraining", f"--gin_file={args.model_gin}", f"--gin_file={method_gin(method)}"]
           + [f"--gin_file={f}" for f in recipe_gin]
           + [f"--input_records={os.path.join(args.work_dir, 'records')}",
              f"--model_dir={model_dir}"] + list(extra))

@@ -4,29 +4,14 @@ v_t = word embedding + character CNN (filter widths 2, 3, 4, max-pooled over the
 Bi-LSTM layers whose LSTMs have projection layers (LSTMP); h1 = [h→1; h←1], h2 = [h→2; h←2].
 Every task's prediction modules (`tagger.py`, `parser.py`, `translator.py`) read its views.
 """
-import dataclasses
-from typing import Dict, Sequence
+from typing import Dict
 
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.cvt import settings
 
-@dataclasses.dataclass(frozen=True)
-class CvtConfig:
-  """Table 4.1's sizes by default. v_t is the sum of the word embedding and the char CNN's
-  output, so the CNN has `word_dim` filters in all, split evenly over the widths (300: 100 each)."""
-  word_dim: int = 300
-  char_dim: int = 50
-  char_filter_widths: Sequence[int] = (2, 3, 4)
-  lstm1_size: int = 1024
-  lstm2_size: int = 512
-  projection_size: int = 512
-  hidden_size: int = 512
-
-  def filters(self):
-    """Filters per width, summing to `word_dim`."""
-    n = len(self.char_filter_widths)
-    return [self.word_dim // n + (i < self.word_dim % n) for i in range(n)]
+CvtConfig = settings.CvtConfig  # the encoder's sizes (TensorFlow-free, for --help)
 
 
 def lstmp_cell(x_gates, r, c, recurrent_kernel, projection):

@@ -23,7 +23,6 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.cvt import data as data_lib
-from official_rtd.cvt import encoder as encoder_lib
 from official_rtd.cvt import inputs as inputs_lib
 from official_rtd.cvt import model as model_lib
 from official_rtd.cvt import run_dir
@@ -44,7 +43,6 @@ class CvtRunner:
 
   def __init__(self, config: CvtRunConfig, log: Callable[[str], None] = print):
     self.config, self.log = config, log
-    training.CvtTrainConfig(mode=config.mode)  # refuses an unknown --mode
     if config.mode != "supervised" and not (config.unlabeled_data or config.unlabeled_remainder):
       raise ValueError(f"--mode={config.mode} needs --unlabeled_data (a corpus) or "
                        "--unlabeled_remainder (the training sentences --train_fraction leaves out)")
@@ -56,10 +54,7 @@ class CvtRunner:
                        "--mode=supervised (which has no unlabeled steps)")
     self.inputs = inputs_lib.CvtInputs(config, log)
     self.tasks = self.inputs.tasks
-    self.model_config = encoder_lib.CvtConfig(
-        word_dim=config.word_dim, char_dim=config.char_dim, lstm1_size=config.lstm1_size,
-        lstm2_size=config.lstm2_size, projection_size=config.projection_size,
-        hidden_size=config.hidden_size)
+    self.model_config = config.model_config()
     log(f"run_cvt ({config.mode}): {self.inputs.description}, {config.train_steps} steps")
 
   def _build(self, trial: int):
@@ -68,10 +63,8 @@ class CvtRunner:
     model = model_lib.CvtModel(self.model_config, len(inputs.vocab.words),
                                len(inputs.vocab.chars), self.tasks,
                                word_embeddings=inputs.embeddings, name="cvt")
-    steps = training.CvtSteps(model, self.tasks, training.CvtTrainConfig(
-        mode=cfg.mode, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
-        ema_decay=cfg.ema_decay, unlabeled_loss_weight=cfg.unlabeled_loss_weight),
-        inputs.vocab.words[data_lib.REMOVED])
+    steps = training.CvtSteps(model, self.tasks, cfg.train_config(),
+                              inputs.vocab.words[data_lib.REMOVED])
     first = next(iter(self.tasks))
     batch, _ = inputs.batch(first, [0, min(1, len(inputs.encoded[first]) - 1)])
     steps.build(batch, {n: inputs.targets_for(n, batch) for n in self.tasks})

@@ -18,39 +18,10 @@ from typing import Dict, List
 import tensorflow as tf
 import tf_keras
 
-from official_rtd.utils import ranges
+from official_rtd.cvt import settings
 
-MODES = ("cvt", "supervised", "word_dropout")
-
-
-@dataclasses.dataclass(frozen=True)
-class CvtTrainConfig:
-  mode: str = "cvt"
-  learning_rate: float = 0.5
-  lr_decay: float = 0.005
-  warmup_steps: int = 0  # the paper's schedule has none; cvt_text ramps over 5,000 steps
-  momentum: float = 0.9
-  clip_norm: float = 1.0
-  label_smoothing: float = 0.1
-  labeled_dropout: float = 0.5
-  unlabeled_dropout: float = 0.2
-  word_dropout: float = 0.1
-  ema_decay: float = 0.998
-  unlabeled_loss_weight: float = 1.0  # L = L_sup + w·L_CVT (the paper: w = 1)
-
-  def __post_init__(self):
-    ranges.check_ranges(self, TRAIN_CONFIG_RANGES)
-    if self.mode not in MODES:
-      raise ValueError(f"--mode must be one of {MODES}, got {self.mode!r}")
-
-
-# Valid values of CvtTrainConfig's numbers (`ranges.Range`).
-TRAIN_CONFIG_RANGES = {
-    "learning_rate": (0, None, True), "lr_decay": (0, None, True), "warmup_steps": (0, None, True),
-    "momentum": (0, 1, True), "clip_norm": (0, None, True), "label_smoothing": (0, 1, True),
-    "labeled_dropout": (0, 1, True), "unlabeled_dropout": (0, 1, True),
-    "word_dropout": (0, 1, True), "ema_decay": (0, 1, True),
-    "unlabeled_loss_weight": (0, None, False)}
+MODES = settings.MODES
+CvtTrainConfig = settings.CvtTrainConfig  # the training settings (TensorFlow-free)
 
 
 class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):

@@ -97,17 +97,15 @@ class HeadsRun(task_lib.Task):
     self.probabilities = np.ones([1])
     # λ of the soft targets λ·y + (1 − λ)·teacher as a function of training progress.
     self.lam = distillation.annealing_schedule("fixed", 1.0)
-    if len(self.members) == 1:
-      alone = self.members[0]
-      self.default_epochs, self.primary_metric = alone.default_epochs, alone.primary_metric
-      self.published, self.run_name = alone.published, alone.run_name
+    if len(self.members) == 1:  # a one-task run carries its task's names (BAM sets its own after)
+      only = self.members[0]
+      self.default_epochs, self.primary_metric = only.default_epochs, only.primary_metric
+      self.published, self.run_name = only.published, only.run_name
+    # How the run reports, decided once: a task alone as itself, members (`--tasks`) together.
+    self.report = (LoneReport(self.members[0])
+                   if len(self.members) == 1 and not self.members[0].with_others
+                   else MembersReport(self))
     self._example = None
-
-  @property
-  def alone(self) -> Optional[task_lib.Head]:
-    """The member of a one-task run that is not part of `--tasks` (it reports as itself)."""
-    only = self.members[0]
-    return only if len(self.members) == 1 and not only.with_others else None
 
   # --- data --------------------------------------------------------------------------------------
   def num_train_rows(self) -> int:
@@ -162,15 +160,7 @@ class HeadsRun(task_lib.Task):
                           self.lam(progress))
 
   def older_layouts(self, model) -> Dict[str, tf.Module]:
-    """A run of one task alone: the single-task models before this contract kept the encoder and
-    the head as `model.encoder` and `model.head` (`head_checkpoint_names`)."""
-    if self.alone is None:
-      return {}
-    view = tf.Module()
-    view.encoder = model.encoder
-    for name, value in self.alone.head_checkpoint_names(model.head_of(self.alone)).items():
-      setattr(view, name, value)
-    return {"model/head/": view}
+    return self.report.older_layouts(model)
 
   def predictor(self, model, member: task_lib.Head):
     """`predict(features, label)`: the member's head outputs over numpy features."""
@@ -182,41 +172,22 @@ class HeadsRun(task_lib.Task):
     return predict
 
   def evaluate(self, model, trial_dir) -> Dict[str, dict]:
-    """A task alone: its own dev metrics. Several: each member's entries and the mean primary
-    metric × 100 (WNLI excluded): `glue.average` over the GLUE tasks, `tasks.average` over all
-    when they are not all GLUE. With `trial_dir` and `--write_train_predictions`, each member's
-    teacher file is written there."""
-    dev, primaries = {}, {}
+    """Each member's dev metrics, reported in the run's shape (`LoneReport`, `MembersReport`).
+    With `trial_dir` and `--write_train_predictions`, each member's teacher file is written
+    there."""
+    results = []
     for member in self.members:
       predict = self.predictor(model, member)
-      metrics, primary = member.evaluate_head(predict, model.head_of(member), trial_dir)
-      if self.alone is not None:
-        dev = metrics
-      else:
-        dev.update(member.multitask_entries(metrics))
-      if primary is not None:
-        primaries[member.name] = (member.family, primary)
+      results.append((member,) + member.evaluate_head(predict, model.head_of(member), trial_dir))
       if trial_dir is not None and self.config.write_train_predictions:
         member.write_head_teacher(os.path.join(trial_dir, member.teacher_file), predict)
-    if self.alone is not None:
-      return dev
-    glue_values = [v for family, v in primaries.values() if family == "glue"]
-    if glue_values or self.primary_metric == "glue.average":
-      dev["glue"] = {"average": float(100.0 * np.mean(glue_values)) if glue_values else 0.0}
-    if self.primary_metric == "tasks.average":
-      dev["tasks"] = {"average": float(100.0 * np.mean([v for _, v in primaries.values()]))}
-    return dev
+    return self.report.dev(results)
 
-  # --- a task alone reports as itself ------------------------------------------------------------
   def primary(self, dev) -> float:
-    return self.alone.primary(dev) if self.alone else super().primary(dev)
+    return self.report.primary(dev)
 
   def brief(self, dev) -> str:
-    if self.alone:
-      return self.alone.brief(dev)
-    averages = ("glue", "tasks")
-    return (f"dev average {self.primary(dev):.2f}: "
-            + json.dumps({k: v for k, v in dev.items() if k not in averages}))
+    return self.report.brief(dev)
 
   def describe(self) -> str:
     return self.members[0].describe()
@@ -227,3 +198,63 @@ class HeadsRun(task_lib.Task):
   def finish(self, trials, best, model_dir):
     for member in self.members:
       member.finish(trials, best, model_dir)
+
+
+class LoneReport:
+  """A task run alone reports as itself: its own dev metrics, primary figure and log line, and
+  restores the single-task checkpoints older code wrote."""
+
+  def __init__(self, member: task_lib.Head):
+    self.member = member
+
+  def dev(self, results) -> Dict[str, dict]:
+    return results[0][1]
+
+  def primary(self, dev) -> float:
+    return self.member.primary(dev)
+
+  def brief(self, dev) -> str:
+    return self.member.brief(dev)
+
+  def older_layouts(self, model) -> Dict[str, tf.Module]:
+    """The single-task models before this contract kept the encoder and the head as
+    `model.encoder` and `model.head` (`head_checkpoint_names`)."""
+    view = tf.Module()
+    view.encoder = model.encoder
+    for name, value in self.member.head_checkpoint_names(model.head_of(self.member)).items():
+      setattr(view, name, value)
+    return {"model/head/": view}
+
+
+class MembersReport:
+  """Members of `--tasks` report together: each member's entries and the mean primary metric
+  × 100 (WNLI excluded): `glue.average` over the GLUE tasks, `tasks.average` over all when they
+  are not all GLUE (`run.primary_metric` says which)."""
+
+  def __init__(self, run: HeadsRun):
+    self.run = run
+
+  def dev(self, results) -> Dict[str, dict]:
+    dev, primaries = {}, {}
+    for member, metrics, primary in results:
+      dev.update(member.multitask_entries(metrics))
+      if primary is not None:
+        primaries[member.name] = (member.family, primary)
+    glue_values = [v for family, v in primaries.values() if family == "glue"]
+    if glue_values or self.run.primary_metric == "glue.average":
+      dev["glue"] = {"average": float(100.0 * np.mean(glue_values)) if glue_values else 0.0}
+    if self.run.primary_metric == "tasks.average":
+      dev["tasks"] = {"average": float(100.0 * np.mean([v for _, v in primaries.values()]))}
+    return dev
+
+  def primary(self, dev) -> float:
+    return task_lib.Task.primary(self.run, dev)
+
+  def brief(self, dev) -> str:
+    averages = ("glue", "tasks")
+    return (f"dev average {self.primary(dev):.2f}: "
+            + json.dumps({k: v for k, v in dev.items() if k not in averages}))
+
+  def older_layouts(self, model) -> Dict[str, tf.Module]:
+    del model  # BAM's variable names never changed
+    return {}

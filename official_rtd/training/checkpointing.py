@@ -8,7 +8,7 @@ folder of their own (every worker must take part in a save), removed after each 
 """
 import os
 import shutil
-from typing import Callable, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import tensorflow as tf
 
@@ -128,3 +128,32 @@ class Checkpointer:
     if not paths:
       raise TrainingSetupError(f"no checkpoint to evaluate in {self.model_dir}")
     return paths if all_checkpoints else paths[-1:]
+
+  def restored_in_turn(self, all_checkpoints: bool = False,
+                       log: Optional[Callable[[str], None]] = None) -> Iterator[str]:
+    """Restores the latest checkpoint (or every one kept, `evaluation_paths`) into the run's
+    objects, yielding each path once restored; with `all_checkpoints`, a damaged one (an
+    interrupted save of older code, a truncated copy) is named in `log` (default: the
+    checkpointer's) and skipped.
+
+    Raises:
+      TrainingSetupError: no checkpoint reads back.
+    """
+    paths, restored = self.evaluation_paths(all_checkpoints), 0
+    for path in paths:
+      try:
+        with checkpoint_files.quiet_restore_warnings():
+          self.checkpoint.restore(path).assert_existing_objects_matched()
+      except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
+        if not all_checkpoints:
+          raise
+        # Diagnosed only on failure: `problem` reads every value once.
+        what = checkpoint_files.problem(path) or next(
+            (line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        (log or self.log)(f"skipped checkpoint {path}: {what}")
+        continue
+      restored += 1
+      yield path
+    if not restored:
+      raise TrainingSetupError(f"none of the {len(paths)} checkpoints in {self.model_dir} reads "
+                               "back")

@@ -43,6 +43,12 @@ class OptimizerConfig:
       raise ValueError(f"OptimizerConfig.decay_power = {self.decay_power} needs "
                        f"OptimizerConfig.decay = 'polynomial' (it is {self.decay!r})")
 
+  def clipping(self) -> str:
+    """Where the gradients are clipped, as the trainer's first line says it."""
+    return (f"gradients clipped to global norm {self.clip_norm:g} by the trainer after the "
+            "cross-replica sum (the optimizer's own gradient_clip_norm is 0, unused)"
+            if self.clip_norm > 0 else "no gradient clipping (OptimizerConfig.clip_norm = 0)")
+
 
 DECAYS = ("linear", "polynomial", "cosine")
 

@@ -35,7 +35,6 @@ from official_rtd.training import strategies
 from official_rtd.training import train_config as train_config_lib
 from official_rtd.training import train_step
 from official_rtd.training import warm_start
-from official_rtd.utils import checkpoint_files
 
 EMA_EXPORT_DIR = "export_ema"
 # Steps run in one call of the compiled loop last about this long at most (after the first call),
@@ -80,7 +79,6 @@ class Trainer:
     self._multi_worker = bool(resolver is not None and resolver.task_type)
     self.input_config, self.vocab, self.phases = inputs.input_config, inputs.vocab, inputs.phases
     self.encoder_config, self.do_lower_case = inputs.encoder_config, inputs.do_lower_case
-    self.masked_records = inputs.masked_records
     with strategy.scope():
       self.metrics = model.build_metrics()
       self.weight_average = (ema.WeightAverage(model.trainable_variables, train_config.ema_decay)
@@ -106,10 +104,7 @@ class Trainer:
     self.extra_actions = []  # add_action()
     self.last_row = {}
     self.iterator = None  # set by restore()
-    clip = optimizer_config.clip_norm
-    self.log(f"gradients clipped to global norm {clip:g} by the trainer after the cross-replica "
-             "sum (the optimizer's own gradient_clip_norm is 0, unused)" if clip > 0 else
-             "no gradient clipping (OptimizerConfig.clip_norm = 0)")
+    self.log(optimizer_config.clipping())
 
   def input_iterator(self, step: int):
     """The distributed input of `step`'s phase, after the batches its earlier steps consumed."""
@@ -126,7 +121,6 @@ class Trainer:
       self._train_fn = train_steps
     return self._train_fn
 
-  # --- the loop ----------------------------------------------------------------------------------
   @property
   def step(self) -> int:
     return int(self.optimizer.iterations.numpy())
@@ -158,7 +152,6 @@ class Trainer:
     at the end when an `evaluation.Evaluator` is given, and reporting the structure-onset figures
     when a `structure_monitor.StructureMonitor` is given (`report_onset`); exports the
     discriminator encoder and returns the last logged metrics."""
-    cfg = self.train_config
     if self.iterator is None:
       self.restore()
     writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
@@ -172,18 +165,20 @@ class Trainer:
                                             self._multi_worker)
       raise
     if self.is_chief:
-      export_dir = export.export_encoder(self.model, self.vocab, self.model_dir,
-                                         max_seq_length=self.phases[-1].max_seq_length,
-                                         do_lower_case=self.do_lower_case)
-      self.log(f"exported the discriminator encoder to {export_dir}")
-      if self.weight_average is not None:
-        with self.weight_average.swapped_in():
-          export_dir = export.export_encoder(
-              self.model, self.vocab, self.model_dir, self.phases[-1].max_seq_length,
-              self.do_lower_case, name=EMA_EXPORT_DIR)
-        self.log(f"exported its weight average (TrainConfig.ema_decay = {cfg.ema_decay:g}) to "
-                 f"{export_dir}")
+      self._export()
     return last
+
+  def _export(self) -> None:
+    """Exports the discriminator encoder, and its weight average beside it if one is kept."""
+    averages = [None] if self.weight_average is None else [None, self.weight_average]
+    for average in averages:
+      with average.swapped_in() if average else contextlib.nullcontext():
+        export_dir = export.export_encoder(
+            self.model, self.vocab, self.model_dir, self.phases[-1].max_seq_length,
+            self.do_lower_case, **({"name": EMA_EXPORT_DIR} if average else {}))
+      self.log(f"exported its weight average (TrainConfig.ema_decay = "
+               f"{self.train_config.ema_decay:g}) to {export_dir}" if average else
+               f"exported the discriminator encoder to {export_dir}")
 
   def add_action(self, action: periodic.PeriodicAction) -> None:
     """Adds a `periodic.PeriodicAction`, run after the run's own (phase switch, log, save, onset,
@@ -266,10 +261,6 @@ class Trainer:
       self.iterator = self.input_iterator(self.step)
     return self.step
 
-  @property
-  def rollbacks(self) -> int:
-    return self.nonfinite.rollbacks
-
   def evaluate(self, evaluator, step: int) -> dict:
     """Runs `evaluator` on the current weights (their average, if kept) and reports the row
     (`Reporter.eval_row`: log, `eval/` summaries, `eval_results.jsonl`)."""
@@ -288,39 +279,15 @@ class Trainer:
     return self.reporter.onset_row(step, figures, time.time() - start, writer)
 
   def evaluate_checkpoints(self, evaluator, all_checkpoints: bool = False) -> list:
-    """`--mode=eval`: evaluates the latest checkpoint (or every one kept) of `model_dir`; with
-    `all_checkpoints`, a damaged one (an interrupted save of older code, a truncated copy) is
-    named and skipped.
-
-    Raises:
-      TrainingSetupError: no checkpoint to evaluate reads back.
-    """
-    rows, paths = [], self.checkpointer.evaluation_paths(all_checkpoints)
-    for path in paths:
-      try:
-        with checkpoint_files.quiet_restore_warnings():
-          self.checkpointer.checkpoint.restore(path).assert_existing_objects_matched()
-      except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
-        if not all_checkpoints:
-          raise
-        # Diagnosed only on failure: `problem` reads every value once.
-        what = checkpoint_files.problem(path) or next(
-            (line for line in str(e).splitlines() if line.strip()), type(e).__name__)
-        self.log(f"skipped checkpoint {path}: {what}")
-        continue
-      rows.append(self.evaluate(evaluator, self.step))
-    if not rows:
-      raise errors.TrainingSetupError(f"none of the {len(paths)} checkpoints in "
-                                      f"{self.checkpointer.model_dir} reads back")
-    return rows
+    """`--mode=eval`: evaluates the latest checkpoint (or every one kept) of `model_dir`
+    (`Checkpointer.restored_in_turn`: a damaged one skipped, named)."""
+    return [self.evaluate(evaluator, self.step)
+            for _ in self.checkpointer.restored_in_turn(all_checkpoints, self.log)]
 
   def _log(self, writer, step: int) -> None:
     """Reports the training row of `step` (`Reporter.train_row`), keeps it in `last_row` and
     resets the metrics."""
-    timing, now = self._timing, time.time()
-    steps, seconds = timing.steps_run - timing.steps_at_log, now - timing.log_time
-    seconds_per_step = (now - timing.start_time) / max(step - timing.start_step, 1)
-    timing.steps_at_log, timing.log_time = timing.steps_run, now
+    steps, seconds, seconds_per_step = self._timing.lap(step)
     values = {name: float(metric.result()) for name, metric in self.metrics.items()}
     phase = self.inputs.phase_at(step - 1)
     examples_per_s = steps * self.inputs.examples_per_step(phase) / max(seconds, 1e-9)
@@ -341,3 +308,12 @@ class _Timing:
   def __init__(self, start_step: int):
     self.start_step, self.start_time = start_step, time.time()
     self.steps_run, self.steps_at_log, self.log_time = 0, 0, self.start_time
+
+  def lap(self, step: int):
+    """(steps run, seconds) since the last row, and the mean seconds per step since the start;
+    starts the next lap."""
+    now = time.time()
+    lap = (self.steps_run - self.steps_at_log, now - self.log_time,
+           (now - self.start_time) / max(step - self.start_step, 1))
+    self.steps_at_log, self.log_time = self.steps_run, now
+    return lap

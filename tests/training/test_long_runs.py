@@ -149,7 +149,7 @@ class LongRunTest(RecordsTestCase):
                             log=lines.append)
     trainer.train()
     self.assertEqual(trainer.step, 6)
-    self.assertEqual(trainer.rollbacks, 1)
+    self.assertEqual(trainer.nonfinite.rollbacks, 1)
     self.assertTrue([l for l in lines if "not finite at step 3" in l
                      and "rolled back to " + os.path.join(trainer.model_dir, "ckpt-2") in l])
     # A fault at every visit of step 3 exhausts the patience.

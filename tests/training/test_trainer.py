@@ -233,7 +233,7 @@ class TrainerTest(RecordsTestCase):
   def test_dynamic_masking_of_unmasked_records(self):
     records = make_records(os.path.join(self.tmp, "plain"), paragraphs=100, dupe_factor=0)
     trainer = self._trainer(os.path.join(self.tmp, "dynamic"), steps=2, records=records)
-    self.assertFalse(trainer.masked_records)
+    self.assertFalse(trainer.inputs.masked_records)
     batch = next(iter(trainer.input_iterator(0)))
     weights = batch["masked_lm_weights"].numpy()
     self.assertGreater(weights.sum(), 0)
