@@ -20,7 +20,7 @@ Stages (each skipped when its output exists, so a killed run resumes):
             rate 0: the warmup starts at 0, so the weights stay the initial ones);
   evaluate  per run: held-out pre-training figures (`--mode=eval`), BLiMP (`score_pairs`: PLL for
             both, the discriminator score for ELECTRA), frozen probes (`run_probes`: PTB POS,
-            SST-2 and the UD EWT parsing probe's UAS) and SST-2 fine-tuned with `run_glue` (`--sst2_train_examples` rows, 3 epochs);
+            SST-2 and the UD EWT parsing probe's UAS), SST-2 fine-tuned with `run_glue` (`--sst2_train_examples` rows, 3 epochs) and CoLA (all its rows; Matthews correlation on dev);
   representations  how distinct each export's last-layer token vectors are (mean cosine of random
             token pairs, effective rank) on 128 SST-2 dev sentences: a collapsed encoder maps
             every token near one vector;
@@ -225,6 +225,12 @@ def stage_evaluate(args):
           f"--init_checkpoint={export}", f"--model_dir={os.path.join(out, 'sst2')}",
           f"--max_train_examples={args.sst2_train_examples}", "--max_seq_length=64",
           "--num_trials=1", f"--seed={seed or 0}"], os.path.join(out, "sst2.log")))
+    if seed is not None and not os.path.exists(os.path.join(out, "cola", "eval_results.json")):
+      jobs.append((f"{name} CoLA", [
+          "run_glue", "--task=cola", f"--data_dir={os.path.join(args.shared_data, 'glue', 'CoLA')}",
+          f"--init_checkpoint={export}", f"--model_dir={os.path.join(out, 'cola')}",
+          "--max_seq_length=64", "--num_trials=1", f"--seed={seed}"],
+          os.path.join(out, "cola.log")))
   run_jobs(jobs, args.parallel)
 
 
@@ -358,6 +364,10 @@ def figures(args, name):
     summary = read_json(path)
     median = summary["median"]
     row["SST-2 fine-tuned"] = median.get("dev", median).get("accuracy")
+  path = os.path.join(out, "cola", "eval_results.json")
+  if os.path.exists(path):
+    median = read_json(path)["median"]
+    row["CoLA fine-tuned (MCC)"] = median.get("dev", median).get("mcc")
   return row
 
 
@@ -380,6 +390,7 @@ def stage_report(args):
                        "BLiMP-13 pll", "BLiMP-13 discriminator", "probe pos", "probe pos (random init)",
                        "probe sst-2", "probe sst-2 (random init)",
                        "probe ud_uas", "probe ud_uas (random init)", "SST-2 fine-tuned",
+                       "CoLA fine-tuned (MCC)",
                        "last-layer token cosine", "last-layer effective rank",
                        "attention entropy ÷ uniform (mean of layers)",
                        "order sensitivity (1 − cosine)",
