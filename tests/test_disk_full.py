@@ -10,9 +10,9 @@ import tempfile
 import gin
 import tensorflow as tf
 
+from official_rtd.tools import export_model
 from official_rtd import runs
 from official_rtd.data import build_vocab
-from official_rtd.tools import export_model
 from official_rtd.utils import textio
 from tests import testutil
 from tests.training.test_trainer import make_records

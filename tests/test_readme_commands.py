@@ -71,6 +71,7 @@ def slice_shared_data(data: str):
                 f"{data}/tagging/pos_ptb/{split}.tsv", count)
     head_blocks(f"{shared}/glue/SST-2/{split}.tsv", f"{data}/glue/SST-2/{split}.tsv", count,
                 header=True)
+    head_blocks(f"{shared}/glue/CoLA/{split}.tsv", f"{data}/glue/CoLA/{split}.tsv", count)
     head_blocks(f"{shared}/parsing/ud_ewt/en_ewt-ud-{split}.conllu",
                 f"{data}/parsing/ud_ewt/en_ewt-ud-{split}.conllu", count)
 

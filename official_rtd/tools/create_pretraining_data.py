@@ -15,8 +15,8 @@ The output directory gets sharded TFRecords and a `pretraining_data.json` sideca
 """
 from absl import logging
 
-from official_rtd.data import data_config
 from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up output
+from official_rtd.data import data_config
 
 COMMAND_LINE = cli.Flags(data_config.DataConfig, {
     "input_files": "Text files: comma lists and/or globs; repeatable (local paths or gs:// and "

@@ -20,8 +20,8 @@ from typing import Callable, Optional
 
 from absl import logging
 
-from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
 from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up output
+from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
 
 
 @dataclasses.dataclass(frozen=True)

@@ -46,8 +46,8 @@ def spec(config_class, help_texts, enums=None, ranges=None, **kwargs):
   """The tool's `cli.Flags`: `help_texts`' fields of `config_class` (a fine-tuning config: the
   shared `COMMON_HELP` flags first), with `ENUMS` and the tool's `enums`, and `ranges` (default:
   the shared `configs.RANGES`)."""
-  from official_rtd.finetune import configs  # pylint: disable=g-import-not-at-top
   from official_rtd.tools import cli  # pylint: disable=g-import-not-at-top
+  from official_rtd.finetune import configs  # pylint: disable=g-import-not-at-top
   enums = {**ENUMS, **(enums or {})}
   ranges = configs.RANGES if ranges is None else ranges
   return cli.Flags(config_class, help_texts,

@@ -21,9 +21,9 @@ a trial from its last checkpoint.
 """
 from absl import logging  # pylint: disable=g-bad-import-order
 
-from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
 from official_rtd.tools import cli
 from official_rtd.tools import finetune_flags
+from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
 
 COMMAND_LINE = finetune_flags.spec(settings.CvtRunConfig, {
     "tasks": "Comma list of pos, chunk, ner, dep (dependency parsing), translate (English to "

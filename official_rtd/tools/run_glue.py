@@ -11,10 +11,10 @@ Writes `<model_dir>/eval_results.json` (per-trial and median dev metrics, spread
 `--write_train_predictions`, `train_predictions_<task>.json` (a teacher for --teacher_dirs).
 Re-running resumes with the first unfinished trial (or its last checkpoint).
 """
-from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 # First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
 from official_rtd.tools import cli  # pylint: disable=unused-import
 from official_rtd.tools import finetune_flags
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 
 COMMAND_LINE = finetune_flags.common_spec(configs.GlueConfig, {
     "task": "Single-task: cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte or wnli.",

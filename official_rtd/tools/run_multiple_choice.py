@@ -9,10 +9,10 @@ answers) or RACE's original `<split>/{middle,high}/*.txt` layout. Writes
 `predictions.jsonl` (per question: id, level, predicted and gold letter, option probabilities)
 from the best trial. Re-running resumes with the first unfinished trial.
 """
-from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 # First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
 from official_rtd.tools import cli  # pylint: disable=unused-import
 from official_rtd.tools import finetune_flags
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 
 COMMAND_LINE = finetune_flags.common_spec(configs.MultipleChoiceConfig, {
     "task": "race.",

@@ -8,10 +8,10 @@ r"""Fine-tunes an exported encoder on dependency parsing (a Universal Dependenci
 punctuation, per trial and median) and the best trial's `predictions.conllu`. Re-running resumes
 with the first unfinished trial.
 """
-from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 # First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
 from official_rtd.tools import cli  # pylint: disable=unused-import
 from official_rtd.tools import finetune_flags
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 
 COMMAND_LINE = finetune_flags.common_spec(configs.ParsingConfig, {
     "task": "ud (a Universal Dependencies treebank).",

@@ -10,10 +10,10 @@ Writes `<model_dir>/predictions.json` (`{qid: text}`, `""` = no answer), for 2.0
 official scripts define them, HasAns/NoAns and best-threshold figures for 2.0; median over trials
 and per-trial). Re-running resumes with the first unfinished trial.
 """
-from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 # First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
 from official_rtd.tools import cli  # pylint: disable=unused-import
 from official_rtd.tools import finetune_flags
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 
 COMMAND_LINE = finetune_flags.common_spec(configs.SquadConfig, {
     "train_file": "SQuAD JSON to fine-tune on.",

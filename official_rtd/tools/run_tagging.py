@@ -10,10 +10,10 @@ overall and `f1_<type>`, per trial and median) and `predictions.txt` (`word gold
 input of the CoNLL `conlleval` script) from the best trial. Re-running resumes with the first
 unfinished trial.
 """
-from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 # First: quiets TensorFlow's C++ start-up output before anything imports TensorFlow.
 from official_rtd.tools import cli  # pylint: disable=unused-import
 from official_rtd.tools import finetune_flags
+from official_rtd.finetune import configs  # pylint: disable=g-bad-import-order
 
 COMMAND_LINE = finetune_flags.common_spec(configs.TaggingConfig, {
     "task": "pos (token accuracy), chunk or ner (span F1).",

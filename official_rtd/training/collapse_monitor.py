@@ -12,8 +12,9 @@ from typing import Callable, Optional
 
 # What this project measured to learn where joint training collapses (README, "Pre-training on
 # one machine"; benchmarks/results/pretraining.md).
-REMEDY = ("two-stage training learns at this budget: gin/tasks/electra_two_stage.gin after a "
-          "masked-LM run (README, 'ELECTRA on one machine')")
+REMEDY = ("let the discriminator learn as a masked LM first: gin/recipes/electra_one_machine.gin "
+          "(build_electra_pretrainer.discriminator_mlm_weight, rtd_start_step, "
+          "discriminator_mlm_steps; README, 'ELECTRA on one machine')")
 
 
 class CollapseMonitor:

@@ -6,10 +6,10 @@ import tempfile
 
 import tensorflow as tf
 
+from official_rtd.tools import cvt_predict
 from official_rtd.cvt import run_dir
 from official_rtd.cvt import runner
 from official_rtd.data import conllu
-from official_rtd.tools import cvt_predict
 from tests import testutil
 
 SHARED = testutil.SHARED_DATA

@@ -4,9 +4,9 @@ import os
 
 import tensorflow as tf
 
+from official_rtd.tools import cvt_translate
 from official_rtd.cvt import runner
 from official_rtd.cvt import settings
-from official_rtd.tools import cvt_translate
 from tests import testutil
 
 TAGGING = os.path.join(testutil.SHARED_DATA, "tagging")

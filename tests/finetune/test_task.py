@@ -173,8 +173,8 @@ class TaskContractTest(tf.test.TestCase):
       task_lib.get_multitask("squad")
 
   def test_help_reads_each_tasks_default_epochs_from_the_registry(self):
-    from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
     from official_rtd.tools import finetune_flags  # pylint: disable=g-import-not-at-top
+    from official_rtd.finetune import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
     self.assertEqual(task_lib.epochs_defaults_text(ToyConfig), "2")  # HasSeven's, this file's
     # ELECTRA's GLUE protocol: 3 epochs, 10 for RTE and STS-B; BAM (§3.3): 6 for several tasks.
     self.assertEqual(task_lib.epochs_defaults_text(configs.GlueConfig),

@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_rtd.tools import run_probes
 from official_rtd.data import tagging_data
 from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
@@ -16,7 +17,6 @@ from official_rtd.interop import export
 from official_rtd.methods import mlm
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.probes import probe as probe_lib
-from official_rtd.tools import run_probes
 from tests import testutil
 
 POS_DIR = os.path.join(testutil.SHARED_DATA, "tagging", "pos_ptb")

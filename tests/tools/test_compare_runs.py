@@ -9,8 +9,8 @@ from matplotlib import image as mpimg
 import numpy as np
 import tensorflow as tf
 
-from official_rtd.interop import run_dir
 from official_rtd.tools import compare_runs
+from official_rtd.interop import run_dir
 
 # matplotlib's first two default line colours (C0, C1), as RGB in [0, 1].
 C0, C1 = np.array([0x1f, 0x77, 0xb4]) / 255, np.array([0xff, 0x7f, 0x0e]) / 255

@@ -7,11 +7,11 @@ import tempfile
 import safetensors.numpy
 import tensorflow as tf
 
+from official_rtd.tools import export_model
+from official_rtd.tools import import_checkpoint
 from official_rtd import runs
 from official_rtd.data import pretraining_data
 from official_rtd.interop import export
-from official_rtd.tools import export_model
-from official_rtd.tools import import_checkpoint
 from tests import testutil
 from tests.interop import test_electra_tf1
 from tests.training.test_trainer import make_records

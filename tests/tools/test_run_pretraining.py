@@ -10,10 +10,10 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from official_rtd import runs
-from official_rtd.data import vocab as vocab_lib
 from official_rtd.tools import cli
 from official_rtd.tools import run_pretraining
+from official_rtd import runs
+from official_rtd.data import vocab as vocab_lib
 from tests import testutil
 from tests.training.test_trainer import make_records
 from tests.training.test_trainer import RecordsTestCase

@@ -9,9 +9,9 @@ import tempfile
 
 import tensorflow as tf
 
-from official_rtd import runs
 from official_rtd.tools import score_pairs
 from official_rtd.tools import score_pll
+from official_rtd import runs
 from official_rtd.training import scoring
 from tests import testutil
 from tests.training.test_trainer import make_records

@@ -8,10 +8,10 @@ import gin
 import numpy as np
 import tensorflow as tf
 
+from official_rtd.tools import compare_runs
 from official_rtd import runs
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
-from official_rtd.tools import compare_runs
 from official_rtd.training import structure_monitor
 from tests.training.test_trainer import RecordsTestCase
 
