@@ -40,11 +40,12 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
   "all" or "masked": the discriminator loss only over the masked positions), a generator-only
   warm-up (`rtd_start_step`) and the discriminator's own masked LM (`discriminator_mlm_weight` μ,
   decaying to 0 over `discriminator_mlm_steps`; its output `discriminator_mlm_logits`
-  `[batch, num_predictions, vocab]` at the masked positions of the corrupted input)."""
+  `[batch, num_predictions, vocab]` at the masked positions of the corrupted input, or with
+  `masked_warmup` of the masked input before `rtd_start_step`)."""
 
   def __init__(self, generator, discriminator, rtd_positions: str = "all",
                rtd_start_step: int = 0, discriminator_mlm_weight: float = 0.0,
-               discriminator_mlm_steps: int = 0, **kwargs):
+               discriminator_mlm_steps: int = 0, masked_warmup: bool = False, **kwargs):
     super().__init__(generator, discriminator, **kwargs)
     if rtd_positions not in ("all", "masked"):
       raise ValueError(f"rtd_positions must be 'all' or 'masked', got {rtd_positions!r}")
@@ -59,6 +60,11 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
     self.rtd_start_step = rtd_start_step
     self.discriminator_mlm_weight = float(discriminator_mlm_weight)
     self.discriminator_mlm_steps = discriminator_mlm_steps
+    if masked_warmup and not (rtd_start_step and discriminator_mlm_weight):
+      raise ValueError("build_electra_pretrainer.masked_warmup needs rtd_start_step > 0 and "
+                       "discriminator_mlm_weight > 0 (it is what the discriminator reads before "
+                       "replaced-token detection starts)")
+    self.masked_warmup = masked_warmup
     self.discriminator_lm = None
     if self.discriminator_mlm_weight:
       config = discriminator.config
@@ -73,6 +79,14 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
       heads["discriminator_mlm_logits"] = tf.cast(self.discriminator_lm(
           discriminator_output["sequence_output"], inputs["masked_lm_positions"]), tf.float32)
     return heads
+
+  def discriminator_input_ids(self, inputs, corrupted_ids):
+    """With `masked_warmup`, the masked input before `rtd_start_step` (the discriminator is a
+    plain masked LM then), the corrupted one after."""
+    if not self.masked_warmup:
+      return corrupted_ids
+    return tf.where(self.training_step() < self.rtd_start_step, inputs["input_word_ids"],
+                    corrupted_ids)
 
   def _weights_now(self):
     """(λ_t, μ_t): λ after the generator-only warm-up (0 before), μ decayed linearly."""
@@ -175,7 +189,8 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
                              generator_config: Optional[EncoderConfig] = None,
                              rtd_start_step: int = 0, discriminator_mlm_weight: float = 0.0,
                              discriminator_mlm_steps: int = 0,
-                             rtd_prior: float = 0.5) -> ElectraPretrainer:
+                             rtd_prior: float = 0.5,
+                             masked_warmup: bool = False) -> ElectraPretrainer:
   """Builds ELECTRA.
 
   Args:
@@ -199,6 +214,8 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
     rtd_prior: the RTD head's logit bias starts at log(p / (1 − p)) (0.5: ELECTRA's bias 0), e.g.
       the expected replaced fraction, so the first steps need not push every representation
       toward "original".
+    masked_warmup: before `rtd_start_step` the discriminator reads the masked input (`[MASK]`
+      at the masked positions), a plain masked LM of L_DMLM, instead of the corrupted one.
   """
   embedding_sharing = objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings)
   if freeze_generator and (embedding_sharing in ("shared", "tokens") or tie_all):
@@ -215,7 +232,7 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
                             rtd_positions=rtd_positions, rtd_start_step=rtd_start_step,
                             discriminator_mlm_weight=discriminator_mlm_weight,
                             discriminator_mlm_steps=discriminator_mlm_steps, rtd_prior=rtd_prior,
-                            name="electra")
+                            masked_warmup=masked_warmup, name="electra")
   if generator_init_checkpoint:
     init_from_generator_checkpoint(model, generator_init_checkpoint)
   if freeze_generator:

@@ -85,12 +85,18 @@ class GeneratorDiscriminator(base.PretrainingModel):
     corrupted_ids = sampling.scatter_positions(
         original_ids, inputs["masked_lm_positions"], sampled_ids, inputs["masked_lm_weights"])
     rtd_labels = tf.cast(tf.not_equal(corrupted_ids, original_ids), tf.float32)
-    discriminator_output = self.discriminator(dict(inputs, input_word_ids=corrupted_ids),
-                                              training=training)
+    discriminator_output = self.discriminator(
+        dict(inputs, input_word_ids=self.discriminator_input_ids(inputs, corrupted_ids)),
+        training=training)
     outputs.update(sampled_ids=sampled_ids, original_ids=original_ids,
                    corrupted_ids=corrupted_ids, rtd_labels=rtd_labels)
     outputs.update(self.discriminator_heads(discriminator_output, inputs, outputs, training))
     return outputs
+
+  def discriminator_input_ids(self, inputs, corrupted_ids) -> tf.Tensor:
+    """`[batch, seq_len]` what the discriminator reads: the corrupted sequence."""
+    del inputs
+    return corrupted_ids
 
   def discriminator_heads(self, discriminator_output, inputs, outputs, training=None
                           ) -> Dict[str, tf.Tensor]:

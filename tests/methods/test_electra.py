@@ -174,6 +174,32 @@ class ElectraLossTest(tf.test.TestCase):
     self.assertNotIn("discriminator_mlm_logits",
                      electra.build_electra_pretrainer(CONFIG)(toy_batch(), training=False))
 
+  def test_a_masked_warmup_feeds_the_discriminator_the_masked_input_until_rtd_starts(self):
+    """`masked_warmup`: before `rtd_start_step` the discriminator reads `[MASK]` where the
+    generator's samples would go (its own MLM is then a plain masked LM), the samples after."""
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, rtd_start_step=3,
+                                             discriminator_mlm_weight=1.0, masked_warmup=True)
+    step = tf.Variable(0, dtype=tf.int64)
+    model.bind_step(lambda: step)
+    batch = toy_batch()
+    batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+    seen = []
+    real_call = model.discriminator.call
+
+    def spy(inputs, *args, **kwargs):
+      seen.append(inputs["input_word_ids"].numpy().copy())
+      return real_call(inputs, *args, **kwargs)
+
+    model.discriminator.call = spy
+    for value in (2, 3):
+      step.assign(value)
+      outputs = model(batch, training=False)
+    self.assertAllEqual(seen[0], batch["input_word_ids"])  # step 2: the masked input
+    self.assertAllEqual(seen[1], outputs["corrupted_ids"])  # step 3: the generator's samples
+    self.assertNotAllEqual(seen[0], seen[1])
+    with self.assertRaisesRegex(ValueError, "masked_warmup needs rtd_start_step > 0"):
+      electra.build_electra_pretrainer(CONFIG, masked_warmup=True)
+
   def test_the_rtd_prior_sets_the_untrained_heads_replaced_fraction(self):
     """`rtd_prior` p (issue 72's screen): the head's bias starts at log(p / (1 − p)), so with a
     zero kernel σ(logit) = p on every token; 0.5 keeps ELECTRA's bias 0."""
