@@ -88,6 +88,10 @@ def checked_flags():
     refuse("--train_flops_budget, --parallel and --sst2_train_examples must be positive")
   if FLAGS.vocab_size < 0:
     refuse(f"--vocab_size={FLAGS.vocab_size} must be >= 0")
+  unknown = [m for m in FLAGS.methods.split(",")
+             if not os.path.isfile(os.path.join(REPO, method_gin(m)))]
+  if unknown:
+    refuse(f"--methods: no gin/tasks/<method>.gin or gin/recipes/<method>.gin for {unknown}")
   if not os.path.isdir(os.path.join(FLAGS.shared_data, "wiki")):
     refuse(f"--shared_data={FLAGS.shared_data} holds no wiki/ folder")
   FLAGS.blimp_pairs = FLAGS.blimp_pairs or os.path.join(FLAGS.shared_data, "blimp")

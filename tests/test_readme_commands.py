@@ -81,7 +81,10 @@ class PretrainingValueFlagsTest(tf.test.TestCase):
   def test_bad_data_folder_and_vocab_size_are_refused_naming_the_flag(self):
     script = os.path.join(testutil.REPO, "benchmarks", "pretraining_value.py")
     for flag, message in (("--shared_data=/nonexistent", "--shared_data=/nonexistent holds no wiki/"),
-                          ("--vocab_size=-3", "--vocab_size=-3 must be >= 0")):
+                          ("--vocab_size=-3", "--vocab_size=-3 must be >= 0"),
+                          ("--methods=mlm,electra_nowhere",
+                           "--methods: no gin/tasks/<method>.gin or gin/recipes/<method>.gin for "
+                           "['electra_nowhere']")):
       result = subprocess.run([sys.executable, script, "--work_dir=/tmp/unused", flag],
                               capture_output=True, text=True, timeout=120,
                               stdin=subprocess.DEVNULL)

@@ -168,6 +168,8 @@ class ElectraLossTest(tf.test.TestCase):
     reached = {n for n, g in zip(names, own) if g is not None}
     self.assertTrue(any("discriminator" in n and "transformer" in n for n in reached), reached)
     self.assertFalse([n for n in reached if n.startswith("generator/") and "embedding" not in n])
+    with self.assertRaisesRegex(ValueError, "discriminator_mlm_weight = -1.0 must be >= 0"):
+      electra.build_electra_pretrainer(CONFIG, discriminator_mlm_weight=-1.0)
     with self.assertRaisesRegex(ValueError, "discriminator_mlm_steps = -2 must be an integer"):
       electra.build_electra_pretrainer(CONFIG, discriminator_mlm_weight=1.0,
                                        discriminator_mlm_steps=-2)
