@@ -102,9 +102,7 @@ class HeadsRun(task_lib.Task):
       self.default_epochs, self.primary_metric = only.default_epochs, only.primary_metric
       self.published, self.run_name = only.published, only.run_name
     # How the run reports, decided once: a task alone as itself, members (`--tasks`) together.
-    self.report = (LoneReport(self.members[0])
-                   if len(self.members) == 1 and not self.members[0].with_others
-                   else MembersReport(self))
+    self.report = MembersReport(self) if members else LoneReport(self.members[0])
     self._example = None
 
   # --- data --------------------------------------------------------------------------------------
@@ -178,7 +176,8 @@ class HeadsRun(task_lib.Task):
     results = []
     for member in self.members:
       predict = self.predictor(model, member)
-      results.append((member,) + member.evaluate_head(predict, model.head_of(member), trial_dir))
+      results.append((member,) + member.evaluate_head(predict, model.head_of(member),
+                                                      self.report.member_dir(trial_dir)))
       if trial_dir is not None and self.config.write_train_predictions:
         member.write_head_teacher(os.path.join(trial_dir, member.teacher_file), predict)
     return self.report.dev(results)
@@ -210,6 +209,10 @@ class LoneReport:
   def dev(self, results) -> Dict[str, dict]:
     return results[0][1]
 
+  def member_dir(self, trial_dir: Optional[str]) -> Optional[str]:
+    """Where the task writes its own trial files: the trial's folder."""
+    return trial_dir
+
   def primary(self, dev) -> float:
     return self.member.primary(dev)
 
@@ -233,6 +236,11 @@ class MembersReport:
 
   def __init__(self, run: HeadsRun):
     self.run = run
+
+  def member_dir(self, trial_dir: Optional[str]) -> Optional[str]:
+    """None: the members write no files of their own (the run writes their teachers)."""
+    del trial_dir  # unused
+    return None
 
   def dev(self, results) -> Dict[str, dict]:
     dev, primaries = {}, {}

@@ -173,7 +173,8 @@ class Head(_Part):
     config: the run's config.
     export: the `export.Export` fine-tuned.
     log: takes one line.
-    name: the task's name among `--tasks`, or `config.task` (alone).
+    name: the task's name among `--tasks`, or `config.task` (alone). A member of `--tasks` is
+      built from its own `member_config`: the task never asks whether it runs alone.
   """
 
   family: str = ""
@@ -185,8 +186,12 @@ class Head(_Part):
   def __init__(self, config, export, log: Callable[[str], None], name: Optional[str] = None):
     super().__init__(config, export, log)
     self.name = (name or getattr(config, "task", "") or "").lower()
-    # With others (`--tasks`): BAM's heads, the whole training set's tags, ...
-    self.with_others = bool(getattr(config, "tasks", ""))
+
+  @classmethod
+  def member_config(cls, config, name: str):
+    """The config the task `name` reads as a member of the multi-task run of `config` (BAM's
+    `GlueConfig`): the run's shared settings and the member's own (its data, BAM's heads)."""
+    raise NotImplementedError
 
   def build_head(self, encoder, name: str):
     """The head's layer(s) named `name`; the model tracks what this returns. Default: a `Dense` of

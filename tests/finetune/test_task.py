@@ -40,9 +40,14 @@ class HasSeven(task_lib.Head):
   published = ("dev_predictions.json",)
   num_outputs = 2
 
+  @classmethod
+  def member_config(cls, config, name):
+    shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(configs.FinetuneConfig)}
+    return ToyConfig(**shared, task=name, rows=48)
+
   def __init__(self, config: ToyConfig, export, log, name=None):
     super().__init__(config, export, log, name)
-    self.rows = getattr(config, "rows", ToyConfig.rows)  # a multi-task run's config has none
+    self.rows = config.rows
     self.num_train = self.rows
     rng = np.random.default_rng(0)
     ids = rng.integers(8, 40, [self.rows + 32, config.max_seq_length]).astype(np.int32)
@@ -72,7 +77,7 @@ class HasSeven(task_lib.Head):
   def evaluate_head(self, predict, head, trial_dir):
     features, labels = self._rows("dev")
     predicted = predict(features, "toy").argmax(-1)
-    if trial_dir is not None and not self.with_others:
+    if trial_dir is not None:
       with open(os.path.join(trial_dir, "dev_predictions.json"), "w", encoding="utf-8") as f:
         json.dump(predicted.tolist(), f)
     accuracy = float((predicted == labels).mean())
@@ -124,8 +129,14 @@ class TaskContractTest(tf.test.TestCase):
     self.assertIsInstance(runner.task.members[0], HasSeven)
     summary = runner.run()
     self.assertEqual(summary["tasks"], ["toy_has_seven", "rte"])
-    self.assertEqual(summary["sampling_probabilities"], {"toy_has_seven": 0.5, "rte": 0.5})
-    self.assertEqual(summary["resolved"]["num_train_steps"], (64 + 64) // 16)  # one epoch
+    p_toy = 48 ** 0.75 / (48 ** 0.75 + 64 ** 0.75)  # |D_τ|^0.75, normalised
+    self.assertAllClose(summary["sampling_probabilities"],
+                        {"toy_has_seven": p_toy, "rte": 1 - p_toy})
+    self.assertEqual(summary["resolved"]["num_train_steps"], (48 + 64) // 16)  # one epoch
+    # The member's own config (48 rows), and no file of its own in the trial's folder.
+    self.assertEqual(runner.task.members[0].config.rows, 48)
+    self.assertEmpty([f for f in os.listdir(os.path.join(config.model_dir, "trial_0"))
+                      if f.startswith("dev_predictions")])
     dev = summary["trials"][0]["dev"]
     toy = dev["toy_has_seven"]["accuracy"]
     self.assertIn(toy, [k / 32 for k in range(33)])  # a fraction of the 32 dev rows

@@ -63,10 +63,11 @@ class MultiTask(multihead.HeadsRun):
     self.source_checkpoint = (source_checkpoint(config.single_task_finetune, names)
                               if config.single_task_finetune else "")
     super().__init__(config, export, log,
-                     [cls(config, export, log, name=name) for cls, name in zip(classes, names)])
+                     [cls(cls.member_config(config, name), export, log, name=name)
+                      for cls, name in zip(classes, names)])
     # One member: that task's own default (GLUE's RTE and STS-B 10 epochs, ...).
     self.default_epochs = (configs.MULTI_TASK_EPOCHS if len(names) > 1
-                           else self.members[0].default_epochs)
+                           else classes[0].epochs_default(names[0]))
     self.primary_metric = ("glue.average" if all(m.family == "glue" for m in self.members)
                            else "tasks.average")
     self.published = ([m.teacher_file for m in self.members]

@@ -6,6 +6,7 @@ layer-wise learning-rate decay, 10% linear warmup then linear decay, gradient cl
 it is a one-member run of `multihead.HeadsRun`, and the same class is its part of a multi-task
 (BAM) run (`bam/multitask.py`).
 """
+import dataclasses
 import os
 from typing import Callable, List, Optional
 
@@ -60,10 +61,10 @@ class GlueTask(task_lib.Head):
   def __init__(self, config: GlueConfig, export, log: Callable[[str], None],
                name: Optional[str] = None):
     super().__init__(config, export, log, name)
-    if not self.with_others and not config.task:
+    if not config.task:
       raise ValueError("give --task (one GLUE task) or --tasks (a multi-task run)")
     self.spec = glue_data.get_task(self.name)
-    bam = config.protocol == "bam" or self.with_others
+    bam = config.protocol == "bam"
     # Regression: BAM's sigmoid on labels / 5, or ELECTRA's linear wᵀc on the labels.
     self.label_scale = REGRESSION_SCALE if bam and self.spec.is_regression else 1.0
     self.sigmoid = bam and self.spec.is_regression
@@ -85,6 +86,11 @@ class GlueTask(task_lib.Head):
     self.test_splits = read_task_split(config, self.spec, "test") if config.do_predict else []
     self.teacher = None  # [all_train, classes] probabilities or [all_train, 1] values in [0, 1]
     self._mixture_arrays = None
+
+  @classmethod
+  def member_config(cls, config: GlueConfig, name: str) -> GlueConfig:
+    """BAM's heads (§3.1) on the run's settings."""
+    return dataclasses.replace(config, task=name, tasks="", protocol="bam")
 
   @classmethod
   def epochs_default(cls, name: str) -> float:

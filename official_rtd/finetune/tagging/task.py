@@ -11,6 +11,7 @@ With `--write_train_predictions`, each training word's tag logits (`train_predic
 a teacher for a multi-task run. The same class is a tagging task's part of a multi-task (BAM)
 run (`bam/multitask.py`).
 """
+import dataclasses
 import os
 from typing import Callable, List, Optional, Sequence
 
@@ -29,7 +30,6 @@ from official_rtd.ops import crf as crf_lib
 PREDICTIONS_NAME = "predictions.txt"
 PROTOCOLS = ("electra", "shao")
 TaggingConfig = configs.TaggingConfig
-DEFAULT_TAG_SCHEME = TaggingConfig.__dataclass_fields__["tag_scheme"].default
 
 
 def teacher_file(task: str) -> str:
@@ -57,26 +57,21 @@ class TokenTagging(task_lib.Head):
     self.teacher_file = teacher_file(self.spec.name)
     self.primary_metric = "f1" if self.spec.spans else "accuracy"
     self.check_max_seq_length()
-    self.crf = False
-    if self.with_others:
-      train, self.dev_sentences = tagging_data.load_task(self.spec, self._member_directory())
-      tag_scheme, self.stride = DEFAULT_TAG_SCHEME, 0
-    else:
-      self._check_single_task()
-      train, self.dev_sentences = tagging_data.load_task(
-          self.spec, config.data_dir, config.label_column, config.train_file, config.dev_file,
-          config.carve_dev_sentences)
-      tag_scheme, self.stride, self.crf = config.tag_scheme, config.window_stride, config.crf
+    self._check_config()
+    train, self.dev_sentences = tagging_data.load_task(
+        self.spec, config.data_dir, config.label_column, config.train_file, config.dev_file,
+        config.carve_dev_sentences)
+    self.stride, self.crf = config.window_stride, config.crf
     if self.spec.spans:
-      train = tagging_data.with_scheme(train, tag_scheme)
+      train = tagging_data.with_scheme(train, config.tag_scheme)
     self.all_train = train
     self._all_train_windows = None
     self.rows = task_lib.subset_rows(len(train), config)
     self.train_sentences = [train[i] for i in self.rows]
-    # The tag set: a multi-task member's is the whole training set's (as its teacher's).
-    tagged = train if self.with_others else self.train_sentences
-    self.check_dev_tags(tagged)
-    self.labels = sorted({tag for sentence in tagged for tag in sentence.tags})
+    self.check_dev_tags(self.train_sentences)
+    # The tag set is the whole training set's, under --max_train_examples too: a teacher's (its
+    # logits cover every training word) and a member's of a multi-task run are the same.
+    self.labels = sorted({tag for sentence in train for tag in sentence.tags})
     self.label_ids = {tag: i for i, tag in enumerate(self.labels)}
     self.train_windows = tagging_data.encode(self.train_sentences, self.tokenizer,
                                              config.max_seq_length, self.label_ids, self.stride)
@@ -86,7 +81,7 @@ class TokenTagging(task_lib.Head):
     self.num_outputs = len(self.labels)
     self.teacher = None  # ([words, tags] probabilities, [windows, seq_len] row of each word)
 
-  def _check_single_task(self):
+  def _check_config(self):
     config = self.config
     if config.protocol == "shao":
       if self.spec.name != "pos":
@@ -105,16 +100,21 @@ class TokenTagging(task_lib.Head):
     if config.write_train_predictions:
       self.published = (PREDICTIONS_NAME, self.teacher_file)
 
-  def _member_directory(self) -> str:
-    """A multi-task run's folder of this task's data."""
-    config = self.config
-    directory = (configs.task_data_dirs(config).get(self.name)
-                 or os.path.join(config.data_dir, self.spec.folder))
+  @classmethod
+  def member_config(cls, config: configs.GlueConfig, name: str) -> TaggingConfig:
+    """The run's shared settings; the task's folder (`--task_data_dirs=<task>:DIR` or
+    `<--data_dir>/<folder>`) with the default tag scheme, no CRF, dev tags unseen in training
+    logged."""
+    spec = tagging_data.get_task(name)
+    directory = (configs.task_data_dirs(config).get(name)
+                 or os.path.join(config.data_dir, spec.folder))
     if not os.path.isdir(directory):
-      raise ValueError(f"no data for {self.name}: {directory} is not a folder; give "
-                       f"--task_data_dirs={self.name}:DIR (with {self.spec.train_file}) or a "
-                       f"--data_dir holding {self.spec.folder}/")
-    return directory
+      raise ValueError(f"no data for {name}: {directory} is not a folder; give "
+                       f"--task_data_dirs={name}:DIR (with {spec.train_file}) or a "
+                       f"--data_dir holding {spec.folder}/")
+    shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(configs.FinetuneConfig)}
+    return TaggingConfig(**shared, task=name, data_dir=directory, allow_unseen_dev_tags=True,
+                         write_train_predictions=config.write_train_predictions)
 
   def describe(self) -> str:
     cfg = self.config
@@ -128,13 +128,10 @@ class TokenTagging(task_lib.Head):
 
   def check_dev_tags(self, train):
     """Dev tags (span types) absent from the training sentences are refused, or with
-    --allow_unseen_dev_tags (always in a multi-task run) logged: the model cannot predict them,
+    --allow_unseen_dev_tags (a multi-task member's `member_config`) logged: the model cannot predict them,
     so they count as errors."""
     unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.spec.spans)
     if not unseen:
-      return
-    if self.with_others:
-      self.log(f"{self.name}: dev tags unseen in training, counted as errors: {dict(unseen)}")
       return
     what = "span types" if self.spec.spans else "tags"
     listed = ", ".join(f"{tag} ({n})" for tag, n in list(unseen.items())[:8])
@@ -144,7 +141,7 @@ class TokenTagging(task_lib.Head):
       raise ValueError(f"dev {what} never seen in the training sentences{subset}: {listed} (dev "
                        "tokens); the model cannot predict them. Use training data that has them, "
                        "or --allow_unseen_dev_tags to count them as errors")
-    self.log(f"run_tagging: dev {what} unseen in training{subset}, counted as errors: {listed}")
+    self.log(f"{self.name}: dev {what} unseen in training{subset}, counted as errors: {listed}")
 
   # --- training ----------------------------------------------------------------------------------
   def build_head(self, encoder, name: str):
@@ -214,7 +211,7 @@ class TokenTagging(task_lib.Head):
     """Token accuracy, or conlleval span precision/recall/F1 overall and per type; with
     `trial_dir`, a run of the task alone writes its predictions file there."""
     predicted = self.dev_tags(predict, head.transitions.numpy() if self.crf else None)
-    if trial_dir is not None and not self.with_others:
+    if trial_dir is not None:
       tagging_scores.write_predictions(os.path.join(trial_dir, PREDICTIONS_NAME),
                                         self.dev_sentences, predicted)
     metrics = tagging_scores.evaluate(self.spec, self.dev_sentences, predicted)

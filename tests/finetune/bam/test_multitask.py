@@ -54,8 +54,9 @@ class LossesTest(tf.test.TestCase):
     cls.export = export.Export(write_export(os.path.join(tmp, "e")))
     config = configs.GlueConfig(init_checkpoint=cls.export.path, model_dir=tmp, tasks="rte,sts-b,pos",
                                 data_dir=tiny_data(os.path.join(tmp, "data")), max_seq_length=12)
-    cls.members = [task_lib.get_multitask(n)(config, cls.export, lambda _: None, name=n)
-                   for n in ("rte", "sts-b", "pos")]
+    classes = {n: task_lib.get_multitask(n) for n in ("rte", "sts-b", "pos")}
+    cls.members = [c(c.member_config(config, n), cls.export, lambda _: None, name=n)
+                   for n, c in classes.items()]
 
   def setUp(self):
     super().setUp()
