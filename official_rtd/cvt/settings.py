@@ -1,6 +1,8 @@
 """CVT's settings and their ranges, without TensorFlow (so `run_cvt --help` imports no more): the
-encoder's sizes (`CvtConfig`), training (`CvtTrainConfig`) and a run's (`CvtRunConfig`: `run_cvt`'s
-flags), whose model and training fields take their defaults and ranges from the first two."""
+encoder's sizes (`CvtConfig`), training (`CvtTrainConfig`), what every run shares
+(`CvtSharedConfig`, whose model and training fields take their defaults and ranges from the first
+two), each task's own (`TASK_SETTINGS`: translation's) and a run's, all of them (`CvtRunConfig`:
+`run_cvt`'s flags)."""
 import dataclasses
 from typing import ClassVar, Sequence, Tuple
 
@@ -71,17 +73,14 @@ MODEL_FIELDS = ("word_dim", "char_dim", "lstm1_size", "lstm2_size", "projection_
                 "hidden_size")
 TRAIN_FIELDS = ("mode", "learning_rate", "warmup_steps", "unlabeled_loss_weight", "ema_decay")
 
-# Valid values of every number of `CvtRunConfig` (`ranges.Range`), checked where the config is
-# built, for `run_cvt` and `cvt_translate` alike, and stated in their `--help`.
-RUN_CONFIG_RANGES = {
+# Valid values of every number of `CvtSharedConfig` (`ranges.Range`).
+SHARED_RANGES = {
     **MODEL_CONFIG_RANGES,
     **{name: TRAIN_CONFIG_RANGES[name] for name in TRAIN_FIELDS if name in TRAIN_CONFIG_RANGES},
     "train_steps": (1, None, True),
     "train_batch_size": (1, None, True), "max_sentence_length": (2, None, True),
     "max_train_sentences": (0, None, True), "train_fraction": (0, 1, False),
     "vocab_unlabeled_sentences": (0, None, True), "vocab_min_count": (1, None, True),
-    "target_min_count": (1, None, True), "beam_size": (1, None, True),
-    "max_decode_length": (1, None, True), "attention_dropout": (0, 1, True, False),
     "unlabeled_start_step": (0, None, True),
     "eval_every_steps": (0, None, True), "patience": (0, None, True),
     "save_checkpoints_steps": (0, None, True), "log_every_steps": (1, None, True),
@@ -91,7 +90,32 @@ _MODEL, _TRAIN = CvtConfig(), CvtTrainConfig()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CvtRunConfig:
+class TranslationSettings:
+  """`translate`'s own settings (§4.2.3: target words seen 5 times or fewer are UNK, beam 10)."""
+  RANGES: ClassVar[dict] = {
+      "target_min_count": (1, None, True), "beam_size": (1, None, True),
+      "max_decode_length": (1, None, True), "attention_dropout": (0, 1, True, False)}
+  on_bad_pair: str = "fail"
+  target_min_count: int = 6
+  beam_size: int = 10
+  max_decode_length: int = 50
+  attention_dropout: float = 0.5
+
+  def check(self):
+    ranges.check_ranges(self, TranslationSettings.RANGES)
+    if self.on_bad_pair not in ("fail", "skip"):
+      raise ValueError(f"--on_bad_pair must be fail or skip, got {self.on_bad_pair!r}")
+
+
+# Each task's own settings (a class with its `RANGES` and a `check`): a run's config is the shared
+# one and all of these (`CvtRunConfig`, `run_cvt`'s flags), so a task that adds settings adds its
+# class here and nothing to the shared config.
+TASK_SETTINGS = (TranslationSettings,)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CvtSharedConfig:
+  """The settings every CVT run has, whatever its tasks."""
   # The settings that name data inputs, whose content the run's fingerprint digests.
   INPUTS: ClassVar[Tuple[str, ...]] = ("data_dir", "unlabeled_data", "word_embeddings",
                                        "init_from_encoder")
@@ -113,15 +137,10 @@ class CvtRunConfig:
   train_batch_size: int = 64
   max_sentence_length: int = 100
   on_decode_error: str = "fail"
-  on_bad_pair: str = "fail"
   max_train_sentences: int = 0
   train_fraction: float = 1.0
   vocab_unlabeled_sentences: int = 200000
   vocab_min_count: int = 3
-  target_min_count: int = 6
-  beam_size: int = 10
-  max_decode_length: int = 50
-  attention_dropout: float = 0.5
   learning_rate: float = _TRAIN.learning_rate
   warmup_steps: int = _TRAIN.warmup_steps
   unlabeled_start_step: int = 0
@@ -134,14 +153,28 @@ class CvtRunConfig:
   num_trials: int = 1
   seed: int = 0
 
-  def __post_init__(self):
-    ranges.check_ranges(self, RUN_CONFIG_RANGES)
+  def check(self):
+    ranges.check_ranges(self, SHARED_RANGES)
     CvtTrainConfig(mode=self.mode)  # refuses an unknown --mode
-    if self.on_bad_pair not in ("fail", "skip"):
-      raise ValueError(f"--on_bad_pair must be fail or skip, got {self.on_bad_pair!r}")
 
   def model_config(self) -> CvtConfig:
     return CvtConfig(**{name: getattr(self, name) for name in MODEL_FIELDS})
 
   def train_config(self) -> CvtTrainConfig:
     return CvtTrainConfig(**{name: getattr(self, name) for name in TRAIN_FIELDS})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CvtRunConfig(CvtSharedConfig, *TASK_SETTINGS):
+  """A run's settings (`run_cvt`'s flags): the shared ones and every task's own, flat (as every
+  earlier run's fingerprint records them), each range-checked where the config is built."""
+
+  def __post_init__(self):
+    for part in (CvtSharedConfig,) + TASK_SETTINGS:
+      part.check(self)
+
+
+# Valid values of every number of `CvtRunConfig` (`ranges.Range`), for `run_cvt` and
+# `cvt_predict` alike, and stated in their `--help`.
+RUN_CONFIG_RANGES = {**SHARED_RANGES,
+                     **{k: v for part in TASK_SETTINGS for k, v in part.RANGES.items()}}

@@ -1,5 +1,6 @@
 """run_cvt's settings: one range table for run_cvt and cvt_translate, checked where the config is
 built; `--unlabeled_remainder` (the task's own left-out training sentences as unlabeled text)."""
+import dataclasses
 import os
 
 import tensorflow as tf
@@ -7,6 +8,7 @@ import tensorflow as tf
 from official_rtd.tools import cvt_translate
 from official_rtd.cvt import runner
 from official_rtd.cvt import settings
+from official_rtd.trials import fingerprint
 from tests import testutil
 
 TAGGING = os.path.join(testutil.SHARED_DATA, "tagging")
@@ -42,6 +44,28 @@ class RangesTest(tf.test.TestCase):
     self.assertEqual(numeric, set(settings.RUN_CONFIG_RANGES))
     for name in ("beam_size", "max_decode_length"):
       self.assertEqual(cvt_translate.COMMAND_LINE.ranges[name], settings.RUN_CONFIG_RANGES[name])
+
+
+class TaskSettingsTest(tf.test.TestCase):
+
+  def test_translation_settings_are_its_own_and_earlier_runs_still_resume(self):
+    shared = {f.name for f in dataclasses.fields(settings.CvtSharedConfig)}
+    own = {f.name for f in dataclasses.fields(settings.TranslationSettings)}
+    self.assertEqual(own, {"on_bad_pair", "target_min_count", "beam_size", "max_decode_length",
+                           "attention_dropout"})
+    self.assertEmpty(shared & own)
+    # The settings a run directory written before the split recorded (run_fingerprint.json of a
+    # run_cvt --tasks=chunk at commit 58e90de): the same keys, so it resumes.
+    recorded = [
+        "attention_dropout", "beam_size", "char_dim", "data_dir", "ema_decay", "eval_every_steps",
+        "hidden_size", "init_from_encoder", "learning_rate", "lstm1_size", "lstm2_size",
+        "max_decode_length", "max_sentence_length", "max_train_sentences", "mode", "on_bad_pair",
+        "on_decode_error", "patience", "projection_size", "seed", "target_min_count", "tasks",
+        "train_batch_size", "train_fraction", "train_steps", "unlabeled_data",
+        "unlabeled_loss_weight", "unlabeled_remainder", "unlabeled_start_step", "vocab_min_count",
+        "vocab_unlabeled_sentences", "warmup_steps", "word_dim", "word_embeddings"]
+    self.assertEqual(sorted(fingerprint.fingerprint("CvtRunner", config())["settings"]),
+                     recorded)
 
 
 @testutil.requires(TAGGING)
