@@ -20,7 +20,9 @@ Stages (each skipped when its output exists, so a killed run resumes):
             rate 0: the warmup starts at 0, so the weights stay the initial ones);
   evaluate  per run: held-out pre-training figures (`--mode=eval`), BLiMP (`score_pairs`: PLL for
             both, the discriminator score for ELECTRA), frozen probes (`run_probes`: PTB POS,
-            SST-2 and the UD EWT parsing probe's UAS), SST-2 fine-tuned with `run_glue` (`--sst2_train_examples` rows, 3 epochs) and CoLA (all its rows; Matthews correlation on dev);
+            SST-2 and the UD EWT parsing probe's UAS), SST-2 fine-tuned with `run_glue`
+            (`--sst2_train_examples` rows, 3 epochs), CoLA (all its rows; Matthews correlation on
+            dev) and, per seed, UD EWT fine-tuned with `run_parsing` (LAS on dev);
   representations  how distinct each export's last-layer token vectors are (mean cosine of random
             token pairs, effective rank) on 128 SST-2 dev sentences: a collapsed encoder maps
             every token near one vector;
@@ -235,6 +237,12 @@ def stage_evaluate(args):
           f"--init_checkpoint={export}", f"--model_dir={os.path.join(out, 'cola')}",
           "--max_seq_length=64", "--num_trials=1", f"--seed={seed}"],
           os.path.join(out, "cola.log")))
+    if seed is not None and not os.path.exists(os.path.join(out, "ud", "eval_results.json")):
+      jobs.append((f"{name} UD parsing", [
+          "run_parsing", f"--data_dir={os.path.join(args.shared_data, 'parsing', 'ud_ewt')}",
+          f"--init_checkpoint={export}", f"--model_dir={os.path.join(out, 'ud')}",
+          f"--max_seq_length={RECIPES[args.recipe][1]}", "--num_trials=1", f"--seed={seed}"],
+          os.path.join(out, "ud.log")))
   run_jobs(jobs, args.parallel)
 
 
@@ -372,6 +380,10 @@ def figures(args, name):
   if os.path.exists(path):
     median = read_json(path)["median"]
     row["CoLA fine-tuned (MCC)"] = median.get("dev", median).get("mcc")
+  path = os.path.join(out, "ud", "eval_results.json")
+  if os.path.exists(path):
+    median = read_json(path)["median"]
+    row["UD EWT fine-tuned (LAS)"] = median.get("dev", median).get("las")
   return row
 
 
@@ -394,7 +406,7 @@ def stage_report(args):
                        "BLiMP-13 pll", "BLiMP-13 discriminator", "probe pos", "probe pos (random init)",
                        "probe sst-2", "probe sst-2 (random init)",
                        "probe ud_uas", "probe ud_uas (random init)", "SST-2 fine-tuned",
-                       "CoLA fine-tuned (MCC)",
+                       "CoLA fine-tuned (MCC)", "UD EWT fine-tuned (LAS)",
                        "last-layer token cosine", "last-layer effective rank",
                        "attention entropy ÷ uniform (mean of layers)",
                        "order sensitivity (1 − cosine)",

@@ -118,6 +118,8 @@ class ReadmePretrainingValueTest(tf.test.TestCase):
       self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/sst2/eval_results.json"), run)
       self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/context.json"), run)
     self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/probes.json"))
+    self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/ud/eval_results.json"))
+    self.assertIn("UD EWT fine-tuned (LAS)", result.stdout)
     self.assertIn("mlm", result.stdout)
 
 
