@@ -12,8 +12,8 @@ from typing import Callable, Optional
 
 # What this project measured to learn where joint training collapses (README, "Pre-training on
 # one machine"; benchmarks/results/pretraining.md).
-REMEDY = ("let the discriminator learn as a masked LM first: gin/recipes/electra_one_machine.gin "
-          "(build_electra_pretrainer.discriminator_mlm_weight, rtd_start_step, "
+REMEDY = ("let the discriminator learn as a plain BERT first: gin/recipes/electra_one_machine.gin "
+          "(build_electra_pretrainer.masked_warmup, discriminator_mlm_weight, rtd_start_step, "
           "discriminator_mlm_steps; README, 'ELECTRA on one machine')")
 
 
