@@ -19,7 +19,13 @@ from `--word_vectors`, e.g. written by `train_word_vectors`; `late_unlabeled`: u
 start after `--unlabeled_start_step` supervised steps, for the modes that have them; `in_domain`:
 the task's own training sentences that the fraction leaves out, labels removed, are the unlabeled
 text instead of Wikipedia (`run_cvt --unlabeled_remainder`), the vocabulary read from them too;
-`w0.3`: `--unlabeled_loss_weight=0.3`; several joined by `+`, e.g. `in_domain+w0.3`). Results in benchmarks/RESULTS.md.
+`w0.3`: `--unlabeled_loss_weight=0.3`; several joined by `+`, e.g. `in_domain+w0.3`). Results in
+benchmarks/RESULTS.md.
+
+A `--tasks` entry of several tasks joined by `+` (`chunk+ner+pos+dep`) is one multi-task run, one
+encoder for all (§4.4): its labeled steps, evaluation interval and budget are the single-task ones
+times the number of tasks (labeled batches go round the tasks), so each task gets as many labeled
+steps as in its own run; the table has a row per member (mode `cvt, with chunk+ner+pos+dep`).
 """
 import os
 import time
@@ -32,7 +38,8 @@ import common
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
 flags.DEFINE_string("work_dir", None, "Where every run's directory goes.")
-flags.DEFINE_list("tasks", ["chunk", "ner"], "Tasks (each its own runs).")
+flags.DEFINE_list("tasks", ["chunk", "ner"],
+                  "Tasks (each its own runs); several joined by + are one multi-task run.")
 flags.DEFINE_list("fractions", ["0.1", "0.25", "1.0"], "Fractions of the labeled sentences.")
 flags.DEFINE_list("modes", ["supervised", "cvt"], "Training modes.")
 flags.DEFINE_list("seeds", ["0", "1"], "Seeds (each picks its own labeled subset).")
@@ -82,6 +89,20 @@ def run_dir(task, fraction, mode, seed, variant):
   return os.path.join(FLAGS.work_dir, f"{task}_{fraction:g}_{mode}_s{seed}{suffix}")
 
 
+def members(task: str):
+  """The tasks of a `--tasks` entry (`chunk+pos`: a multi-task run of both)."""
+  return task.split("+")
+
+
+def data_dir(task: str) -> str:
+  """Where run_cvt reads the entry's data: the tagging folders, the UD treebank, or for several
+  tasks the shared root (holding `tagging/` and `parsing/ud_ewt/`)."""
+  if len(members(task)) > 1:
+    return SHARED
+  return os.path.join(SHARED, "parsing", "ud_ewt") if task == "dep" else os.path.join(SHARED,
+                                                                                      "tagging")
+
+
 def train(task, fraction, mode, seed, variant):
   from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
   extra = {}
@@ -104,16 +125,16 @@ def train(task, fraction, mode, seed, variant):
     def log(line):
       log_file.write(f"{time.strftime('%H:%M:%S')} {line}\n")
       log_file.flush()
+    share = len(members(task))  # each task's labeled steps as in its own run
     runner.CvtRunner(runner.CvtRunConfig(
-        tasks=task, data_dir=os.path.join(SHARED, "tagging") if task != "dep" else
-        os.path.join(SHARED, "parsing", "ud_ewt"),
+        tasks=",".join(members(task)), data_dir=data_dir(task),
         model_dir=run_dir(task, fraction, mode, seed, variant), mode=mode,
         **{"unlabeled_data": FLAGS.unlabeled_data, **extra}, train_fraction=fraction,
         word_dim=FLAGS.word_dim, lstm1_size=FLAGS.lstm1_size, lstm2_size=FLAGS.lstm2_size,
         projection_size=FLAGS.projection_size, hidden_size=FLAGS.hidden_size,
-        train_steps=FLAGS.train_steps, train_batch_size=FLAGS.batch_size,
-        eval_every_steps=FLAGS.eval_every_steps, patience=FLAGS.patience,
-        save_checkpoints_steps=FLAGS.eval_every_steps, log_every_steps=100, seed=seed),
+        train_steps=FLAGS.train_steps * share, train_batch_size=FLAGS.batch_size,
+        eval_every_steps=FLAGS.eval_every_steps * share, patience=FLAGS.patience,
+        save_checkpoints_steps=FLAGS.eval_every_steps * share, log_every_steps=100, seed=seed),
                      log).run()
 
 
@@ -124,10 +145,12 @@ def report():
     if not os.path.isfile(path):
       continue
     summary = common.read_results(path)
-    metric = summary["primary_metrics"][task]
     trial = summary["trials"][0]
-    rows.setdefault((task, fraction, variant, mode, metric), []).append(
-        (trial["dev"][task][metric], trial["best_step"], trial["steps_run"]))
+    for member in members(task):
+      metric = summary["primary_metrics"][member]
+      label = mode if member == task else f"{mode}, with {task}"
+      rows.setdefault((member, fraction, variant, label, metric), []).append(
+          (trial["dev"][member][metric], trial["best_step"], trial["steps_run"]))
   table = common.TableWriter(["task", "labeled fraction", "variant", "mode", "metric", "median",
                               "min", "max", "seeds", "best steps", "steps run"])
   for (task, fraction, variant, mode, metric), values in sorted(rows.items()):

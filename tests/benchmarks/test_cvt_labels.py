@@ -1,0 +1,45 @@
+"""`benchmarks/cvt_labels.py`'s table: a single-task run gives one row, a multi-task run
+(`chunk+pos`) a row per member with its own primary figure (issue 73, item 4)."""
+import json
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from tests import testutil
+
+SCRIPT = os.path.join(testutil.REPO, "benchmarks", "cvt_labels.py")
+
+
+def write_run(work_dir: str, name: str, dev: dict, primary: dict, best_step: int):
+  os.makedirs(os.path.join(work_dir, name))
+  summary = {"tasks": list(primary), "primary_metrics": primary,
+             "trials": [{"dev": dev, "best_step": best_step, "steps_run": best_step + 500}]}
+  with open(os.path.join(work_dir, name, "eval_results.json"), "w", encoding="utf-8") as f:
+    json.dump(summary, f)
+
+
+class ReportTest(tf.test.TestCase):
+
+  def test_a_multi_task_run_reports_each_member(self):
+    work = self.create_tempdir().full_path
+    write_run(work, "chunk_0.1_cvt_s0", {"chunk": {"f1": 0.9}}, {"chunk": "f1"}, 3000)
+    write_run(work, "chunk+pos_0.1_cvt_s0", {"chunk": {"f1": 0.91}, "pos": {"accuracy": 0.95}},
+              {"chunk": "f1", "pos": "accuracy"}, 6000)
+    result = subprocess.run(
+        [sys.executable, SCRIPT, f"--work_dir={work}", "--tasks=chunk,chunk+pos",
+         "--fractions=0.1", "--modes=cvt", "--seeds=0", "--report_only"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    self.assertIn("| chunk | 0.1 | default | cvt | f1 | 0.9000 | 0.9000 | 0.9000 | 1 | 3000 "
+                  "| 3500 |", rows)
+    self.assertIn("| chunk | 0.1 | default | cvt, with chunk+pos | f1 | 0.9100 | 0.9100 | 0.9100 "
+                  "| 1 | 6000 | 6500 |", rows)
+    self.assertIn("| pos | 0.1 | default | cvt, with chunk+pos | accuracy | 0.9500 | 0.9500 | "
+                  "0.9500 | 1 | 6000 | 6500 |", rows)
+
+
+if __name__ == "__main__":
+  tf.test.main()
