@@ -93,6 +93,10 @@ class InterruptDuringSaveTest(tf.test.TestCase):
     setattr(obj, name, interrupted)
 
   def test_sigint_in_the_middle_of_a_save(self):
+    # Python's own Ctrl-C handler, whatever the launching shell left (a background job of a
+    # non-interactive shell starts with SIGINT ignored).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    self.addCleanup(signal.signal, signal.SIGINT, previous)
     self.signal_inside(self.manager, "_record_state", signal.SIGINT)
     with self.assertRaises(KeyboardInterrupt):  # delivered once the save is complete
       checkpoint_files.save(self.manager, 2)
