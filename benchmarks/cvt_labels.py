@@ -22,10 +22,12 @@ text instead of Wikipedia (`run_cvt --unlabeled_remainder`), the vocabulary read
 `w0.3`: `--unlabeled_loss_weight=0.3`; several joined by `+`, e.g. `in_domain+w0.3`). Results in
 benchmarks/RESULTS.md.
 
-A `--tasks` entry of several tasks joined by `+` (`chunk+ner+pos+dep`) is one multi-task run, one
-encoder for all (§4.4): its labeled steps, evaluation interval and budget are the single-task ones
-times the number of tasks (labeled batches go round the tasks), so each task gets as many labeled
-steps as in its own run; the table has a row per member (mode `cvt, with chunk+ner+pos+dep`).
+`translate` (Multi30k English→German, BLEU on val) reads `--translate_unlabeled_data`, the
+captions of the training images. A `--tasks` entry of several tasks joined by `+`
+(`chunk+ner+pos+dep`) is one multi-task run, one encoder for all (§4.4): its labeled steps,
+evaluation interval and budget are the single-task ones times the number of tasks (labeled
+batches go round the tasks), so each task gets as many labeled steps as in its own run; the
+table has a row per member (mode `cvt, with chunk+ner+pos+dep`; its steps are the whole run's).
 """
 import os
 import time
@@ -51,6 +53,9 @@ flags.DEFINE_list("variants", ["default"],
 flags.DEFINE_string("word_vectors", "", "GloVe-format vectors for the word2vec variant.")
 flags.DEFINE_string("unlabeled_data", os.path.join(SHARED, "wiki", "wiki_*.txt"),
                     "Unlabeled corpus.")
+flags.DEFINE_string("translate_unlabeled_data",
+                    os.path.join(SHARED, "translation", "multi30k", "train.[1-5].en"),
+                    "translate's unlabeled source sentences (the in-domain captions).")
 flags.DEFINE_integer("unlabeled_start_step", 500,
                      "late_unlabeled: supervised steps before the first unlabeled one.")
 flags.DEFINE_integer("train_steps", 6000, "Most labeled steps per run.")
@@ -95,12 +100,12 @@ def members(task: str):
 
 
 def data_dir(task: str) -> str:
-  """Where run_cvt reads the entry's data: the tagging folders, the UD treebank, or for several
-  tasks the shared root (holding `tagging/` and `parsing/ud_ewt/`)."""
+  """Where run_cvt reads the entry's data: the tagging folders, the UD treebank, Multi30k, or for
+  several tasks the shared root (holding `tagging/` and `parsing/ud_ewt/`)."""
   if len(members(task)) > 1:
     return SHARED
-  return os.path.join(SHARED, "parsing", "ud_ewt") if task == "dep" else os.path.join(SHARED,
-                                                                                      "tagging")
+  own = {"dep": ("parsing", "ud_ewt"), "translate": ("translation", "multi30k")}
+  return os.path.join(SHARED, *own.get(task, ("tagging",)))
 
 
 def train(task, fraction, mode, seed, variant):
@@ -129,7 +134,8 @@ def train(task, fraction, mode, seed, variant):
     runner.CvtRunner(runner.CvtRunConfig(
         tasks=",".join(members(task)), data_dir=data_dir(task),
         model_dir=run_dir(task, fraction, mode, seed, variant), mode=mode,
-        **{"unlabeled_data": FLAGS.unlabeled_data, **extra}, train_fraction=fraction,
+        **{"unlabeled_data": (FLAGS.translate_unlabeled_data if task == "translate"
+                              else FLAGS.unlabeled_data), **extra}, train_fraction=fraction,
         word_dim=FLAGS.word_dim, lstm1_size=FLAGS.lstm1_size, lstm2_size=FLAGS.lstm2_size,
         projection_size=FLAGS.projection_size, hidden_size=FLAGS.hidden_size,
         train_steps=FLAGS.train_steps * share, train_batch_size=FLAGS.batch_size,
