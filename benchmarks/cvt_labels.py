@@ -43,10 +43,10 @@ flags.DEFINE_string("work_dir", None, "Where every run's directory goes.")
 flags.DEFINE_list("tasks", ["chunk", "ner"],
                   "Tasks (each its own runs); several joined by + are one multi-task run.")
 flags.DEFINE_list("fractions", ["0.1", "0.25", "1.0"], "Fractions of the labeled sentences.")
-flags.DEFINE_list("modes", ["supervised", "cvt"], "Training modes.")
+flags.DEFINE_list("modes", ["supervised", "cvt"], "Training modes (below all labels).")
 flags.DEFINE_list("seeds", ["0", "1"], "Seeds (each picks its own labeled subset).")
 flags.DEFINE_list("modes_at_all_labels", ["supervised", "cvt"],
-                  "Modes run with fraction 1.0 (all labels).")
+                  "Training modes at fraction 1.0 (all labels), whatever --modes says.")
 flags.DEFINE_list("variants", ["default"],
                   "default, vocab_labeled_only, word2vec, late_unlabeled, in_domain, w<weight> "
                   "(--unlabeled_loss_weight), or several joined by + (in_domain+w0.3).")
@@ -77,9 +77,9 @@ def runs():
   """Every (task, fraction, mode, seed, variant), scarcest labels first."""
   return [(task, float(fraction), mode, int(seed), variant)
           for variant in FLAGS.variants for fraction in FLAGS.fractions for task in FLAGS.tasks
-          for seed in FLAGS.seeds for mode in FLAGS.modes
-          if (float(fraction) < 1.0 or mode in FLAGS.modes_at_all_labels)
-          and not (mode == "supervised" and any(
+          for seed in FLAGS.seeds
+          for mode in (FLAGS.modes_at_all_labels if float(fraction) >= 1.0 else FLAGS.modes)
+          if not (mode == "supervised" and any(
               p == "late_unlabeled" or p.startswith("w") for p in variant.split("+")))]
 
 

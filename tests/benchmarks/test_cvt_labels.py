@@ -41,12 +41,13 @@ class ReportTest(tf.test.TestCase):
                   "0.9500 | 1 | 6000 | 6500 |", rows)
 
   def test_translation_reports_bleu_at_all_labels(self):
+    # --modes_at_all_labels names the modes at fraction 1.0, whatever --modes says.
     work = self.create_tempdir().full_path
     write_run(work, "translate_1_supervised_s0", {"translate": {"bleu": 13.06}},
               {"translate": "bleu"}, 1000)
     result = subprocess.run(
         [sys.executable, SCRIPT, f"--work_dir={work}", "--tasks=translate", "--fractions=1.0",
-         "--modes=supervised,cvt", "--seeds=0", "--report_only"],
+         "--modes=cvt", "--modes_at_all_labels=supervised", "--seeds=0", "--report_only"],
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertIn("| translate | 1 | default | supervised | bleu | 13.0600 | 13.0600 | 13.0600 | 1 "
