@@ -92,6 +92,12 @@ class FinetuneConfig:
     return getattr(self, "task", "")
 
 
+def shared_settings(config) -> dict:
+  """`config`'s `FinetuneConfig` fields (what every family shares): the start of a multi-task
+  member's own config (`task.Head.member_config`)."""
+  return {f.name: getattr(config, f.name) for f in dataclasses.fields(FinetuneConfig)}
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GlueConfig(FinetuneConfig):
   """`run_glue`: `--task` (single-task, the ELECTRA protocol) or `--tasks` (BAM multi-task

@@ -42,8 +42,7 @@ class HasSeven(task_lib.Head):
 
   @classmethod
   def member_config(cls, config, name):
-    shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(configs.FinetuneConfig)}
-    return ToyConfig(**shared, task=name, rows=48)
+    return ToyConfig(**configs.shared_settings(config), task=name, rows=48)
 
   def __init__(self, config: ToyConfig, export, log, name=None):
     super().__init__(config, export, log, name)

@@ -11,7 +11,6 @@ With `--write_train_predictions`, each training word's tag logits (`train_predic
 a teacher for a multi-task run. The same class is a tagging task's part of a multi-task (BAM)
 run (`bam/multitask.py`).
 """
-import dataclasses
 import os
 from typing import Callable, List, Optional, Sequence
 
@@ -112,8 +111,7 @@ class TokenTagging(task_lib.Head):
       raise ValueError(f"no data for {name}: {directory} is not a folder; give "
                        f"--task_data_dirs={name}:DIR (with {spec.train_file}) or a "
                        f"--data_dir holding {spec.folder}/")
-    shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(configs.FinetuneConfig)}
-    return TaggingConfig(**shared, task=name, data_dir=directory, allow_unseen_dev_tags=True,
+    return TaggingConfig(**configs.shared_settings(config), task=name, data_dir=directory, allow_unseen_dev_tags=True,
                          write_train_predictions=config.write_train_predictions)
 
   def describe(self) -> str:
