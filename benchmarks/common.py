@@ -39,6 +39,23 @@ def spread(values: Iterable[float]) -> Spread:
                 statistics.fmean(values))
 
 
+def seed_difference(first: Iterable[Optional[float]], second: Iterable[Optional[float]]) -> str:
+  """`first` against `second`, each one figure per seed (None: missing): the difference of the
+  medians and whether it is beyond the seed spread (every seed of one above every seed of the
+  other; with one seed on either side there is no spread to judge by). "—" when either has none."""
+  first, second = ([float(v) for v in values if v is not None] for values in (first, second))
+  if not first or not second:
+    return "—"
+  difference = statistics.median(first) - statistics.median(second)
+  if min(len(first), len(second)) < 2:
+    verdict = "one seed"
+  elif min(first) > max(second) or max(first) < min(second):
+    verdict = "beyond the spread"
+  else:
+    verdict = "within the spread"
+  return f"{difference:+.4g} ({verdict})"
+
+
 def timed(fn: Callable[[], Any], warmup: int = 1, repeats: int = 5,
           finish: Optional[Callable[[Any], Any]] = None) -> Spread:
   """Seconds per call of `fn()`: `warmup` untimed calls, then `repeats` timed one by one.

@@ -28,7 +28,9 @@ Stages (each skipped when its output exists, so a killed run resumes):
             every token near one vector;
   context   whether each export reads word order: attention entropy ÷ uniform per layer and the
             order sensitivity (1 − cosine of a token's vector with its context shuffled);
-  report    the table (median and [min, max] over seeds) in Markdown.
+  report    the table (median and [min, max] over seeds) in Markdown; with two methods or more,
+            a last column sets the first against the second (the difference of the medians,
+            beyond or within the seed spread).
 `--parallel=2` runs two processes at a time, one core each (taskset).
 `--shared_data` points at another copy of the shared data folder (e.g. slices of it, as the test of
 the README's command does); `--vocab_size` overrides the recipe's.
@@ -419,12 +421,20 @@ def stage_report(args):
                              for seed in args.seeds.split(",") if seed) if row]
     columns.append((f"{method} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})", seeds))
     columns.append((f"{method} random init", [figures(args, f"{method}_random")]))
+  # The first method against the second, seed by seed (a claim "beats X beyond the seed spread").
+  trained = [(method, rows) for (method, rows) in columns[::2]]
+  compared = trained[:2] if len(trained) > 1 else []
   table = []
   for name in names:
     cells = [summarize([row.get(name) for row in rows]) for _, rows in columns]
+    if compared:
+      cells.append(common.seed_difference(*([row.get(name) for row in rows]
+                                             for _, rows in compared)))
     if any(c != "—" for c in cells):
       table.append([name, *cells])
-  text = common.markdown_table(["figure", *(c for c, _ in columns)], table)
+  header = [c for c, _ in columns] + (
+      [f"{compared[0][0].split(' (')[0]} − {compared[1][0].split(' (')[0]}"] if compared else [])
+  text = common.markdown_table(["figure", *header], table)
   print(text)
   if args.output_file:
     with open(args.output_file, "w", encoding="utf-8") as f:

@@ -25,6 +25,15 @@ class HarnessTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "repeats >= 1"):
       common.timed(lambda: None, repeats=0)
 
+  def test_seed_difference_judges_by_the_spread(self):
+    # Issue 72's CoLA and parsing rows (ELECTRA's two seeds against BERT-MLM's).
+    self.assertEqual(common.seed_difference([0.1068, 0.1271], [0.0914, 0.1195]),
+                     "+0.0115 (within the spread)")
+    self.assertEqual(common.seed_difference([0.5149, 0.5227], [0.6526, 0.6775]),
+                     "-0.1462 (beyond the spread)")
+    self.assertEqual(common.seed_difference([0.7, None], [0.5, 0.6]), "+0.15 (one seed)")
+    self.assertEqual(common.seed_difference([None], [0.5]), "—")
+
   def test_stopwatch_reads_while_running_and_stops_at_exit(self):
     with common.Stopwatch() as watch:
       running = watch.seconds
