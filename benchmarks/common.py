@@ -1,14 +1,15 @@
 """What the benchmark scripts share (issue 71): timing with warm-up, a median with its spread,
-Markdown tables, the CPU line every result names (`cpu_summary`, TensorFlow-free), running one of our tools as a process and
-reading its results. Free of TensorFlow and torch: the PyTorch side (`electra_torch.py`) and the
+Markdown tables, the CPU line every result names (`cpu_summary`, TensorFlow-free), running one of our tools as a process,
+several as jobs (`run_jobs`: none left running on a failure) and reading their results. Free of TensorFlow and torch: the PyTorch side (`electra_torch.py`) and the
 scripts' `--help` import it without loading either."""
 import dataclasses
 import json
 import os
+import signal
 import statistics
 import subprocess
 import time
-from typing import Any, Callable, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from official_rtd.utils.cpu import \
     cpu_summary  # pylint: disable=unused-import; every result names its CPU
@@ -150,3 +151,59 @@ def read_results(path: str, name: str = "eval_results.json") -> dict:
     raise SystemExit(f"{file} does not exist: has the run finished?") from None
   except json.JSONDecodeError as e:
     raise SystemExit(f"{file} is not JSON ({e}): a damaged or unfinished results file") from None
+
+
+def run_jobs(jobs: Sequence[Tuple[str, List[str], str]], parallel: int, cwd: str,
+             log: Callable[[str], None] = print, pin: bool = True, poll_seconds: float = 2.0,
+             stop_seconds: float = 120.0) -> None:
+  """Runs `(name, argv, log_path)` jobs as processes, `parallel` at a time (with `pin` and
+  parallel > 1, each on a core of its own by `taskset`), each one's output in its log. A job
+  that fails, Ctrl-C or SIGTERM of this process stops the jobs still running (SIGTERM: our tools
+  save their state and a re-run resumes; killed after `stop_seconds`) before it fails, naming
+  the failed job and its log: no job is left running on its own."""
+  pending, running = list(jobs), []
+
+  def stop_running():
+    for _, process, *_ in running:
+      if process.poll() is None:
+        process.terminate()
+    deadline = time.monotonic() + stop_seconds
+    for name, process, handle, *_ in running:
+      try:
+        process.wait(max(0.0, deadline - time.monotonic()))
+      except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+      handle.close()
+      log(f"stopped {name} (exit {process.returncode})")
+    running.clear()
+
+  def on_sigterm(signum, frame):
+    del frame  # unused
+    raise SystemExit(f"terminated (signal {signum})")
+
+  previous = signal.signal(signal.SIGTERM, on_sigterm)
+  try:
+    while pending or running:
+      while pending and len(running) < parallel:
+        name, argv, log_path = pending.pop(0)
+        core = [c for c in range(parallel) if c not in {r[3] for r in running}][0]
+        prefix = ["taskset", "-c", str(core)] if pin and parallel > 1 else []
+        log(f"start {name} (log {log_path})")
+        handle = open(log_path, "a", encoding="utf-8")
+        process = subprocess.Popen(prefix + list(argv), cwd=cwd, stdout=handle,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        running.append((name, process, handle, core, log_path, Stopwatch()))
+      time.sleep(poll_seconds)
+      for job in list(running):
+        name, process, handle, _, log_path, watch = job
+        if process.poll() is None:
+          continue
+        handle.close()
+        running.remove(job)
+        if process.returncode != 0:
+          raise SystemExit(f"{name} failed (exit {process.returncode}); see {log_path}")
+        log(f"done {name} in {watch.seconds:.0f} s")
+  finally:
+    stop_running()
+    signal.signal(signal.SIGTERM, previous)

@@ -31,7 +31,8 @@ Stages (each skipped when its output exists, so a killed run resumes):
   report    the table (median and [min, max] over seeds) in Markdown; with two methods or more,
             a last column sets the first against the second (the difference of the medians,
             beyond or within the seed spread).
-`--parallel=2` runs two processes at a time, one core each (taskset).
+`--parallel=2` runs two processes at a time, one core each (taskset); a job that fails, Ctrl-C or
+SIGTERM stops the others too (they save their state: the same command resumes them).
 `--shared_data` points at another copy of the shared data folder (e.g. slices of it, as the test of
 the README's command does); `--vocab_size` overrides the recipe's.
 """
@@ -39,7 +40,6 @@ import glob
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -107,29 +107,8 @@ def log(message):
 
 
 def run_jobs(jobs, parallel):
-  """Runs `(name, argv, log_path)` jobs, `parallel` at a time (pinned to one core each when
-  parallel > 1); fails naming the job and its log."""
-  pending, running = list(jobs), []
-  while pending or running:
-    while pending and len(running) < parallel:
-      name, argv, log_path = pending.pop(0)
-      core = [c for c in range(parallel) if c not in {r[3] for r in running}][0]
-      prefix = ["taskset", "-c", str(core)] if parallel > 1 else []
-      log(f"start {name} (log {log_path})")
-      handle = open(log_path, "a", encoding="utf-8")
-      process = subprocess.Popen(prefix + argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL)
-      running.append((name, process, handle, core, log_path, common.Stopwatch()))
-    time.sleep(2)
-    for job in list(running):
-      name, process, handle, _, log_path, watch = job
-      if process.poll() is None:
-        continue
-      handle.close()
-      running.remove(job)
-      if process.returncode != 0:
-        raise SystemExit(f"{name} failed (exit {process.returncode}); see {log_path}")
-      log(f"done {name} in {watch.seconds:.0f} s")
+  """`common.run_jobs` in the repository, logged with the time."""
+  common.run_jobs(jobs, parallel, cwd=REPO, log=log)
 
 
 def stage_data(args):

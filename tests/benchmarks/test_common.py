@@ -34,6 +34,27 @@ class HarnessTest(tf.test.TestCase):
     self.assertEqual(common.seed_difference([0.7, None], [0.5, 0.6]), "+0.15 (one seed)")
     self.assertEqual(common.seed_difference([None], [0.5]), "—")
 
+  def test_a_failed_job_stops_the_others_and_names_its_log(self):
+    work = self.create_tempdir().full_path
+    pid_file = os.path.join(work, "sleeper.pid")
+    sleeper = [sys.executable, "-c", f"import os, time; open({pid_file!r}, 'w').write("
+               "str(os.getpid())); time.sleep(300)"]
+    failing = [sys.executable, "-c", "import time; time.sleep(1); raise SystemExit(3)"]
+    lines = []
+    with common.Stopwatch() as watch:
+      with self.assertRaisesRegex(SystemExit, r"failing failed \(exit 3\); see .*failing.log"):
+        common.run_jobs([("sleeper", sleeper, os.path.join(work, "sleeper.log")),
+                         ("failing", failing, os.path.join(work, "failing.log")),
+                         ("never", failing, os.path.join(work, "never.log"))],
+                        parallel=2, cwd=work, log=lines.append, pin=False, poll_seconds=0.2)
+    self.assertLess(watch.seconds, 60)  # the sleeper was stopped, not waited for
+    with open(pid_file, encoding="utf-8") as f:
+      pid = int(f.read())
+    with self.assertRaises(ProcessLookupError):  # gone (and reaped)
+      os.kill(pid, 0)
+    self.assertIn("stopped sleeper (exit -15)", lines)
+    self.assertFalse(os.path.exists(os.path.join(work, "never.log")))  # never started
+
   def test_stopwatch_reads_while_running_and_stops_at_exit(self):
     with common.Stopwatch() as watch:
       running = watch.seconds
