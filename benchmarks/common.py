@@ -1,6 +1,7 @@
 """What the benchmark scripts share (issue 71): timing with warm-up, a median with its spread,
-Markdown tables, the CPU line every result names (`cpu_summary`, TensorFlow-free), running one of our tools as a process,
-several as jobs (`run_jobs`: none left running on a failure) and reading their results. Free of TensorFlow and torch: the PyTorch side (`electra_torch.py`) and the
+Markdown tables, the CPU line every result names (`cpu_summary`, TensorFlow-free), running one of
+our tools as a process, several as jobs (`run_jobs`: none left running on a failure) and reading
+their results. Free of TensorFlow and torch: the PyTorch side (`electra_torch.py`) and the
 scripts' `--help` import it without loading either."""
 import dataclasses
 import json
@@ -43,7 +44,8 @@ def spread(values: Iterable[float]) -> Spread:
 def seed_difference(first: Iterable[Optional[float]], second: Iterable[Optional[float]]) -> str:
   """`first` against `second`, each one figure per seed (None: missing): the difference of the
   medians and whether it is beyond the seed spread (every seed of one above every seed of the
-  other; with one seed on either side there is no spread to judge by). "—" when either has none."""
+  other; with one seed on either side there is no spread to judge by). "—" when either has
+  none."""
   first, second = ([float(v) for v in values if v is not None] for values in (first, second))
   if not first or not second:
     return "—"

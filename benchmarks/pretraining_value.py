@@ -400,19 +400,19 @@ def stage_report(args):
                              for seed in args.seeds.split(",") if seed) if row]
     columns.append((f"{method} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})", seeds))
     columns.append((f"{method} random init", [figures(args, f"{method}_random")]))
-  # The first method against the second, seed by seed (a claim "beats X beyond the seed spread").
-  trained = [(method, rows) for (method, rows) in columns[::2]]
-  compared = trained[:2] if len(trained) > 1 else []
+  # The first method against the second, seed by seed (a claim "beats X beyond the seed spread"):
+  # their trained columns are the first and the third (each method's random init follows it).
+  methods = args.methods.split(",")
+  compared = [columns[0][1], columns[2][1]] if len(methods) > 1 else []
   table = []
   for name in names:
     cells = [summarize([row.get(name) for row in rows]) for _, rows in columns]
     if compared:
       cells.append(common.seed_difference(*([row.get(name) for row in rows]
-                                             for _, rows in compared)))
+                                             for rows in compared)))
     if any(c != "—" for c in cells):
       table.append([name, *cells])
-  header = [c for c, _ in columns] + (
-      [f"{compared[0][0].split(' (')[0]} − {compared[1][0].split(' (')[0]}"] if compared else [])
+  header = [c for c, _ in columns] + ([f"{methods[0]} − {methods[1]}"] if compared else [])
   text = common.markdown_table(["figure", *header], table)
   print(text)
   if args.output_file:

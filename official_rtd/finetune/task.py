@@ -191,7 +191,8 @@ class Head(_Part):
   def member_config(cls, config, name: str):
     """The config the task `name` reads as a member of the multi-task run of `config` (BAM's
     `GlueConfig`): the run's shared settings and the member's own (its data, BAM's heads)."""
-    raise NotImplementedError
+    raise NotImplementedError(f"{cls.__name__} defines no member_config: --tasks={name} cannot "
+                              "join a multi-task run yet")
 
   def build_head(self, encoder, name: str):
     """The head's layer(s) named `name`; the model tracks what this returns. Default: a `Dense` of

@@ -141,6 +141,11 @@ class TaskContractTest(tf.test.TestCase):
     self.assertIn(toy, [k / 32 for k in range(33)])  # a fraction of the 32 dev rows
     self.assertAlmostEqual(dev["tasks"]["average"], 100 * (toy + dev["rte"]["accuracy"]) / 2)
 
+  def test_a_head_without_a_member_config_is_named(self):
+    with self.assertRaisesRegex(NotImplementedError, "Head defines no member_config: "
+                                "--tasks=toy cannot join a multi-task run yet"):
+      task_lib.Head.member_config(configs.GlueConfig(init_checkpoint="", model_dir=""), "toy")
+
   def test_the_export_is_read_once_for_all_trials(self):
     reads, loads = [], []
     real_read, real_load = tf.train.Checkpoint.read, vocab_lib.load_vocab
