@@ -1,10 +1,12 @@
 """What the benchmark scripts share (issue 71): timing with warm-up, a median with its spread,
 Markdown tables, the CPU line every result names (`cpu_summary`, TensorFlow-free), running one of
 our tools as a process, several as jobs (`run_jobs`: none left running on a failure) and reading
-their results. Free of TensorFlow and torch: the PyTorch side (`electra_torch.py`) and the
+their results, and where a gap between two methods closes as the budget grows
+(`crossing_budget`). Free of TensorFlow and torch: the PyTorch side (`electra_torch.py`) and the
 scripts' `--help` import it without loading either."""
 import dataclasses
 import json
+import math
 import os
 import signal
 import statistics
@@ -41,15 +43,23 @@ def spread(values: Iterable[float]) -> Spread:
                 statistics.fmean(values))
 
 
+def median_difference(first: Iterable[Optional[float]],
+                      second: Iterable[Optional[float]]) -> Optional[float]:
+  """The median of `first` minus the median of `second` (None values left out); None when either
+  has none."""
+  first, second = ([float(v) for v in values if v is not None] for values in (first, second))
+  return statistics.median(first) - statistics.median(second) if first and second else None
+
+
 def seed_difference(first: Iterable[Optional[float]], second: Iterable[Optional[float]]) -> str:
   """`first` against `second`, each one figure per seed (None: missing): the difference of the
   medians and whether it is beyond the seed spread (every seed of one above every seed of the
   other; with one seed on either side there is no spread to judge by). "—" when either has
   none."""
   first, second = ([float(v) for v in values if v is not None] for values in (first, second))
-  if not first or not second:
+  difference = median_difference(first, second)
+  if difference is None:
     return "—"
-  difference = statistics.median(first) - statistics.median(second)
   if min(len(first), len(second)) < 2:
     verdict = "one seed"
   elif min(first) > max(second) or max(first) < min(second):
@@ -57,6 +67,31 @@ def seed_difference(first: Iterable[Optional[float]], second: Iterable[Optional[
   else:
     verdict = "within the spread"
   return f"{difference:+.4g} ({verdict})"
+
+
+def crossing_budget(budgets: Sequence[float], gaps: Sequence[float]) -> str:
+  """Where a difference between two methods (`gaps[i]` at train FLOPs `budgets[i]`, ascending)
+  reaches 0, linear in log10(budget): interpolated where two neighbouring budgets differ in sign,
+  else extrapolated from the last two when the gap is closing; "—" with fewer than two budgets."""
+  if len(budgets) != len(gaps):
+    raise ValueError(f"{len(budgets)} budgets but {len(gaps)} gaps")
+  if len(budgets) < 2:
+    return "—"
+  logs = [math.log10(b) for b in budgets]
+
+  def zero(i):  # where the line through points i and i + 1 meets 0
+    return 10 ** (logs[i] - gaps[i] * (logs[i + 1] - logs[i]) / (gaps[i + 1] - gaps[i]))
+
+  for i in range(len(gaps) - 1):
+    if gaps[i] == 0:
+      return f"at {budgets[i]:.2g}"
+    if gaps[i] * gaps[i + 1] < 0:
+      return f"crosses at ≈ {zero(i):.2g}"
+  if gaps[-1] == 0:
+    return f"at {budgets[-1]:.2g}"
+  if abs(gaps[-1]) < abs(gaps[-2]):
+    return f"≈ {zero(len(gaps) - 2):.2g} (extrapolated from the last two budgets)"
+  return "not closing"
 
 
 def timed(fn: Callable[[], Any], warmup: int = 1, repeats: int = 5,

@@ -30,7 +30,9 @@ Stages (each skipped when its output exists, so a killed run resumes):
             order sensitivity (1 − cosine of a token's vector with its context shuffled);
   report    the table (median and [min, max] over seeds) in Markdown; with two methods or more,
             a last column sets the first against the second (the difference of the medians,
-            beyond or within the seed spread).
+            beyond or within the seed spread); `--trend_work_dirs` (the same methods at other
+            budgets) adds the gap at each budget and where it reaches 0 (linear in log FLOPs:
+            interpolated between budgets, or extrapolated from the last two when closing).
 `--parallel=2` runs two processes at a time, one core each (taskset); a job that fails, Ctrl-C or
 SIGTERM stops the others too (they save their state: the same command resumes them).
 `--shared_data` points at another copy of the shared data folder (e.g. slices of it, as the test of
@@ -77,6 +79,9 @@ flags.DEFINE_integer("parallel", 1, "Processes at a time, one core each.")
 flags.DEFINE_string("stages", "data,pretrain,evaluate,representations,context,report",
                     "Stages to run, in order.")
 flags.DEFINE_string("output_file", "", "Also write the report here.")
+flags.DEFINE_list("trend_work_dirs", [],
+                  "report: work dirs of the same methods at other budgets; a second table gives "
+                  "the first method's gap to the second at each budget and where it closes.")
 FLAGS = flags.FLAGS
 
 
@@ -309,10 +314,10 @@ def read_json(path):
     return json.load(f)
 
 
-def figures(args, name):
+def figures(work_dir, name):
   """{figure: value} of one run (absent figures are left out)."""
-  out = os.path.join(args.work_dir, "eval", name)
-  model_dir = os.path.join(args.work_dir, name)
+  out = os.path.join(work_dir, "eval", name)
+  model_dir = os.path.join(work_dir, name)
   row = {}
   results = os.path.join(model_dir, "eval_results.jsonl")
   if os.path.exists(results):
@@ -381,6 +386,42 @@ def summarize(values):
   return f"{fmt(figures.median)} [{fmt(figures.min)}, {fmt(figures.max)}]"
 
 
+def seed_rows(work_dir, method, seeds=None):
+  """Each seed's figures of `method` in `work_dir` (`seeds`: those; None: every `<method>_s<N>`)."""
+  if seeds is None:
+    prefix = os.path.join(work_dir, f"{method}_s")
+    seeds = sorted(path[len(prefix):] for path in glob.glob(prefix + "*")
+                   if path[len(prefix):].isdigit())
+  return [row for row in (figures(work_dir, f"{method}_s{seed}") for seed in seeds) if row]
+
+
+def trend_table(work_dirs, methods, names):
+  """The first method's gap to the second (difference of the medians over seeds) per figure at
+  each work dir's budget (the runs' held-out train FLOPs), ascending, and where the gap closes
+  (`common.crossing_budget`)."""
+  points = []  # (budget, the first method's rows, the second's)
+  for work_dir in work_dirs:
+    first, second = (seed_rows(work_dir, method) for method in methods[:2])
+    budgets = [row["held-out train_flops"] for row in first + second
+               if "held-out train_flops" in row]
+    if not first or not second or not budgets:
+      refuse(f"--trend_work_dirs: {work_dir} has no evaluated {methods[0]} and {methods[1]} "
+             "runs (run its evaluate stage first)")
+    points.append((common.spread(budgets).median, first, second))
+  points.sort(key=lambda point: point[0])
+  table = []
+  for name in names:
+    gaps = [common.median_difference(*([row.get(name) for row in rows] for rows in (first, second)))
+            for _, first, second in points]
+    if any(gap is not None for gap in gaps):
+      known = [(budget, gap) for (budget, _, _), gap in zip(points, gaps) if gap is not None]
+      table.append([name, *("—" if gap is None else f"{gap:+.4g}" for gap in gaps),
+                    common.crossing_budget(*zip(*known))])
+  header = ["figure", *(f"{methods[0]} − {methods[1]} at {budget:.2g}" for budget, _, _ in points),
+            "gap reaches 0"]
+  return common.markdown_table(header, table)
+
+
 def stage_report(args):
   names = [f for f in ("held-out train_flops", "held-out fixed_noise_auc",
                        "held-out pll_swap_accuracy", "held-out mlm_accuracy", "held-out rtd_auc",
@@ -396,10 +437,9 @@ def stage_report(args):
                        "BLiMP-13 pll pairs/s", "BLiMP-13 discriminator pairs/s")]
   columns = []
   for method in args.methods.split(","):
-    seeds = [row for row in (figures(args, f"{method}_s{seed}")
-                             for seed in args.seeds.split(",") if seed) if row]
+    seeds = seed_rows(args.work_dir, method, [seed for seed in args.seeds.split(",") if seed])
     columns.append((f"{method} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})", seeds))
-    columns.append((f"{method} random init", [figures(args, f"{method}_random")]))
+    columns.append((f"{method} random init", [figures(args.work_dir, f"{method}_random")]))
   # The first method against the second, seed by seed (a claim "beats X beyond the seed spread"):
   # their trained columns are the first and the third (each method's random init follows it).
   methods = args.methods.split(",")
@@ -414,6 +454,10 @@ def stage_report(args):
       table.append([name, *cells])
   header = [c for c, _ in columns] + ([f"{methods[0]} − {methods[1]}"] if compared else [])
   text = common.markdown_table(["figure", *header], table)
+  if args.trend_work_dirs:
+    if len(methods) < 2:
+      refuse("--trend_work_dirs needs two --methods (the first set against the second)")
+    text += "\n\n" + trend_table([args.work_dir, *args.trend_work_dirs], methods, names[1:])
   print(text)
   if args.output_file:
     with open(args.output_file, "w", encoding="utf-8") as f:

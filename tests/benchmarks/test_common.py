@@ -34,6 +34,18 @@ class HarnessTest(tf.test.TestCase):
     self.assertEqual(common.seed_difference([0.7, None], [0.5, 0.6]), "+0.15 (one seed)")
     self.assertEqual(common.seed_difference([None], [0.5]), "—")
 
+  def test_crossing_budget_is_linear_in_log_flops(self):
+    # A sign change between 1e14 and 1e15 halfway in log10: 10 ** 14.5 = 3.16e14.
+    self.assertEqual(common.crossing_budget([1e14, 1e15], [-0.1, 0.1]), "crosses at ≈ 3.2e+14")
+    # Closing by 0.0965 a decade with 0.05 left at 1e15: 10 ** (15 + 0.05 / 0.0965) = 3.3e15.
+    self.assertEqual(common.crossing_budget([1e14, 1e15], [-0.1465, -0.05]),
+                     "≈ 3.3e+15 (extrapolated from the last two budgets)")
+    self.assertEqual(common.crossing_budget([1e14, 1e15], [-0.05, -0.1]), "not closing")
+    self.assertEqual(common.crossing_budget([1e14, 1e15], [0.0, 0.1]), "at 1e+14")
+    self.assertEqual(common.crossing_budget([1e14], [-0.1]), "—")
+    with self.assertRaisesRegex(ValueError, "2 budgets but 1 gaps"):
+      common.crossing_budget([1e14, 1e15], [0.1])
+
   def test_a_failed_job_stops_the_others_and_names_its_log(self):
     work = self.create_tempdir().full_path
     pid_file = os.path.join(work, "sleeper.pid")

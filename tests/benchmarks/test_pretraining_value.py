@@ -1,0 +1,66 @@
+"""`benchmarks/pretraining_value.py`'s report on written results: the first method set against the
+second, and with `--trend_work_dirs` the gap at each budget and where it reaches 0 (issue 72,
+item 5)."""
+import json
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from tests import testutil
+
+SCRIPT = os.path.join(testutil.REPO, "benchmarks", "pretraining_value.py")
+
+
+def write_run(work_dir: str, name: str, train_flops: float, las: float):
+  """What the evaluate stage leaves of one run: its held-out figures and its UD EWT LAS."""
+  os.makedirs(os.path.join(work_dir, name))
+  with open(os.path.join(work_dir, name, "eval_results.jsonl"), "w", encoding="utf-8") as f:
+    f.write(json.dumps({"train_flops": train_flops}) + "\n")
+  os.makedirs(os.path.join(work_dir, "eval", name, "ud"))
+  with open(os.path.join(work_dir, "eval", name, "ud", "eval_results.json"), "w",
+            encoding="utf-8") as f:
+    json.dump({"median": {"dev": {"las": las}}}, f)
+
+
+class ReportTest(tf.test.TestCase):
+
+  def report(self, work_dir, *extra):
+    shared = self.create_tempdir().full_path
+    os.makedirs(os.path.join(shared, "wiki"))
+    return subprocess.run(
+        [sys.executable, SCRIPT, f"--work_dir={work_dir}", "--methods=electra_one_machine,mlm",
+         f"--shared_data={shared}", "--stages=report", *extra],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+
+  def test_the_trend_table_gives_the_gap_per_budget_and_where_it_closes(self):
+    small, large = self.create_tempdir().full_path, self.create_tempdir().full_path
+    for seed, (electra, mlm) in enumerate([(0.515, 0.653), (0.523, 0.678)]):  # medians .519/.6655
+      write_run(small, f"electra_one_machine_s{seed}", 1e14, electra)
+      write_run(small, f"mlm_s{seed}", 1e14, mlm)
+    write_run(large, "electra_one_machine_s0", 1e15, 0.60)
+    write_run(large, "mlm_s0", 1e15, 0.65)
+    # The larger budget's directory is the --work_dir: the table still sorts by budget.
+    result = self.report(large, "--seeds=0", f"--trend_work_dirs={small}")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("| UD EWT fine-tuned (LAS) | 0.6000 | — | 0.6500 | — | -0.05 (one seed) |",
+                  result.stdout)
+    self.assertIn("| figure | electra_one_machine − mlm at 1e+14 | electra_one_machine − mlm at "
+                  "1e+15 | gap reaches 0 |", result.stdout)
+    # -0.1465 at 1e14, -0.05 at 1e15: 0.05 left at 0.0965 a decade, 10 ** 15.518 = 3.3e15.
+    self.assertIn("| UD EWT fine-tuned (LAS) | -0.1465 | -0.05 | ≈ 3.3e+15 (extrapolated from "
+                  "the last two budgets) |", result.stdout)
+
+  def test_a_trend_dir_without_evaluated_runs_is_named(self):
+    work, empty = self.create_tempdir().full_path, self.create_tempdir().full_path
+    write_run(work, "electra_one_machine_s0", 1e15, 0.60)
+    write_run(work, "mlm_s0", 1e15, 0.65)
+    result = self.report(work, "--seeds=0", f"--trend_work_dirs={empty}")
+    self.assertEqual(result.returncode, 2)
+    self.assertIn(f"--trend_work_dirs: {empty} has no evaluated electra_one_machine and mlm runs",
+                  result.stderr)
+
+
+if __name__ == "__main__":
+  tf.test.main()
