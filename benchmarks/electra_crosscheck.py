@@ -133,6 +133,11 @@ def prepare(budget: str, seed: str) -> None:
                     "num_attention_heads": gen.num_attention_heads,
                     "intermediate_size": gen.intermediate_size},
       "rtd_weight": model.rtd_weight, "temperature": model.temperature,
+      # the one-machine recipe's remedy (gin/recipes/electra_one_machine.gin); 0 / False: none
+      "rtd_start_step": model.rtd_start_step,
+      "discriminator_mlm_weight": model.discriminator_mlm_weight,
+      "discriminator_mlm_steps": model.discriminator_mlm_steps,
+      "masked_warmup": model.masked_warmup,
       "learning_rate": optimizer.learning_rate, "warmup_steps": optimizer.warmup_steps,
       "weight_decay_rate": optimizer.weight_decay_rate, "clip_norm": optimizer.clip_norm,
       "num_train_steps": steps, "batch_size": train.train_batch_size,
@@ -141,6 +146,9 @@ def prepare(budget: str, seed: str) -> None:
       "gin_params": gin_params(budget, seed, "ours")}
   if model.temperature != 1.0 or optimizer.optimizer != "adamw" or optimizer.decay != "linear":
     raise ValueError("the PyTorch side samples at temperature 1 with AdamW and linear decay")
+  if model.rtd_positions != "all" or model.disallow_correct:
+    raise ValueError("the PyTorch side detects replacements at every position, samples allowed "
+                     "to equal the original")
   np.savez(os.path.join(directory, "batches.npz"), **batches)
   with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
     json.dump(config, f, indent=1)
@@ -242,7 +250,8 @@ def train_huggingface(budget: str, seed: str, output: str) -> None:
 def report() -> None:
   shown = ("heldout_rtd_auc", "heldout_fixed_noise_auc", "heldout_mlm_accuracy",
            "heldout_replaced_fraction", "heldout_rtd_accuracy_original",
-           "heldout_rtd_accuracy_replaced", "rtd_auc", "rtd_loss", "onset_attn_next_max",
+           "heldout_rtd_accuracy_replaced", "rtd_auc", "rtd_loss", "discriminator_mlm_accuracy",
+           "onset_attn_next_max",
            "onset_order_sensitivity")
   table = common.TableWriter(["budget", "seed", "implementation", "step", *shown])
   for budget in FLAGS.budgets:
