@@ -72,7 +72,8 @@ def seed_difference(first: Iterable[Optional[float]], second: Iterable[Optional[
 def crossing_budget(budgets: Sequence[float], gaps: Sequence[float]) -> str:
   """Where a difference between two methods (`gaps[i]` at train FLOPs `budgets[i]`, ascending)
   reaches 0, linear in log10(budget): interpolated where two neighbouring budgets differ in sign,
-  else extrapolated from the last two when the gap is closing; "—" with fewer than two budgets."""
+  else extrapolated from the last two when the gap is closing (said so beyond 1000× the last
+  budget), else which method is ahead by more; "—" with fewer than two budgets."""
   if len(budgets) != len(gaps):
     raise ValueError(f"{len(budgets)} budgets but {len(gaps)} gaps")
   if len(budgets) < 2:
@@ -90,8 +91,11 @@ def crossing_budget(budgets: Sequence[float], gaps: Sequence[float]) -> str:
   if gaps[-1] == 0:
     return f"at {budgets[-1]:.2g}"
   if abs(gaps[-1]) < abs(gaps[-2]):
-    return f"≈ {zero(len(gaps) - 2):.2g} (extrapolated from the last two budgets)"
-  return "not closing"
+    crossing = zero(len(gaps) - 2)
+    if crossing > 1000 * budgets[-1]:
+      return "beyond 1000× the last budget (extrapolated: it barely closes)"
+    return f"≈ {crossing:.2g} (extrapolated from the last two budgets)"
+  return f"not closing (the {'first' if gaps[-1] > 0 else 'second'} ahead, by more)"
 
 
 def timed(fn: Callable[[], Any], warmup: int = 1, repeats: int = 5,

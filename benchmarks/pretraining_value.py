@@ -457,7 +457,9 @@ def stage_report(args):
   if args.trend_work_dirs:
     if len(methods) < 2:
       refuse("--trend_work_dirs needs two --methods (the first set against the second)")
-    text += "\n\n" + trend_table([args.work_dir, *args.trend_work_dirs], methods, names[1:])
+    compared_names = [name for name in names[1:]  # the methods' own figures, not speed
+                      if "random init" not in name and "pairs/s" not in name]
+    text += "\n\n" + trend_table([args.work_dir, *args.trend_work_dirs], methods, compared_names)
   print(text)
   if args.output_file:
     with open(args.output_file, "w", encoding="utf-8") as f:

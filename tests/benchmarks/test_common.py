@@ -40,7 +40,13 @@ class HarnessTest(tf.test.TestCase):
     # Closing by 0.0965 a decade with 0.05 left at 1e15: 10 ** (15 + 0.05 / 0.0965) = 3.3e15.
     self.assertEqual(common.crossing_budget([1e14, 1e15], [-0.1465, -0.05]),
                      "≈ 3.3e+15 (extrapolated from the last two budgets)")
-    self.assertEqual(common.crossing_budget([1e14, 1e15], [-0.05, -0.1]), "not closing")
+    self.assertEqual(common.crossing_budget([1e14, 1e15], [-0.05, -0.1]),
+                     "not closing (the second ahead, by more)")
+    self.assertEqual(common.crossing_budget([1e14, 1e15], [0.01, 0.1]),
+                     "not closing (the first ahead, by more)")
+    # Issue 72's BLiMP row: -0.0556 then -0.0537 would reach 0 at 1e43.
+    self.assertEqual(common.crossing_budget([1e14, 1e15], [-0.0556, -0.0537]),
+                     "beyond 1000× the last budget (extrapolated: it barely closes)")
     self.assertEqual(common.crossing_budget([1e14, 1e15], [0.0, 0.1]), "at 1e+14")
     self.assertEqual(common.crossing_budget([1e14], [-0.1]), "—")
     with self.assertRaisesRegex(ValueError, "2 budgets but 1 gaps"):
