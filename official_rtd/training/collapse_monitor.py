@@ -14,7 +14,8 @@ from typing import Callable, Optional
 # one machine"; benchmarks/results/pretraining.md).
 REMEDY = ("let the discriminator learn as a plain BERT first: gin/recipes/electra_one_machine.gin "
           "(build_electra_pretrainer.masked_warmup, discriminator_mlm_weight, rtd_start_step, "
-          "discriminator_mlm_steps; README, 'ELECTRA on one machine')")
+          "discriminator_mlm_steps); below about 1e16 train FLOPs BERT-MLM (gin/tasks/mlm.gin) "
+          "does better downstream at this model size (README, 'ELECTRA on one machine')")
 
 
 class CollapseMonitor:
