@@ -29,6 +29,7 @@ evaluation interval and budget are the single-task ones times the number of task
 batches go round the tasks), so each task gets as many labeled steps as in its own run; the
 table has a row per member (mode `cvt, with chunk+ner+pos+dep`; its steps are the whole run's).
 """
+import glob
 import os
 import time
 
@@ -166,8 +167,22 @@ def report():
               ", ".join(str(v[1]) for v in values), ", ".join(str(v[2]) for v in values))
 
 
+def check_corpora():
+  """Refuses, in one line naming the flag, an unlabeled corpus the runs read that matches no file
+  (before any run starts; `in_domain` runs read the task's own sentences instead)."""
+  tasks = {task for entry in FLAGS.tasks for task in members(entry)}
+  reads_wiki = (tasks - {"translate"}) and not all(
+      "in_domain" in variant.split("+") for variant in FLAGS.variants)
+  for flag, pattern, needed in (("unlabeled_data", FLAGS.unlabeled_data, reads_wiki),
+                                ("translate_unlabeled_data", FLAGS.translate_unlabeled_data,
+                                 "translate" in tasks)):
+    if needed and not glob.glob(pattern):
+      raise SystemExit(f"cvt_labels.py: error: --{flag}={pattern} matches no file")
+
+
 def main(_):
   if not FLAGS.report_only:
+    check_corpora()
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if FLAGS.threads:
       tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)

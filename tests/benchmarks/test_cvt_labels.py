@@ -53,6 +53,20 @@ class ReportTest(tf.test.TestCase):
     self.assertIn("| translate | 1 | default | supervised | bleu | 13.0600 | 13.0600 | 13.0600 | 1 "
                   "| 1000 | 1500 |", result.stdout)
 
+  def test_an_unlabeled_corpus_that_matches_no_file_is_named_before_any_run(self):
+    work = self.create_tempdir().full_path
+    for flag, task in (("translate_unlabeled_data", "translate"), ("unlabeled_data", "chunk")):
+      result = subprocess.run(
+          [sys.executable, SCRIPT, f"--work_dir={work}", f"--tasks={task}", "--fractions=1.0",
+           "--seeds=0", f"--{flag}=/nowhere/captions.en"],
+          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+          cwd=testutil.REPO)
+      self.assertEqual(result.returncode, 1)
+      self.assertIn(f"cvt_labels.py: error: --{flag}=/nowhere/captions.en matches no file",
+                    result.stderr)
+      self.assertNotIn("Traceback", result.stderr)
+      self.assertEqual(os.listdir(work), [])  # no run started
+
 
 if __name__ == "__main__":
   tf.test.main()

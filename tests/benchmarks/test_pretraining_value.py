@@ -60,6 +60,10 @@ class ReportTest(tf.test.TestCase):
     self.assertEqual(result.returncode, 2)
     self.assertIn(f"--trend_work_dirs: {empty} has no evaluated electra_one_machine and mlm runs",
                   result.stderr)
+    # One method has no second to set against.
+    result = self.report(work, "--seeds=0", "--methods=mlm", f"--trend_work_dirs={work}")
+    self.assertEqual(result.returncode, 2)
+    self.assertIn("--trend_work_dirs needs two --methods", result.stderr)
 
 
 if __name__ == "__main__":

@@ -111,7 +111,8 @@ class TokenTagging(task_lib.Head):
       raise ValueError(f"no data for {name}: {directory} is not a folder; give "
                        f"--task_data_dirs={name}:DIR (with {spec.train_file}) or a "
                        f"--data_dir holding {spec.folder}/")
-    return TaggingConfig(**configs.shared_settings(config), task=name, data_dir=directory, allow_unseen_dev_tags=True,
+    return TaggingConfig(**configs.shared_settings(config), task=name, data_dir=directory,
+                         allow_unseen_dev_tags=True,
                          write_train_predictions=config.write_train_predictions)
 
   def describe(self) -> str:
