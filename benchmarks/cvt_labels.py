@@ -5,7 +5,8 @@ Wikipedia (`../shared/data/wiki`) as unlabeled text, trained until its dev figur
 (an evaluation every `--eval_every_steps`, stop after `--patience` evaluations without a new
 best, at most `--train_steps`; the best evaluation's EMA weights are the result). Each run has its
 own directory under `--work_dir`, so a killed sweep resumes where it stopped (finished runs are
-read back); `--shard=i/n` splits the runs over n processes. Prints one table: per task, fraction
+read back, and a larger `--train_steps` continues only the runs that ended at their budget);
+`--shard=i/n` splits the runs over n processes. Prints one table: per task, fraction
 and mode, the median, min and max of the dev figure over the seeds, and the best step.
 
   python benchmarks/cvt_labels.py --work_dir=/tmp/cvt_labels --tasks=chunk,ner \

@@ -8,8 +8,9 @@ stream restarts, re-seeded by the step). Every `eval_every_steps` it evaluates t
 best evaluation so far (the mean of the tasks' primary figures) keeps its EMA weights in
 `trial_<k>/model` and its predictions files, and with `patience` set the trial stops after that
 many evaluations without a new best (the dev-selected checkpoint the dissertation reports).
-It shares the trial machinery of fine-tuning (`official_rtd.trials`: trials, steps, median and spread) but not
-`finetune.runner.Runner`, because CVT trains its own CNN-BiLSTM from word and character ids
+A trial that ends at its budget instead keeps its last checkpoint: a larger `train_steps`
+continues it. It shares the trial machinery of fine-tuning (`official_rtd.trials`: trials,
+steps, median and spread) but not `finetune.runner.Runner`, because CVT trains its own CNN-BiLSTM from word and character ids
 rather than fine-tuning an exported encoder.
 """
 import dataclasses
@@ -36,6 +37,14 @@ from official_rtd.utils import checkpoint_files
 from official_rtd.utils import textio
 
 CvtRunConfig = settings.CvtRunConfig  # the run's settings (TensorFlow-free, for --help)
+
+
+def converged(result: dict) -> bool:
+  """Whether a trial's recorded result stopped by patience (a larger budget would not change it)
+  rather than at its budget (`stopped_by`; in earlier versions' results: fewer steps run than
+  the budget)."""
+  budget_bound = result["steps_run"] >= result["train_steps"]
+  return result.get("stopped_by", "budget" if budget_bound else "patience") == "patience"
 
 
 class CvtRunner:
@@ -117,13 +126,16 @@ class CvtRunner:
     losses = trial_steps.run_steps(begin, cfg.train_steps, self.log, cfg.log_every_steps,
                                    f"trial_{trial} of {cfg.num_trials}", checkpoint,
                                    checkpoint_dir, cfg.save_checkpoints_steps, evaluate_now,
-                                   cfg.eval_every_steps)
-    if not selection.exhausted():
+                                   cfg.eval_every_steps, save_at_end=True)
+    evaluated_at_end = bool(selection.curve) and selection.curve[-1]["step"] == cfg.train_steps
+    if not (selection.exhausted() or evaluated_at_end):  # (a resumed run may have it already)
       evaluate_now(cfg.train_steps)
     best, curve = selection.best, selection.curve
-    shutil.rmtree(checkpoint_dir, ignore_errors=True)  # the trial's results replace it
+    stopped_by = "patience" if selection.exhausted() else "budget"
+    if stopped_by == "patience":  # converged: the results replace the checkpoint
+      shutil.rmtree(checkpoint_dir, ignore_errors=True)
     return {"trial": trial, "seed": cfg.seed + trial, "train_steps": cfg.train_steps,
-            "steps_run": curve[-1]["step"], "best_step": best["step"],
+            "stopped_by": stopped_by, "steps_run": curve[-1]["step"], "best_step": best["step"],
             "final_labeled_loss": float(np.mean(losses.get("labeled loss", [])[-10:] or [np.nan])),
             "dev": best["dev"], "final_dev": curve[-1], "dev_curve": curve}
 
@@ -157,9 +169,31 @@ class CvtRunner:
     """Writes `vocab.json` (what reading `trial_<k>/model` back needs: words, characters, each
     task's labels, the model's sizes), then runs the trials and writes `eval_results.json`."""
     cfg = self.config
-    # A re-run resumes only this same run; another run's directory is refused, nothing written.
-    with fingerprint.this_run_only(cfg.model_dir, type(self).__name__, cfg, self.log):
+    recorded = fingerprint.recorded_settings(cfg.model_dir).get("train_steps", cfg.train_steps)
+    if recorded < cfg.train_steps:
+      self._check_extendable(recorded)
+    # A re-run resumes only this same run (or raises its budget); another run's directory is
+    # refused, nothing written.
+    with fingerprint.this_run_only(cfg.model_dir, type(self).__name__, cfg, self.log,
+                                   extendable=("train_steps",)):
       return self._trials_and_summary()
+
+  def _check_extendable(self, recorded: int):
+    """A raised `--train_steps` continues each trial that ended at its budget from the
+    checkpoint it kept (those stopped by patience stay as they are); one that kept none (an
+    earlier version's) is refused before anything is written."""
+    cfg = self.config
+    for trial in range(cfg.num_trials):
+      path = trial_loop.trial_dir(cfg.model_dir, trial, "results.json")
+      if not os.path.isfile(path) or converged(textio.load_json(path)):
+        continue
+      if not tf.train.latest_checkpoint(trial_loop.trial_dir(cfg.model_dir, trial, "checkpoint")):
+        raise ValueError(
+            f"--train_steps={cfg.train_steps}: trial_{trial} in {cfg.model_dir} ended at its "
+            f"budget of {recorded} steps without keeping a checkpoint (an earlier version's "
+            "run), so it cannot continue; give a new --model_dir")
+    self.log(f"--train_steps raised from {recorded} to {cfg.train_steps}: trials that ended at "
+             "their budget continue from their last checkpoint, those stopped by patience stay")
 
   def _trials_and_summary(self) -> dict:
     cfg = self.config
@@ -170,7 +204,8 @@ class CvtRunner:
     trials = trial_loop.run_trials(
         cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
         lambda r: ", ".join(f"{t} {primary[t]}={r['dev'][t][primary[t]]:.4f}" for t in primary)
-        + f" (best of {len(r['dev_curve'])} evaluations, step {r['best_step']})")
+        + f" (best of {len(r['dev_curve'])} evaluations, step {r['best_step']})",
+        finished=lambda r: r["train_steps"] >= cfg.train_steps or converged(r))
     median, spread = trial_loop.median_and_spread(
         [{task: t["dev"][task] for task in primary} for t in trials])
     summary = {"tasks": list(primary), "primary_metrics": primary, "mode": cfg.mode,

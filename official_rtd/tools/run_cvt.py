@@ -49,7 +49,8 @@ COMMAND_LINE = finetune_flags.spec(settings.CvtRunConfig, {
     "lstm2_size": "Second Bi-LSTM's hidden size (per direction).",
     "projection_size": "LSTM projection size.",
     "hidden_size": "Prediction modules' hidden layer (dep: the edge scorers' projections).",
-    "train_steps": "Labeled steps (each followed by an unlabeled step unless supervised).",
+    "train_steps": "Labeled steps (each followed by an unlabeled step unless supervised); "
+                   "raised on a finished run, its trials that ended at this budget continue.",
     "train_batch_size": "Sentences per minibatch (labeled and unlabeled).",
     "max_sentence_length": "Longest unlabeled sentence kept, in words (labeled sentences are "
                            "never dropped).",

@@ -64,9 +64,11 @@ def fingerprint(tool: str, config) -> Dict:
                                default=str))
 
 
-def differences(old: Dict, new: Dict, defaults: Optional[Dict] = None) -> List[str]:
+def differences(old: Dict, new: Dict, defaults: Optional[Dict] = None,
+                extendable: Tuple[str, ...] = ()) -> List[str]:
   """What differs between two fingerprints, one phrase each. A setting `old` does not record
-  (added in a later version) counts as its value in `defaults` (the config's field defaults)."""
+  (added in a later version) counts as its value in `defaults` (the config's field defaults); a
+  setting of `extendable` (a budget) may grow, never shrink."""
   out = []
   defaults = defaults or {}
   old = dict(old, settings={RENAMED_SETTINGS.get(k, k): v
@@ -76,8 +78,11 @@ def differences(old: Dict, new: Dict, defaults: Optional[Dict] = None) -> List[s
   for key in sorted(set(old.get("settings", {})) | set(new["settings"])):
     before = old.get("settings", {}).get(key, defaults.get(key))
     after = new["settings"].get(key)
+    if key in extendable and before is not None and after >= before:
+      continue
     if before != after:
-      out.append(f"--{key} {before!r} → {after!r}")
+      shrink = " (a run's budget can be raised, not lowered)" if key in extendable else ""
+      out.append(f"--{key} {before!r} → {after!r}{shrink}")
   # Only inputs both recorded are compared: a directory written before inputs were declared may
   # hold digests of other settings (a folder named like `--task`), which never count.
   for key in sorted(set(old.get("inputs", {})) & set(new["inputs"])):
@@ -98,9 +103,11 @@ def field_defaults(config) -> Dict:
           if f.default is not dataclasses.MISSING}
 
 
-def check_or_record(model_dir: str, current: Dict, defaults: Optional[Dict] = None) -> bool:
+def check_or_record(model_dir: str, current: Dict, defaults: Optional[Dict] = None,
+                    extendable: Tuple[str, ...] = ()) -> bool:
   """Records `current` in a new (or empty) `model_dir`; returns True when `model_dir` already
-  holds this same run (a resume). `defaults`: see `differences`.
+  holds this same run (a resume), recording a raised `extendable` setting. `defaults`,
+  `extendable`: see `differences`.
 
   Raises:
     RunMismatchError: `model_dir` holds another run, or results without a fingerprint; nothing
@@ -113,12 +120,14 @@ def check_or_record(model_dir: str, current: Dict, defaults: Optional[Dict] = No
         old = json.load(f)
       except json.JSONDecodeError as e:
         raise RunMismatchError(f"{path}: not JSON ({e.msg}); move the directory aside") from None
-    changed = differences(old, current, defaults)
+    changed = differences(old, current, defaults, extendable)
     if changed:
       shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
       raise RunMismatchError(
           f"--model_dir={model_dir} holds another run ({shown}): its results were left as they "
           "are; give a new --model_dir (or move this one aside) to start this run")
+    if old["settings"] != current["settings"]:  # a raised budget (or a setting added later)
+      textio.write_json_atomic(path, current)
     return True
   if os.path.isdir(model_dir) and [n for n in os.listdir(model_dir)
                                    if not run_lock.is_lock_file(n)]:
@@ -144,10 +153,11 @@ def holding(model_dir: str, log: Callable[[str], None] = print):
 
 
 @contextlib.contextmanager
-def this_run_only(model_dir: str, tool: str, config, log: Callable[[str], None] = print):
+def this_run_only(model_dir: str, tool: str, config, log: Callable[[str], None] = print,
+                  extendable: Tuple[str, ...] = ()):
   """Holds `model_dir` (`holding`) for a run of `tool` with `config`, after checking that a
-  directory already there was written by this same run (`check_or_record`; another run's is
-  refused before anything is written)."""
+  directory already there was written by this same run, or by it with a smaller `extendable`
+  setting (`check_or_record`; another run's is refused before anything is written)."""
   with holding(model_dir, log):
-    check_or_record(model_dir, fingerprint(tool, config), field_defaults(config))
+    check_or_record(model_dir, fingerprint(tool, config), field_defaults(config), extendable)
     yield

@@ -9,17 +9,19 @@ from official_rtd.utils import textio
 
 
 def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],
-               log: Callable[[str], None], brief: Callable[[dict], str]) -> List[dict]:
+               log: Callable[[str], None], brief: Callable[[dict], str],
+               finished: Callable[[dict], bool] = lambda result: True) -> List[dict]:
   """Runs `run_trial(k)` for k < num_trials, keeping each result in
   `<model_dir>/trial_<k>/results.json`; finished trials are reused, so a killed run resumes
-  with the first unfinished one."""
+  with the first unfinished one. A recorded result that is not `finished` (e.g. a trial that
+  ended at a budget since raised) is run again: `run_trial` continues it."""
   if num_trials < 1:
     raise ValueError(f"--num_trials={num_trials} must be >= 1")
   os.makedirs(model_dir, exist_ok=True)
   trials = []
   for trial in range(num_trials):
     path = trial_dir(model_dir, trial, "results.json")
-    if os.path.isfile(path):
+    if os.path.isfile(path) and finished(textio.load_json(path)):
       trials.append(textio.load_json(path))
       log(f"trial_{trial} of {num_trials}: already done, reusing {path}")
       continue

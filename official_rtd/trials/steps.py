@@ -74,8 +74,8 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
 def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_every_steps: int,
               label: str, checkpoint: tf.train.Checkpoint = None, checkpoint_dir: str = "",
               save_every_steps: int = 0, callback=None, callback_every_steps: int = 0,
-              older_checkpoints: Optional[Dict[str, tf.train.Checkpoint]] = None
-              ) -> Dict[str, List[float]]:
+              older_checkpoints: Optional[Dict[str, tf.train.Checkpoint]] = None,
+              save_at_end: bool = False) -> Dict[str, List[float]]:
   """The resumable step loop of every fine-tuning trial (`train`) and of CVT, its cadences
   `training.periodic` actions (log, callback, save) as in the pre-training loop.
 
@@ -85,9 +85,11 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
   Logs each value's running mean, examples/s (when counted) and an ETA every `log_every_steps`;
   `callback(k)` runs every `callback_every_steps` steps before the last (e.g. a dev evaluation)
   and ends the loop by returning True; `checkpoint` is saved every `save_every_steps` steps
-  before the last. A checkpoint holding a key that starts with one of `older_checkpoints`' markers
-  was written with an older layout and is restored through that checkpoint (the same objects
-  under their older names). Returns every value of each name, in order (this process's steps).
+  before the last, and at the last with `save_at_end` (unless the callback stopped the loop), so
+  a larger `num_steps` continues from there. A checkpoint holding a key that starts with one of
+  `older_checkpoints`' markers was written with an older layout and is restored through that
+  checkpoint (the same objects under their older names). Returns every value of each name, in
+  order (this process's steps).
   """
   done, manager = 0, None
   if checkpoint is not None and checkpoint_dir and save_every_steps:
@@ -110,7 +112,7 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
     log(f"{label} step {step}/{num_steps} {shown}{rate} ETA {eta}")
 
   # Callback and save come before the last step only (the caller evaluates and keeps the end
-  # itself); a stopped loop saves nothing more.
+  # itself; `save_at_end` saves it too); a stopped loop saves nothing more.
   actions = [periodic.PeriodicAction("log", log_row, periods=(log_every_steps,))]
   if callback and callback_every_steps:  # the caller stops the loop (e.g. early stopping on dev)
     actions.append(periodic.PeriodicAction(
@@ -119,7 +121,8 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
   if manager:
     actions.append(periodic.PeriodicAction(
         "save", lambda step: checkpoint_files.save(manager, step), periods=(save_every_steps,),
-        at_end=False, skip=lambda step: bool(stopped) or step == num_steps))
+        at_end=save_at_end,
+        skip=lambda step: bool(stopped) or (step == num_steps and not save_at_end)))
   for step in range(done + 1, num_steps + 1):
     values, batch_examples = step_fn(step)
     for name, value in values.items():

@@ -147,6 +147,60 @@ class RunCvtTest(tf.test.TestCase):
     self.assertEqual((trial["best_step"], trial["steps_run"]), (2, 6))
     self.assertEqual(trial["dev"], {k: v for k, v in trial["dev_curve"][0].items() if k != "step"})
     self.assertTrue(any("stopping at step 6 (best: step 2)" in line for line in logs), logs)
+    self.assertEqual(trial["stopped_by"], "patience")
+    self.assertFalse(os.path.exists(os.path.join(model_dir, "trial_0", "checkpoint")))
+    # Converged: a larger budget keeps the trial as it is.
+    logs.clear()
+    again = runner.CvtRunner(self.config(model_dir, mode="supervised", unlabeled_data="",
+                                         learning_rate=0.0, train_steps=40, eval_every_steps=2,
+                                         patience=2, save_checkpoints_steps=0), logs.append).run()
+    self.assertEqual(again["trials"], summary["trials"])
+    self.assertTrue(any("trial_0 of 1: already done" in line for line in logs), logs)
+
+  def test_a_raised_budget_continues_a_trial_that_ended_at_its_budget(self):
+    """A trial that ran out of steps keeps its last checkpoint; the same run with a larger
+    --train_steps continues it from there (not from step 0) and extends its dev curve. A lower
+    budget, or a trial without a checkpoint (an earlier version's), is refused, nothing written."""
+    model_dir = os.path.join(tempfile.mkdtemp(), "budget")
+
+    def config(train_steps):
+      return self.config(model_dir, mode="supervised", unlabeled_data="",
+                         train_steps=train_steps, eval_every_steps=2)
+
+    first = runner.CvtRunner(config(4), lambda _: None).run()["trials"][0]
+    self.assertEqual((first["stopped_by"], first["steps_run"]), ("budget", 4))
+    checkpoint_dir = os.path.join(model_dir, "trial_0", "checkpoint")
+    self.assertEndsWith(tf.train.latest_checkpoint(checkpoint_dir), "ckpt-4")
+    logs = []
+    longer = runner.CvtRunner(config(8), logs.append).run()
+    trial = longer["trials"][0]
+    self.assertEqual([p["step"] for p in trial["dev_curve"]], [2, 4, 6, 8])
+    self.assertEqual(trial["dev_curve"][:2], first["dev_curve"])
+    self.assertEqual((trial["train_steps"], trial["steps_run"]), (8, 8))
+    self.assertEqual(longer["flags"]["train_steps"], 8)
+    self.assertTrue(any("raised from 4 to 8" in line for line in logs), logs)
+    self.assertTrue(any("resuming at step 4" in line for line in logs), logs)
+    stepped = [int(line.split("step ")[1].split("/")[0]) for line in logs if "/8 labeled" in line]
+    self.assertEqual(stepped, [5, 6, 7, 8])  # continued, not started again
+    self.assertEndsWith(tf.train.latest_checkpoint(checkpoint_dir), "ckpt-8")
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(checkpoint_dir))
+    self.assertEqual(reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"), 8)
+    self.assertEqual(reader.get_tensor("ema_updates/.ATTRIBUTES/VARIABLE_VALUE"), 8)
+
+    def contents():
+      return {os.path.join(root, name): os.path.getmtime(os.path.join(root, name))
+              for root, _, names in os.walk(model_dir) for name in names}
+    before = contents()
+    with self.assertRaisesRegex(ValueError, r"--train_steps 8 → 6 \(a run's budget can be "
+                                            r"raised, not lowered\)"):
+      runner.CvtRunner(config(6), lambda _: None).run()
+    self.assertEqual(before, contents())
+    shutil.rmtree(checkpoint_dir)
+    before = contents()
+    with self.assertRaisesRegex(ValueError, r"trial_0 in .*budget ended at its budget of 8 steps "
+                                            r"without keeping a checkpoint"):
+      runner.CvtRunner(config(10), lambda _: None).run()
+    self.assertEqual(before, contents())
 
   def test_the_vocabulary_reads_a_small_corpus_once(self):
     """--vocab_min_count counts real occurrences: a corpus shorter than

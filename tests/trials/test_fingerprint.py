@@ -39,6 +39,20 @@ class FingerprintTest(tf.test.TestCase):
     self.assertEqual(fingerprint.differences(old, new), ["--train_batch_size 32 → 64"])
 
 
+  def test_an_extendable_budget_may_grow_and_is_recorded(self):
+    model_dir = tempfile.mkdtemp()
+    run = {"tool": "CvtRunner", "inputs": {}, "settings": {"train_steps": 8, "seed": 0}}
+    self.assertFalse(fingerprint.check_or_record(model_dir, run, extendable=("train_steps",)))
+    longer = {**run, "settings": {"train_steps": 16, "seed": 0}}
+    self.assertTrue(fingerprint.check_or_record(model_dir, longer, extendable=("train_steps",)))
+    self.assertEqual(fingerprint.recorded_settings(model_dir)["train_steps"], 16)
+    with self.assertRaisesRegex(fingerprint.RunMismatchError, r"--train_steps 16 → 8 \(a run's "
+                                r"budget can be raised, not lowered\)"):
+      fingerprint.check_or_record(model_dir, run, extendable=("train_steps",))
+    with self.assertRaisesRegex(fingerprint.RunMismatchError, r"--train_steps 16 → 32\)"):
+      fingerprint.check_or_record(model_dir, {**run, "settings": {"train_steps": 32, "seed": 0}})
+    self.assertEqual(fingerprint.recorded_settings(model_dir)["train_steps"], 16)
+
   def test_a_folder_named_like_a_setting_is_not_an_input(self):
     """Issue 70: `--task=rte --model_dir=rte/x` (and run_cvt's `--mode=cvt` beside a `cvt/`
     folder) resumes; only declared inputs are digested, and a changed one is still refused."""
