@@ -10,8 +10,8 @@ best evaluation so far (the mean of the tasks' primary figures) keeps its EMA we
 many evaluations without a new best (the dev-selected checkpoint the dissertation reports).
 A trial that ends at its budget instead keeps its last checkpoint: a larger `train_steps`
 continues it. It shares the trial machinery of fine-tuning (`official_rtd.trials`: trials,
-steps, median and spread) but not `finetune.runner.Runner`, because CVT trains its own CNN-BiLSTM from word and character ids
-rather than fine-tuning an exported encoder.
+steps, median and spread) but not `finetune.runner.Runner`, because CVT trains its own
+CNN-BiLSTM from word and character ids rather than fine-tuning an exported encoder.
 """
 import dataclasses
 import json
