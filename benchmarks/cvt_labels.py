@@ -24,11 +24,12 @@ text instead of Wikipedia (`run_cvt --unlabeled_remainder`), the vocabulary read
 benchmarks/RESULTS.md.
 
 `translate` (Multi30k English→German, BLEU on val) reads `--translate_unlabeled_data`, the
-captions of the training images. A `--tasks` entry of several tasks joined by `+`
-(`chunk+ner+pos+dep`) is one multi-task run, one encoder for all (§4.4): its labeled steps,
-evaluation interval and budget are the single-task ones times the number of tasks (labeled
-batches go round the tasks), so each task gets as many labeled steps as in its own run; the
-table has a row per member (mode `cvt, with chunk+ner+pos+dep`; its steps are the whole run's).
+captions of the training images, and decodes with a beam of `--translate_beam_size`. A
+`--tasks` entry of several tasks joined by `+` (`chunk+ner+pos+dep`) is one multi-task run, one
+encoder for all (§4.4): its labeled steps, evaluation interval and budget are the single-task
+ones times the number of tasks (labeled batches go round the tasks), so each task gets as many
+labeled steps as in its own run; the table has a row per member (mode `cvt, with
+chunk+ner+pos+dep`; its steps are the whole run's).
 """
 import glob
 import os
@@ -58,6 +59,9 @@ flags.DEFINE_string("unlabeled_data", os.path.join(SHARED, "wiki", "wiki_*.txt")
 flags.DEFINE_string("translate_unlabeled_data",
                     os.path.join(SHARED, "translation", "multi30k", "train.[1-5].en"),
                     "translate's unlabeled source sentences (the in-domain captions).")
+flags.DEFINE_integer("translate_beam_size", 4,
+                     "translate's beam (decoding and the teacher; run_cvt's default, 10, costs "
+                     "about twice the CPU).")
 flags.DEFINE_integer("unlabeled_start_step", 500,
                      "late_unlabeled: supervised steps before the first unlabeled one.")
 flags.DEFINE_integer("train_steps", 6000, "Most labeled steps per run.")
@@ -126,6 +130,8 @@ def train(task, fraction, mode, seed, variant):
       extra["unlabeled_loss_weight"] = float(part[1:])
     elif part != "default":
       raise ValueError(f"--variants: unknown {part!r} in {variant!r}")
+  if task == "translate":
+    extra["beam_size"] = FLAGS.translate_beam_size
   log_path = run_dir(task, fraction, mode, seed, variant) + ".log"
   os.makedirs(FLAGS.work_dir, exist_ok=True)
   with open(log_path, "a", encoding="utf-8") as log_file:

@@ -67,6 +67,33 @@ class ReportTest(tf.test.TestCase):
       self.assertNotIn("Traceback", result.stderr)
       self.assertEqual(os.listdir(work), [])  # no run started
 
+  def test_each_run_gets_its_settings(self):
+    """What each run is given (run_cvt itself replaced by a recorder): translation its beam and
+    captions, tagging the corpus and the run's budget; a multi-task run the budget times its
+    tasks."""
+    work = self.create_tempdir().full_path
+    recorder = (
+        "import sys; sys.path.insert(0, 'benchmarks'); import cvt_labels\n"
+        "from absl import app\n"
+        "from official_rtd.cvt import runner\n"
+        "class Recorder:\n"
+        "  def __init__(self, config, log): self.config = config\n"
+        "  def run(self): print('RUN', self.config.tasks, self.config.beam_size,\n"
+        "                       self.config.train_steps, self.config.unlabeled_data)\n"
+        "runner.CvtRunner = Recorder\n"
+        "app.run(cvt_labels.main, argv=sys.argv)\n")
+    result = subprocess.run(
+        [sys.executable, "-c", recorder, f"--work_dir={work}", "--tasks=translate,chunk,chunk+pos",
+         "--fractions=1.0", "--modes_at_all_labels=cvt", "--seeds=0", "--train_steps=300",
+         "--translate_beam_size=3", "--translate_unlabeled_data=README.md",
+         "--unlabeled_data=setup.py"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    runs = [line.split()[1:] for line in result.stdout.splitlines() if line.startswith("RUN")]
+    self.assertEqual(runs, [["translate", "3", "300", "README.md"],
+                            ["chunk", "10", "300", "setup.py"],
+                            ["chunk,pos", "10", "600", "setup.py"]])
+
 
 if __name__ == "__main__":
   tf.test.main()
