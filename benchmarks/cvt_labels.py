@@ -61,7 +61,7 @@ flags.DEFINE_string("translate_unlabeled_data",
                     "translate's unlabeled source sentences (the in-domain captions).")
 flags.DEFINE_integer("translate_beam_size", 4,
                      "translate's beam (decoding and the teacher; run_cvt's default, 10, costs "
-                     "about twice the CPU).")
+                     "about twice the CPU).", lower_bound=1)
 flags.DEFINE_integer("unlabeled_start_step", 500,
                      "late_unlabeled: supervised steps before the first unlabeled one.")
 flags.DEFINE_integer("train_steps", 6000, "Most labeled steps per run.")

@@ -21,8 +21,9 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
   trials = []
   for trial in range(num_trials):
     path = trial_dir(model_dir, trial, "results.json")
-    if os.path.isfile(path) and finished(textio.load_json(path)):
-      trials.append(textio.load_json(path))
+    recorded = textio.load_json(path) if os.path.isfile(path) else None
+    if recorded is not None and finished(recorded):
+      trials.append(recorded)
       log(f"trial_{trial} of {num_trials}: already done, reusing {path}")
       continue
     os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there
