@@ -61,10 +61,37 @@ class CvtRunner:
     if config.unlabeled_start_step and config.mode == "supervised":
       raise ValueError("--unlabeled_start_step applies to --mode=cvt or word_dropout, not "
                        "--mode=supervised (which has no unlabeled steps)")
+    self.model_config = config.model_config()
+    self.recorded = self._recorded_summary()
+    if self.recorded is not None:  # nothing to train: the data are not read again
+      log(f"run_cvt ({config.mode}): {config.model_dir} holds this run, its "
+          f"{config.num_trials} trial(s) finished: results read back")
+      return
     self.inputs = inputs_lib.CvtInputs(config, log)
     self.tasks = self.inputs.tasks
-    self.model_config = config.model_config()
     log(f"run_cvt ({config.mode}): {self.inputs.description}, {config.train_steps} steps")
+
+  def _finished(self, result: dict) -> bool:
+    """Whether a trial's recorded result stands under this run's budget."""
+    return result["train_steps"] >= self.config.train_steps or converged(result)
+
+  def _recorded_summary(self):
+    """`eval_results.json` of `model_dir` when it holds this same run (its fingerprint, a budget
+    no larger) with every trial finished under the current budget; else None."""
+    cfg = self.config
+    results = os.path.join(cfg.model_dir, "eval_results.json")
+    recorded = os.path.join(cfg.model_dir, fingerprint.FILE)
+    if not (os.path.isfile(results) and os.path.isfile(recorded)):
+      return None
+    if fingerprint.differences(textio.load_json(recorded),
+                               fingerprint.fingerprint(type(self).__name__, cfg),
+                               fingerprint.field_defaults(cfg), ("train_steps",)):
+      return None  # another run: `run()` refuses it
+    summary = textio.load_json(results)
+    trials = summary["trials"]
+    if len(trials) != cfg.num_trials or not all(self._finished(t) for t in trials):
+      return None
+    return summary
 
   def _build(self, trial: int):
     cfg, inputs = self.config, self.inputs
@@ -169,6 +196,8 @@ class CvtRunner:
     """Writes `vocab.json` (what reading `trial_<k>/model` back needs: words, characters, each
     task's labels, the model's sizes), then runs the trials and writes `eval_results.json`."""
     cfg = self.config
+    if self.recorded is not None:
+      return self.recorded
     recorded = fingerprint.recorded_settings(cfg.model_dir).get("train_steps", cfg.train_steps)
     if recorded < cfg.train_steps:
       self._check_extendable(recorded)
@@ -205,7 +234,7 @@ class CvtRunner:
         cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
         lambda r: ", ".join(f"{t} {primary[t]}={r['dev'][t][primary[t]]:.4f}" for t in primary)
         + f" (best of {len(r['dev_curve'])} evaluations, step {r['best_step']})",
-        finished=lambda r: r["train_steps"] >= cfg.train_steps or converged(r))
+        finished=self._finished)
     median, spread = trial_loop.median_and_spread(
         [{task: t["dev"][task] for task in primary} for t in trials])
     summary = {"tasks": list(primary), "primary_metrics": primary, "mode": cfg.mode,

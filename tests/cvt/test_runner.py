@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import tempfile
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -155,7 +156,25 @@ class RunCvtTest(tf.test.TestCase):
                                          learning_rate=0.0, train_steps=40, eval_every_steps=2,
                                          patience=2, save_checkpoints_steps=0), logs.append).run()
     self.assertEqual(again["trials"], summary["trials"])
-    self.assertTrue(any("trial_0 of 1: already done" in line for line in logs), logs)
+    self.assertTrue(any("1 trial(s) finished: results read back" in line for line in logs), logs)
+
+  def test_a_finished_run_is_read_back_without_its_data(self):
+    """Re-running a finished run returns its recorded results without reading the data again
+    (the inputs are never built); another run's settings in that directory are still refused."""
+    model_dir = os.path.join(tempfile.mkdtemp(), "done")
+    config = self.config(model_dir, mode="supervised", unlabeled_data="", train_steps=2)
+    summary = runner.CvtRunner(config, lambda _: None).run()
+    with mock.patch.object(runner.inputs_lib, "CvtInputs",
+                           side_effect=AssertionError("inputs built")):
+      again = runner.CvtRunner(config, lambda _: None).run()
+      self.assertEqual(json.loads(json.dumps(summary)), again)
+      # A larger budget continues a budget-bound trial: its inputs are needed.
+      with self.assertRaisesRegex(AssertionError, "inputs built"):
+        runner.CvtRunner(self.config(model_dir, mode="supervised", unlabeled_data="",
+                                     train_steps=4), lambda _: None)
+    with self.assertRaisesRegex(ValueError, r"holds another run \(--lstm1_size 24 → 32"):
+      runner.CvtRunner(self.config(model_dir, mode="supervised", unlabeled_data="",
+                                   train_steps=2, lstm1_size=32), lambda _: None).run()
 
   def test_a_raised_budget_continues_a_trial_that_ended_at_its_budget(self):
     """A trial that ran out of steps keeps its last checkpoint; the same run with a larger
