@@ -227,7 +227,8 @@ class CvtRunner:
   def _trials_and_summary(self) -> dict:
     cfg = self.config
     textio.write_json_atomic(os.path.join(cfg.model_dir, run_dir.VOCAB_NAME), {
-        **self.inputs.vocab.to_json(), "tasks": {n: t.vocabulary_json() for n, t in self.tasks.items()},
+        **self.inputs.vocab.to_json(),
+        "tasks": {n: t.vocabulary_json() for n, t in self.tasks.items()},
         "model": dataclasses.asdict(self.model_config)})
     primary = {n: t.primary_metric for n, t in self.tasks.items()}
     trials = trial_loop.run_trials(
