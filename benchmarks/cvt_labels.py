@@ -29,7 +29,9 @@ captions of the training images, and decodes with a beam of `--translate_beam_si
 encoder for all (§4.4): its labeled steps, evaluation interval and budget are the single-task
 ones times the number of tasks (labeled batches go round the tasks), so each task gets as many
 labeled steps as in its own run; the table has a row per member (mode `cvt, with
-chunk+ner+pos+dep`; its steps are the whole run's).
+chunk+ner+pos+dep`; its steps are the whole run's). `--at_step=N --report_only` compares runs of
+different budgets at equal labeled steps per task: each run's best evaluation up to N (a running
+run's too, from its `trial_0/selection.json`).
 """
 import glob
 import os
@@ -76,6 +78,10 @@ flags.DEFINE_integer("hidden_size", 128, "Prediction modules' hidden size.")
 flags.DEFINE_integer("threads", 1, "TensorFlow threads per process (0: TensorFlow's default).")
 flags.DEFINE_string("shard", "0/1", "i/n: run every n-th run starting at the i-th.")
 flags.DEFINE_bool("report_only", False, "Print the table of the finished runs only.")
+flags.DEFINE_integer("at_step", 0,
+                     "Report each run as if its budget were this many labeled steps per task: "
+                     "its best evaluation up to there (running runs too; 0: the runs' results).",
+                     lower_bound=0)
 FLAGS = flags.FLAGS
 
 
@@ -152,19 +158,60 @@ def train(task, fraction, mode, seed, variant):
                      log).run()
 
 
+def primary_metric(task: str) -> str:
+  from official_rtd.cvt import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
+  from official_rtd.cvt import task as task_lib  # pylint: disable=g-import-not-at-top
+  return task_lib.get(task).primary_metric_of(task)
+
+
+def at_step(directory: str, task: str, step: int):
+  """The first trial of a run (finished or running) cut at `step` labeled steps per task, as
+  `(dev, best_step, steps_run)`: its best evaluation up to there (the mean of the members'
+  primary figures, the first of equals, as the run selects); None if the run neither reached
+  `step` nor stopped by patience before it (whose result would then be the same)."""
+  results = os.path.join(directory, "eval_results.json")
+  if os.path.isfile(results):
+    trial = common.read_results(results)["trials"][0]
+    curve, stopped = trial["dev_curve"], trial.get("stopped_by") == "patience"
+  elif os.path.isfile(os.path.join(directory, "trial_0", "selection.json")):
+    curve = common.read_results(os.path.join(directory, "trial_0", "selection.json"))["curve"]
+    stopped = False
+  else:
+    return None
+  last = step * len(members(task))  # a multi-task run's steps are the whole run's
+  kept = [point for point in curve if point["step"] <= last]
+  if not kept or (curve[-1]["step"] < last and not stopped):
+    return None
+  best = max(kept, key=lambda point: (
+      sum(point[m][primary_metric(m)] for m in members(task)), -point["step"]))
+  return {m: best[m] for m in members(task)}, best["step"], kept[-1]["step"]
+
+
 def report():
-  rows = {}
+  rows, missing = {}, []
   for task, fraction, mode, seed, variant in runs():
-    path = os.path.join(run_dir(task, fraction, mode, seed, variant), "eval_results.json")
-    if not os.path.isfile(path):
-      continue
-    summary = common.read_results(path)
-    trial = summary["trials"][0]
+    directory = run_dir(task, fraction, mode, seed, variant)
+    if FLAGS.at_step:
+      cut = at_step(directory, task, FLAGS.at_step)
+      if cut is None:
+        missing.append(os.path.basename(directory))
+        continue
+      dev, best_step, steps_run = cut
+    else:
+      path = os.path.join(directory, "eval_results.json")
+      if not os.path.isfile(path):
+        continue
+      summary = common.read_results(path)
+      trial = summary["trials"][0]
+      dev, best_step, steps_run = trial["dev"], trial["best_step"], trial["steps_run"]
     for member in members(task):
-      metric = summary["primary_metrics"][member]
+      metric = primary_metric(member) if FLAGS.at_step else summary["primary_metrics"][member]
       label = mode if member == task else f"{mode}, with {task}"
       rows.setdefault((member, fraction, variant, label, metric), []).append(
-          (trial["dev"][member][metric], trial["best_step"], trial["steps_run"]))
+          (dev[member][metric], best_step, steps_run))
+  if FLAGS.at_step:
+    print(f"Each run's best evaluation up to {FLAGS.at_step} labeled steps per task; not there "
+          f"yet: {', '.join(missing) or 'none'}")
   table = common.TableWriter(["task", "labeled fraction", "variant", "mode", "metric", "median",
                               "min", "max", "seeds", "best steps", "steps run"])
   for (task, fraction, variant, mode, metric), values in sorted(rows.items()):

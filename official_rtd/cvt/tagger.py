@@ -88,9 +88,13 @@ class TaggingTask(task_lib.PerWordTask):
     self.train = train
     self._set_labels(sorted({t for s in train for t in s.tags}))
 
+  @classmethod
+  def primary_metric_of(cls, name):
+    return "f1" if tagging_data.get_task(name).spans else "accuracy"
+
   def _set_task(self, name):
     self.spec = tagging_data.get_task(name)
-    self.primary_metric = "f1" if self.spec.spans else "accuracy"
+    self.primary_metric = self.primary_metric_of(name)
 
   def _set_labels(self, labels):
     self.labels = list(labels)

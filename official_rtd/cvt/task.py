@@ -14,8 +14,8 @@ over the shared encoder's states `encoder.CnnBiLstmEncoder`), its losses and its
   evaluate(rows, path)                                   dev metrics; writes the predictions file
 
 A trained run's task comes back without its data (`restored`, from the labels its run wrote) to
-label new text: `predict_file` reads a file (one of its `input_formats`), predicts in batches of similar
-lengths with progress and an ETA, and writes the task's own output format (`cvt_predict`).
+label new text: `predict_file` reads a file (one of its `input_formats`), predicts in batches of
+similar lengths with progress and an ETA, and writes the task's own output format (`cvt_predict`).
 
 A new task is one module (a `CvtTask` subclass decorated with `register`) and its import line in
 `all_tasks.py`.
@@ -62,6 +62,12 @@ class CvtTask(abc.ABC):
   primary_metric: str
   label_kind: str = "tags"  # what `num_labels` counts, for the log line
   target_spec = tf.TensorSpec([None, None], tf.int32)  # labeled targets `[batch, time]`
+
+  @classmethod
+  def primary_metric_of(cls, name: str) -> str:
+    """The figure that selects the dev evaluations of task `name` (known before it is built)."""
+    del name
+    return cls.primary_metric
 
   def __init__(self, name: str, config, rng: np.random.Generator):
     """`config`: the run's `runner.CvtRunConfig` (`data_dir`, `train_fraction`,
@@ -140,7 +146,7 @@ class CvtTask(abc.ABC):
     """The predictions file's name in `trial_<k>/`."""
     return f"predictions_{self.name}.txt"
 
-  # --- a trained run's task, applied to new text (`cvt_predict`) ------------------------------------
+  # --- a trained run's task, applied to new text (`cvt_predict`) -------------------------------
   @classmethod
   def restored(cls, name: str, vocabulary: dict, settings: dict) -> "CvtTask":
     """The task of a trained run without its data: `vocabulary` is what its `vocabulary_json`

@@ -40,6 +40,52 @@ class ReportTest(tf.test.TestCase):
     self.assertIn("| pos | 0.1 | default | cvt, with chunk+pos | accuracy | 0.9500 | 0.9500 | "
                   "0.9500 | 1 | 6000 | 6500 |", rows)
 
+  def test_at_step_cuts_each_run_at_equal_labeled_steps_per_task(self):
+    """--at_step=N: each run's best evaluation up to N labeled steps per task (a multi-task run's
+    curve is in whole-run steps, N × members), running runs included; a run stopped by patience
+    before N keeps its result; one that has not reached N is named, not reported."""
+    work = self.create_tempdir().full_path
+
+    def finished(name, curve, stopped_by):
+      os.makedirs(os.path.join(work, name))
+      trial = {"dev": {}, "best_step": 0, "steps_run": curve[-1]["step"], "dev_curve": curve,
+               "stopped_by": stopped_by}
+      with open(os.path.join(work, name, "eval_results.json"), "w", encoding="utf-8") as f:
+        json.dump({"trials": [trial]}, f)
+
+    def pos(step, accuracy):
+      return {"step": step, "pos": {"accuracy": accuracy}}
+
+    finished("pos_1_supervised_s0", [pos(2, 0.5), pos(4, 0.7), pos(6, 0.6), pos(8, 0.9)], "budget")
+    finished("pos_1_supervised_s1", [pos(2, 0.8), pos(4, 0.4)], "patience")  # stopped before 6
+    os.makedirs(os.path.join(work, "pos_1_cvt_s0", "trial_0"))  # running, past step 6
+    with open(os.path.join(work, "pos_1_cvt_s0", "trial_0", "selection.json"), "w") as f:
+      json.dump({"curve": [pos(4, 0.65), pos(6, 0.75), pos(8, 0.95)]}, f)
+    os.makedirs(os.path.join(work, "pos_1_cvt_s1", "trial_0"))  # running, not at step 6 yet
+    with open(os.path.join(work, "pos_1_cvt_s1", "trial_0", "selection.json"), "w") as f:
+      json.dump({"curve": [pos(4, 0.9)]}, f)
+    # chunk+pos at 6 steps per task = 12 whole-run steps: the best mean is step 8's.
+    finished("chunk+pos_1_cvt_s0", [
+        {"step": 8, "chunk": {"f1": 0.6}, "pos": {"accuracy": 0.8}},
+        {"step": 12, "chunk": {"f1": 0.7}, "pos": {"accuracy": 0.6}},
+        {"step": 16, "chunk": {"f1": 0.9}, "pos": {"accuracy": 0.9}}], "budget")
+    result = subprocess.run(
+        [sys.executable, SCRIPT, f"--work_dir={work}", "--tasks=pos,chunk+pos", "--fractions=1",
+         "--modes_at_all_labels=supervised,cvt", "--seeds=0,1", "--report_only", "--at_step=6"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("up to 6 labeled steps per task; not there yet: pos_1_cvt_s1, "
+                  "chunk+pos_1_supervised_s0", result.stdout)
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    self.assertIn("| pos | 1 | default | supervised | accuracy | 0.7500 | 0.7000 | 0.8000 | 2 | "
+                  "4, 2 | 6, 4 |", rows)
+    self.assertIn("| pos | 1 | default | cvt | accuracy | 0.7500 | 0.7500 | 0.7500 | 1 | 6 | 6 |",
+                  rows)
+    self.assertIn("| chunk | 1 | default | cvt, with chunk+pos | f1 | 0.6000 | 0.6000 | 0.6000 "
+                  "| 1 | 8 | 12 |", rows)
+    self.assertIn("| pos | 1 | default | cvt, with chunk+pos | accuracy | 0.8000 | 0.8000 | "
+                  "0.8000 | 1 | 8 | 12 |", rows)
+
   def test_translation_reports_bleu_at_all_labels(self):
     # --modes_at_all_labels names the modes at fraction 1.0, whatever --modes says.
     work = self.create_tempdir().full_path
