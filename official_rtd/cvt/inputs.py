@@ -120,14 +120,20 @@ class CvtInputs:
 
   def labeled_batches(self, trial: int):
     """Endless (task, inputs, targets): a task uniformly at random, then the next batch of its
-    sentences in length-bucketed random batches (`data.length_batches`), epoch after epoch."""
+    sentences in random batches, epoch after epoch.
+
+    Not batched by length, unlike the unlabeled stream: with labeled batches of one length each
+    (`data.length_batches`) CVT's parser stalled (UD EWT, LSTMs 200/100: dev LAS 0.02 after 250
+    steps against 0.38 with random labeled batches and length-batched unlabeled ones; all random:
+    0.32; the version before length batches: 0.37)."""
     rng = np.random.default_rng(self.config.seed + trial)
     queues = {t: [] for t in self.task_names}
-    lengths = {t: [len(w) for w, _ in self.encoded[t]] for t in self.task_names}
+    size = self.config.train_batch_size
     while True:
       name = self.task_names[int(rng.integers(len(self.task_names)))]
       if not queues[name]:
-        queues[name] = data_lib.length_batches(lengths[name], self.config.train_batch_size, rng)
+        order = rng.permutation(len(self.encoded[name])).tolist()
+        queues[name] = [order[k:k + size] for k in range(0, len(order), size)]
       yield (name,) + self.batch(name, queues[name].pop())
 
   def unlabeled_stream(self, seed: int, passes: Optional[int] = None):

@@ -221,6 +221,22 @@ class RunCvtTest(tf.test.TestCase):
       runner.CvtRunner(config(10), lambda _: None).run()
     self.assertEqual(before, contents())
 
+  def test_labeled_batches_mix_lengths_and_unlabeled_ones_group_them(self):
+    """Labeled batches are random (length-sorted ones stalled CVT's parser), each sentence once
+    an epoch; unlabeled ones group similar lengths (less padding)."""
+    inputs = runner.inputs_lib.CvtInputs(self.config(tempfile.mkdtemp(), max_train_sentences=512,
+                                                     train_batch_size=32), lambda _: None)
+    lengths = np.array([len(w) for w, _ in inputs.encoded["chunk"]])
+    labeled = inputs.labeled_batches(0)
+    batches = [next(labeled)[1]["lengths"] for _ in range(16)]  # one epoch: 512 / 32
+    self.assertCountEqual(np.concatenate(batches), lengths)
+    within = np.mean([b.std() for b in batches])
+    self.assertGreater(within, 0.7 * lengths.std())  # length-sorted batches: ~0.1
+    unlabeled = inputs.unlabeled_batches(0)
+    grouped = [next(unlabeled)["lengths"] for _ in range(16)]
+    self.assertLess(np.mean([b.std() for b in grouped]),
+                    0.2 * np.concatenate(grouped).std())
+
   def test_the_vocabulary_reads_a_small_corpus_once(self):
     """--vocab_min_count counts real occurrences: a corpus shorter than
     --vocab_unlabeled_sentences is not read again (a word seen once used to reach any count)."""
