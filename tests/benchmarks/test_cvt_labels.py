@@ -20,6 +20,15 @@ def write_run(work_dir: str, name: str, dev: dict, primary: dict, best_step: int
     json.dump(summary, f)
 
 
+def report(test: tf.test.TestCase, work: str, *args: str) -> str:
+  """`cvt_labels.py --report_only` on `work` with `args`: its output (it must succeed)."""
+  result = subprocess.run(
+      [sys.executable, SCRIPT, f"--work_dir={work}", *args, "--report_only"],
+      capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+  test.assertEqual(result.returncode, 0, result.stderr[-3000:])
+  return result.stdout
+
+
 class ReportTest(tf.test.TestCase):
 
   def test_a_multi_task_run_reports_each_member(self):
@@ -27,12 +36,9 @@ class ReportTest(tf.test.TestCase):
     write_run(work, "chunk_0.1_cvt_s0", {"chunk": {"f1": 0.9}}, {"chunk": "f1"}, 3000)
     write_run(work, "chunk+pos_0.1_cvt_s0", {"chunk": {"f1": 0.91}, "pos": {"accuracy": 0.95}},
               {"chunk": "f1", "pos": "accuracy"}, 6000)
-    result = subprocess.run(
-        [sys.executable, SCRIPT, f"--work_dir={work}", "--tasks=chunk,chunk+pos",
-         "--fractions=0.1", "--modes=cvt", "--seeds=0", "--report_only"],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    output = report(self, work, "--tasks=chunk,chunk+pos", "--fractions=0.1", "--modes=cvt",
+                    "--seeds=0")
+    rows = [line for line in output.splitlines() if line.startswith("| ")]
     self.assertIn("| chunk | 0.1 | default | cvt | f1 | 0.9000 | 0.9000 | 0.9000 | 1 | 3000 "
                   "| 3500 |", rows)
     self.assertIn("| chunk | 0.1 | default | cvt, with chunk+pos | f1 | 0.9100 | 0.9100 | 0.9100 "
@@ -69,14 +75,11 @@ class ReportTest(tf.test.TestCase):
         {"step": 8, "chunk": {"f1": 0.6}, "pos": {"accuracy": 0.8}},
         {"step": 12, "chunk": {"f1": 0.7}, "pos": {"accuracy": 0.6}},
         {"step": 16, "chunk": {"f1": 0.9}, "pos": {"accuracy": 0.9}}], "budget")
-    result = subprocess.run(
-        [sys.executable, SCRIPT, f"--work_dir={work}", "--tasks=pos,chunk+pos", "--fractions=1",
-         "--modes_at_all_labels=supervised,cvt", "--seeds=0,1", "--report_only", "--at_step=6"],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    output = report(self, work, "--tasks=pos,chunk+pos", "--fractions=1",
+                    "--modes_at_all_labels=supervised,cvt", "--seeds=0,1", "--at_step=6")
     self.assertIn("up to 6 labeled steps per task; not there yet: pos_1_cvt_s1, "
-                  "chunk+pos_1_supervised_s0", result.stdout)
-    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+                  "chunk+pos_1_supervised_s0", output)
+    rows = [line for line in output.splitlines() if line.startswith("| ")]
     self.assertIn("| pos | 1 | default | supervised | accuracy | 0.7500 | 0.7000 | 0.8000 | 2 | "
                   "4, 2 | 6, 4 |", rows)
     self.assertIn("| pos | 1 | default | cvt | accuracy | 0.7500 | 0.7500 | 0.7500 | 1 | 6 | 6 |",
@@ -91,13 +94,10 @@ class ReportTest(tf.test.TestCase):
     work = self.create_tempdir().full_path
     write_run(work, "translate_1_supervised_s0", {"translate": {"bleu": 13.06}},
               {"translate": "bleu"}, 1000)
-    result = subprocess.run(
-        [sys.executable, SCRIPT, f"--work_dir={work}", "--tasks=translate", "--fractions=1.0",
-         "--modes=cvt", "--modes_at_all_labels=supervised", "--seeds=0", "--report_only"],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
-    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    output = report(self, work, "--tasks=translate", "--fractions=1.0", "--modes=cvt",
+                    "--modes_at_all_labels=supervised", "--seeds=0")
     self.assertIn("| translate | 1 | default | supervised | bleu | 13.0600 | 13.0600 | 13.0600 | 1 "
-                  "| 1000 | 1500 |", result.stdout)
+                  "| 1000 | 1500 |", output)
 
   def test_an_unlabeled_corpus_that_matches_no_file_is_named_before_any_run(self):
     work = self.create_tempdir().full_path
