@@ -37,6 +37,9 @@ from official_rtd.utils import checkpoint_files
 from official_rtd.utils import textio
 
 CvtRunConfig = settings.CvtRunConfig  # the run's settings (TensorFlow-free, for --help)
+# How labeled batches are drawn, recorded in vocab.json: random since b16ec8c (before it they were
+# length-sorted, and vocab.json said nothing), so an older trial is not continued on other batches.
+LABELED_BATCHES = "random"
 
 
 def converged(result: dict) -> bool:
@@ -201,6 +204,7 @@ class CvtRunner:
     recorded = fingerprint.recorded_settings(cfg.model_dir).get("train_steps", cfg.train_steps)
     if recorded < cfg.train_steps:
       self._check_extendable(recorded)
+    self._check_batching()
     # A re-run resumes only this same run (or raises its budget); another run's directory is
     # refused, nothing written.
     with fingerprint.this_run_only(cfg.model_dir, type(self).__name__, cfg, self.log,
@@ -224,10 +228,29 @@ class CvtRunner:
     self.log(f"--train_steps raised from {recorded} to {cfg.train_steps}: trials that ended at "
              "their budget continue from their last checkpoint, those stopped by patience stay")
 
+  def _check_batching(self):
+    """A trial that would continue from a checkpoint of a run begun with length-sorted labeled
+    batches (its vocab.json does not record `LABELED_BATCHES`) is refused before anything is
+    written: a resume replays the labeled batches exactly, and they are no longer those."""
+    cfg = self.config
+    path = os.path.join(cfg.model_dir, run_dir.VOCAB_NAME)
+    if (not os.path.isfile(path)
+        or textio.load_json(path).get("labeled_batches") == LABELED_BATCHES):
+      return
+    for trial in range(cfg.num_trials):
+      results = trial_loop.trial_dir(cfg.model_dir, trial, "results.json")
+      if os.path.isfile(results) and self._finished(textio.load_json(results)):
+        continue
+      if tf.train.latest_checkpoint(trial_loop.trial_dir(cfg.model_dir, trial, "checkpoint")):
+        raise ValueError(
+            f"--model_dir={cfg.model_dir}: trial_{trial} began with length-sorted labeled "
+            "batches (an earlier version's run); continuing it would change its batches midway. "
+            "Give a new --model_dir (or move this one aside)")
+
   def _trials_and_summary(self) -> dict:
     cfg = self.config
     textio.write_json_atomic(os.path.join(cfg.model_dir, run_dir.VOCAB_NAME), {
-        **self.inputs.vocab.to_json(),
+        **self.inputs.vocab.to_json(), "labeled_batches": LABELED_BATCHES,
         "tasks": {n: t.vocabulary_json() for n, t in self.tasks.items()},
         "model": dataclasses.asdict(self.model_config)})
     primary = {n: t.primary_metric for n, t in self.tasks.items()}

@@ -158,6 +158,32 @@ class RunCvtTest(tf.test.TestCase):
     self.assertEqual(again["trials"], summary["trials"])
     self.assertTrue(any("1 trial(s) finished: results read back" in line for line in logs), logs)
 
+  def test_a_trial_begun_with_length_sorted_batches_is_not_continued(self):
+    """A run of an earlier version (vocab.json without `labeled_batches`) killed mid-trial is
+    refused, naming the trial, nothing written; a finished one is still read back."""
+    model_dir = os.path.join(tempfile.mkdtemp(), "old")
+    config = self.config(model_dir, mode="supervised", unlabeled_data="", train_steps=4)
+
+    def killing_log(line):
+      if "step 3/4" in line:
+        raise KeyboardInterrupt
+
+    with self.assertRaises(KeyboardInterrupt):
+      runner.CvtRunner(config, killing_log).run()
+    vocab_path = os.path.join(model_dir, "vocab.json")
+    with open(vocab_path) as f:
+      vocab = json.load(f)
+    self.assertEqual(vocab.pop("labeled_batches"), "random")
+    with open(vocab_path, "w") as f:
+      json.dump(vocab, f)  # as an earlier version wrote it
+    def contents():
+      return {os.path.join(root, name): os.path.getmtime(os.path.join(root, name))
+              for root, _, names in os.walk(model_dir) for name in names}
+    before = contents()
+    with self.assertRaisesRegex(ValueError, "trial_0 began with length-sorted labeled batches"):
+      runner.CvtRunner(config, lambda _: None).run()
+    self.assertEqual(before, contents())
+
   def test_a_finished_run_is_read_back_without_its_data(self):
     """Re-running a finished run returns its recorded results without reading the data again
     (the inputs are never built); another run's settings in that directory are still refused."""
