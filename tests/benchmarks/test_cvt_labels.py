@@ -140,16 +140,18 @@ class ReportTest(tf.test.TestCase):
                             ["chunk", "10", "300", "setup.py"],
                             ["chunk,pos", "10", "600", "setup.py"]])
 
-  def test_a_beam_below_one_is_refused_naming_the_flag(self):
-    work = self.create_tempdir().full_path
-    result = subprocess.run(
-        [sys.executable, SCRIPT, f"--work_dir={work}", "--tasks=translate", "--fractions=1.0",
-         "--seeds=0", "--translate_beam_size=0"],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
-    self.assertEqual(result.returncode, 1)
-    self.assertIn("--translate_beam_size", result.stderr)
-    self.assertIn("0 is not a positive integer", result.stderr)
-    self.assertEqual(os.listdir(work), [])  # no run started
+  def test_a_beam_below_one_or_a_negative_step_is_refused_naming_the_flag(self):
+    for flag, message in (("--translate_beam_size=0", "0 is not a positive integer"),
+                          ("--at_step=-1", "-1 is not a non-negative integer")):
+      work = self.create_tempdir().full_path
+      result = subprocess.run(
+          [sys.executable, SCRIPT, f"--work_dir={work}", "--tasks=translate", "--fractions=1.0",
+           "--seeds=0", flag],
+          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+      self.assertEqual(result.returncode, 1, flag)
+      self.assertIn(flag.split("=")[0], result.stderr)
+      self.assertIn(message, result.stderr)
+      self.assertEqual(os.listdir(work), [])  # no run started
 
 
 if __name__ == "__main__":
