@@ -89,6 +89,10 @@ SHARED_RANGES = {
 _MODEL, _TRAIN = CvtConfig(), CvtTrainConfig()
 
 
+# translate's auxiliary decoders (§4.2.4): attention dropout, and the word after next.
+AUXILIARY_DECODERS = ("attention_dropout", "future")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TranslationSettings:
   """`translate`'s own settings (§4.2.3: target words seen 5 times or fewer are UNK, beam 10)."""
@@ -100,11 +104,17 @@ class TranslationSettings:
   beam_size: int = 10
   max_decode_length: int = 50
   attention_dropout: float = 0.5
+  auxiliary_decoders: str = ",".join(AUXILIARY_DECODERS)
 
   def check(self):
     ranges.check_ranges(self, TranslationSettings.RANGES)
     if self.on_bad_pair not in ("fail", "skip"):
       raise ValueError(f"--on_bad_pair must be fail or skip, got {self.on_bad_pair!r}")
+    names = self.auxiliary_decoders.split(",")
+    if not names or len(set(names)) != len(names) or set(names) - set(AUXILIARY_DECODERS):
+      raise ValueError(f"--auxiliary_decoders must be a comma list of "
+                       f"{', '.join(AUXILIARY_DECODERS)} (each once), got "
+                       f"{self.auxiliary_decoders!r}")
 
 
 # Each task's own settings (a class with its `RANGES` and a `check`): a run's config is the shared

@@ -12,8 +12,8 @@ attention and softmax:
   future      p_future(y^t | y^<t, x) = softmax(W_s^future a^future_{t−1}): the state that has
               read y^<t−1 predicts y^t, one word further than the primary
 On unlabeled source sentences the primary decoder's beam search gives hard targets for both
-(label smoothing 0.1 on them). Target words seen 5 or fewer times in training are UNK in training
-only. Multi30k's raw text is tokenized with sacremoses (Moses) and predictions are detokenized;
+(label smoothing 0.1 on them; `--auxiliary_decoders` can keep one of them out). Target words
+seen 5 or fewer times in training are UNK in training only. Multi30k's raw text is tokenized with sacremoses (Moses) and predictions are detokenized;
 BLEU is sacrebleu's: its standard signature on the detokenized output and the tokenized BLEU the
 paper reports (Moses tokens, no further tokenization).
 """
@@ -67,6 +67,7 @@ class TranslationTask(task_lib.CvtTask):
     self.vocab = TargetVocab.build([t for _, t, _ in self.train], config.target_min_count)
     self.beam_size, self.max_decode_length = config.beam_size, config.max_decode_length
     self.attention_dropout = config.attention_dropout
+    self.auxiliary_decoders = tuple(config.auxiliary_decoders.split(","))
     self.teacher_smoothing = 0.1  # §4.3.1: label smoothing on the teacher's hard targets
 
   @classmethod
@@ -140,7 +141,7 @@ class TranslationTask(task_lib.CvtTask):
     return {"targets": tokens[:, :longest], "lengths": lengths}
 
   def student_loss(self, head, states, inputs, teacher, dropout_rate, auxiliary):
-    names = ("attention_dropout", "future") if auxiliary else ("primary",)
+    names = self.auxiliary_decoders if auxiliary else ("primary",)
     logits = self._decoder_logits(head, states, inputs, teacher, dropout_rate, names)
     targets, lengths = teacher["targets"], teacher["lengths"]
     mask = tf.sequence_mask(lengths, tf.shape(targets)[1], tf.float32)

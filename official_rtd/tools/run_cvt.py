@@ -74,6 +74,9 @@ COMMAND_LINE = finetune_flags.spec(settings.CvtRunConfig, {
     "max_decode_length": "translate: longest translation, in words.",
     "attention_dropout": "translate: fraction of the attention weights zeroed in the attention-"
                          "dropout auxiliary decoder.",
+    "auxiliary_decoders": "translate: the auxiliary decoders that learn the teacher's "
+                          "translations of unlabeled sentences (comma list of attention_dropout, "
+                          "future; all of them are built either way).",
     "learning_rate": "Base SGD learning rate: lr/(1 + 0.005*sqrt(t)).",
     "warmup_steps": "Linear warm-up of the learning rate (cvt_text used 5000; the paper none).",
     "unlabeled_start_step": "Unlabeled steps begin after this many labeled steps (0: from the "

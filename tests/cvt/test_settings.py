@@ -37,6 +37,11 @@ class RangesTest(tf.test.TestCase):
     config(attention_dropout=0.0)  # the lowest is allowed
     with self.assertRaisesRegex(ValueError, "--on_bad_pair must be fail or skip"):
       config(on_bad_pair="drop")
+    for bad in ("", "future,future", "attention_dropout,primary"):
+      with self.assertRaisesRegex(ValueError, "--auxiliary_decoders must be a comma list of "
+                                  f"attention_dropout, future \\(each once\\), got '{bad}'"):
+        config(auxiliary_decoders=bad)
+    config(auxiliary_decoders="future")
 
   def test_every_numeric_field_has_a_range_and_both_tools_share_them(self):
     numeric = {f.name for f in runner.CvtRunConfig.__dataclass_fields__.values()
@@ -52,7 +57,7 @@ class TaskSettingsTest(tf.test.TestCase):
     shared = {f.name for f in dataclasses.fields(settings.CvtSharedConfig)}
     own = {f.name for f in dataclasses.fields(settings.TranslationSettings)}
     self.assertEqual(own, {"on_bad_pair", "target_min_count", "beam_size", "max_decode_length",
-                           "attention_dropout"})
+                           "attention_dropout", "auxiliary_decoders"})
     self.assertEmpty(shared & own)
     # The settings a run directory written before the split recorded (run_fingerprint.json of a
     # run_cvt --tasks=chunk at commit 58e90de): the same keys, so it resumes.
@@ -64,8 +69,15 @@ class TaskSettingsTest(tf.test.TestCase):
         "train_batch_size", "train_fraction", "train_steps", "unlabeled_data",
         "unlabeled_loss_weight", "unlabeled_remainder", "unlabeled_start_step", "vocab_min_count",
         "vocab_unlabeled_sentences", "warmup_steps", "word_dim", "word_embeddings"]
-    self.assertEqual(sorted(fingerprint.fingerprint("CvtRunner", config())["settings"]),
-                     recorded)
+    current = fingerprint.fingerprint("CvtRunner", config())
+    # Settings added since (auxiliary_decoders) count as their defaults for such a directory.
+    self.assertEqual(sorted(set(current["settings"]) - {"auxiliary_decoders"}), recorded)
+    old = {"tool": "CvtRunner", "settings": {k: current["settings"][k] for k in recorded}}
+    defaults = fingerprint.field_defaults(settings.CvtRunConfig)
+    self.assertEqual(fingerprint.differences(old, current, defaults), [])
+    self.assertEqual(fingerprint.differences(
+        old, fingerprint.fingerprint("CvtRunner", config(auxiliary_decoders="future")), defaults),
+        ["--auxiliary_decoders 'attention_dropout,future' → 'future'"])
 
 
 @testutil.requires(TAGGING)

@@ -97,6 +97,7 @@ class FakeConfig:
   beam_size = 3
   max_decode_length = 6
   attention_dropout = 0.0
+  auxiliary_decoders = "attention_dropout,future"
 
 
 class BadInputTest(tf.test.TestCase):
@@ -209,6 +210,12 @@ class StudentLossTest(tf.test.TestCase):
     future = [smoothed_ce(log_softmax(logits["future"].numpy()[b, t]), targets[b, t + 1])
               for b, n in enumerate([4, 2]) for t in range(n - 1)]
     self.assertAllClose(loss, np.mean(same) + np.mean(future), rtol=1e-5)
+    # --auxiliary_decoders keeps one decoder out of the student loss.
+    for names, expected in ((("future",), np.mean(future)),
+                            (("attention_dropout",), np.mean(same))):
+      task.auxiliary_decoders = names
+      self.assertAllClose(task.student_loss(modules, states, inputs, teacher, 0.0, True),
+                          expected, rtol=1e-5)
 
 
 class BeamSearchTest(tf.test.TestCase):
