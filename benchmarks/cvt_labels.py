@@ -20,6 +20,8 @@ from `--word_vectors`, e.g. written by `train_word_vectors`; `late_unlabeled`: u
 start after `--unlabeled_start_step` supervised steps, for the modes that have them; `in_domain`:
 the task's own training sentences that the fraction leaves out, labels removed, are the unlabeled
 text instead of Wikipedia (`run_cvt --unlabeled_remainder`), the vocabulary read from them too;
+`vocab_all`: every word of the unlabeled text read for the vocabulary joins it
+(`--vocab_min_count=1`; the in-domain runs made before the text was read once had that);
 `w0.3`: `--unlabeled_loss_weight=0.3`; several joined by `+`, e.g. `in_domain+w0.3`). Results in
 benchmarks/RESULTS.md.
 
@@ -53,8 +55,8 @@ flags.DEFINE_list("seeds", ["0", "1"], "Seeds (each picks its own labeled subset
 flags.DEFINE_list("modes_at_all_labels", ["supervised", "cvt"],
                   "Training modes at fraction 1.0 (all labels), whatever --modes says.")
 flags.DEFINE_list("variants", ["default"],
-                  "default, vocab_labeled_only, word2vec, late_unlabeled, in_domain, w<weight> "
-                  "(--unlabeled_loss_weight), or several joined by + (in_domain+w0.3).")
+                  "default, vocab_labeled_only, vocab_all, word2vec, late_unlabeled, in_domain, "
+                  "w<weight> (--unlabeled_loss_weight), or several joined by + (in_domain+w0.3).")
 flags.DEFINE_string("word_vectors", "", "GloVe-format vectors for the word2vec variant.")
 flags.DEFINE_string("unlabeled_data", os.path.join(SHARED, "wiki", "wiki_*.txt"),
                     "Unlabeled corpus.")
@@ -126,6 +128,8 @@ def train(task, fraction, mode, seed, variant):
   for part in variant.split("+"):
     if part == "vocab_labeled_only":
       extra["vocab_unlabeled_sentences"] = 0
+    elif part == "vocab_all":
+      extra["vocab_min_count"] = 1
     elif part == "word2vec":
       extra["word_embeddings"] = FLAGS.word_vectors
     elif part == "late_unlabeled":
