@@ -14,10 +14,10 @@ Runs `run_cvt` (every flag of it) with one change to the unlabeled step:
 from absl import flags
 import tensorflow as tf
 
+from official_rtd.tools import run_cvt
 from official_rtd.cvt import inputs as inputs_lib
 from official_rtd.cvt import training
 from official_rtd.cvt import translator
-from official_rtd.tools import run_cvt
 
 flags.DEFINE_enum("teacher", "reference", ["reference", "finished"],
                   "What the auxiliary decoders learn on an unlabeled step (see the docstring).")
