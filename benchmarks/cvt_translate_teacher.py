@@ -57,6 +57,9 @@ def finished_only(teacher):
 
 
 def main(config):
+  if config.tasks != "translate":
+    raise ValueError(f"--tasks={config.tasks}: cvt_translate_teacher replaces translation's "
+                     "teacher; give --tasks=translate")
   if FLAGS.teacher == "reference":
     inputs_lib.CvtInputs.unlabeled_batches = reference_batches
     training.CvtSteps.__init__ = steps_learning_references(training.CvtSteps.__init__)

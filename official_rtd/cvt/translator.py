@@ -13,9 +13,9 @@ attention and softmax:
               read y^<t−1 predicts y^t, one word further than the primary
 On unlabeled source sentences the primary decoder's beam search gives hard targets for both
 (label smoothing 0.1 on them; `--auxiliary_decoders` can keep one of them out). Target words
-seen 5 or fewer times in training are UNK in training only. Multi30k's raw text is tokenized with sacremoses (Moses) and predictions are detokenized;
-BLEU is sacrebleu's: its standard signature on the detokenized output and the tokenized BLEU the
-paper reports (Moses tokens, no further tokenization).
+seen 5 or fewer times in training are UNK in training only. Multi30k's raw text is tokenized
+with sacremoses (Moses) and predictions are detokenized; BLEU is sacrebleu's: its standard
+signature on the detokenized output and the tokenized BLEU the paper reports (Moses tokens).
 """
 import os
 from typing import List, Sequence
