@@ -6,8 +6,9 @@ Wikipedia (`../shared/data/wiki`) as unlabeled text, trained until its dev figur
 best, at most `--train_steps`; the best evaluation's EMA weights are the result). Each run has its
 own directory under `--work_dir`, so a killed sweep resumes where it stopped (finished runs are
 read back, and a larger `--train_steps` continues only the runs that ended at their budget);
-`--shard=i/n` splits the runs over n processes. Prints one table: per task, fraction
-and mode, the median, min and max of the dev figure over the seeds, and the best step.
+`--shard=i/n` splits the runs over n processes; Ctrl-C or SIGTERM saves the running run's last
+step first. Prints one table: per task, fraction and mode, the median, min and max of the dev
+figure over the seeds, and the best step.
 
   python benchmarks/cvt_labels.py --work_dir=/tmp/cvt_labels --tasks=chunk,ner \
       --fractions=0.1,0.25,1.0 --modes=supervised,cvt --seeds=0,1 --shard=0/2 &
@@ -37,6 +38,8 @@ run's too, from its `trial_0/selection.json`).
 """
 import glob
 import os
+import signal
+import sys
 import time
 
 from absl import app
@@ -246,14 +249,26 @@ def main(_):
       tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
       tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     print(common.cpu_summary(), flush=True)
+    signal.signal(signal.SIGTERM, stop)
     index, count = (int(x) for x in FLAGS.shard.split("/"))
-    for number, spec in enumerate(runs()):
-      if shard_of(number, count) != index:
-        continue
-      watch = common.Stopwatch()
-      train(*spec)
-      print(f"{spec}: {watch.seconds:.0f} s", flush=True)
+    try:
+      for number, spec in enumerate(runs()):
+        if shard_of(number, count) != index:
+          continue
+        watch = common.Stopwatch()
+        train(*spec)
+        print(f"{spec}: {watch.seconds:.0f} s", flush=True)
+    except KeyboardInterrupt as e:
+      sys.exit(f"cvt_labels.py: {e or 'interrupted'}: finished runs and the running one's last "
+               "step are kept; the same command resumes")
   report()
+
+
+def stop(signum, frame):
+  """SIGTERM (a scheduler's or `kill`'s stop) raised like Ctrl-C, so the running run saves its last
+  step and releases its directory."""
+  del frame  # unused
+  raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 if __name__ == "__main__":

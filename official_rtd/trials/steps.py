@@ -10,6 +10,7 @@ from official_rtd.modeling.layers import dropout
 from official_rtd.training import periodic
 from official_rtd.training import precision
 from official_rtd.utils import checkpoint_files
+from official_rtd.utils import interruptible
 from official_rtd.utils import progress
 
 
@@ -86,9 +87,12 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
   `callback(k)` runs every `callback_every_steps` steps before the last (e.g. a dev evaluation)
   and ends the loop by returning True; `checkpoint` is saved every `save_every_steps` steps
   before the last, and at the last with `save_at_end` (unless the callback stopped the loop), so
-  a larger `num_steps` continues from there. A checkpoint holding a key that starts with one of
-  `older_checkpoints`' markers was written with an older layout and is restored through that
-  checkpoint (the same objects under their older names). Returns every value of each name, in
+  a larger `num_steps` continues from there. Each step runs whole (Ctrl-C and SIGTERM are held
+  until it ends); an interrupt (KeyboardInterrupt, as `tools/cli.py` raises SIGTERM too) saves
+  the last step done before it propagates, unless a callback due at that step has not run. A
+  checkpoint holding a key that starts with one of `older_checkpoints`' markers was written with
+  an older layout and is restored through that checkpoint (the same objects under their older
+  names). Returns every value of each name, in
   order (this process's steps).
   """
   done, manager = 0, None
@@ -123,17 +127,32 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
         "save", lambda step: checkpoint_files.save(manager, step), periods=(save_every_steps,),
         at_end=save_at_end,
         skip=lambda step: bool(stopped) or (step == num_steps and not save_at_end)))
-  for step in range(done + 1, num_steps + 1):
-    values, batch_examples = step_fn(step)
-    for name, value in values.items():
-      history.setdefault(name, []).append(value)
-    if step == done + 1:  # rates exclude the first step's tracing
-      clock["start"] = time.time()
-    else:
-      clock["examples"] += batch_examples
-    periodic.run_due(actions, step, num_steps)
-    if stopped:
-      break
+  # The last step done, and whether an evaluation due there has not run yet (an interrupted run
+  # saves that step only if not: its resumed run could not repeat the evaluation).
+  completed = {"step": done, "owes_callback": False}
+  try:
+    for step in range(done + 1, num_steps + 1):
+      with interruptible.uninterrupted():  # a step (labeled + unlabeled in CVT) runs whole
+        values, batch_examples = step_fn(step)
+        completed.update(step=step, owes_callback=any(
+            action.name == "callback" and action.due(step, num_steps) for action in actions))
+      for name, value in values.items():
+        history.setdefault(name, []).append(value)
+      if step == done + 1:  # rates exclude the first step's tracing
+        clock["start"] = time.time()
+      else:
+        clock["examples"] += batch_examples
+      periodic.run_due(actions, step, num_steps)
+      completed["owes_callback"] = False
+      if stopped:
+        break
+  except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one (tools/cli.py): keep the steps done
+    saved = int(manager.latest_checkpoint.rsplit("-", 1)[1]) if (
+        manager and manager.latest_checkpoint) else done
+    if manager and completed["step"] > saved and not completed["owes_callback"]:
+      checkpoint_files.save(manager, completed["step"])
+      log(f"{label}: interrupted; step {completed['step']} saved, the same command resumes there")
+    raise
   return history
 
 

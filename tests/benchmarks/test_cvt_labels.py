@@ -140,6 +140,35 @@ class ReportTest(tf.test.TestCase):
                             ["chunk", "10", "300", "setup.py"],
                             ["chunk,pos", "10", "600", "setup.py"]])
 
+  def test_sigterm_stops_the_sweep_like_ctrl_c_naming_the_resume(self):
+    """SIGTERM in a run reaches it as KeyboardInterrupt (which makes `run_steps` save the last
+    step): the sweep stops there, one line, no traceback, no later run started."""
+    work = self.create_tempdir().full_path
+    recorder = (
+        "import os, signal, sys; sys.path.insert(0, 'benchmarks'); import cvt_labels\n"
+        "from absl import app\n"
+        "from official_rtd.cvt import runner\n"
+        "class Recorder:\n"
+        "  def __init__(self, config, log): self.config = config\n"
+        "  def run(self):\n"
+        "    print('RUN', self.config.seed, flush=True)\n"
+        "    try:\n"
+        "      os.kill(os.getpid(), signal.SIGTERM); signal.pause()\n"
+        "    except KeyboardInterrupt:\n"
+        "      print('INTERRUPTED', flush=True); raise\n"
+        "runner.CvtRunner = Recorder\n"
+        "app.run(cvt_labels.main, argv=sys.argv)\n")
+    result = subprocess.run(
+        [sys.executable, "-c", recorder, f"--work_dir={work}", "--tasks=chunk", "--fractions=1.0",
+         "--modes_at_all_labels=cvt", "--seeds=0,1", "--unlabeled_data=setup.py"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 1, result.stderr[-3000:])
+    self.assertEqual([line for line in result.stdout.splitlines() if line[:1] in "RI"],
+                     ["RUN 0", "INTERRUPTED"])
+    self.assertIn("cvt_labels.py: stopped by signal 15: finished runs and the running one's last "
+                  "step are kept; the same command resumes", result.stderr)
+    self.assertNotIn("Traceback", result.stderr)
+
   def test_a_beam_below_one_or_a_negative_step_is_refused_naming_the_flag(self):
     for flag, message in (("--translate_beam_size=0", "0 is not a positive integer"),
                           ("--at_step=-1", "-1 is not a non-negative integer")):

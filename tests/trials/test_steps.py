@@ -1,5 +1,7 @@
 """A fine-tuning trial killed after a checkpoint and resumed ends bit-identical to the same trial
 run without interruption (data order, dropout masks, optimizer state and schedule all replayed)."""
+import os
+import signal
 import tempfile
 from unittest import mock
 
@@ -79,6 +81,51 @@ class ExactResumeTest(tf.test.TestCase):
     self.assertNotAllClose(model.weights[0].numpy(), expected[0])
 
 
+  def test_a_trial_interrupted_between_checkpoints_keeps_its_last_step(self):
+    """Ctrl-C during step 5 (checkpoints every 2): step 5 finishes and is saved; the resumed trial
+    starts at 5 and ends bit-identical to the uninterrupted one."""
+    log = lambda _: None
+    model, optimizer = build()
+    trial_steps.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "whole", seed=7)
+    expected = [w.numpy() for w in model.weights]
+
+    checkpoints, logs = tempfile.mkdtemp(), []
+    model, optimizer = build()
+    with self.assertRaises(KeyboardInterrupt):
+      trial_steps.train(model, optimizer, SigintAt(dataset(), 5), STEPS, loss_fn, logs.append,
+                        100, "first", False, checkpoints, 2, seed=7)
+    self.assertIn("first: interrupted; step 5 saved, the same command resumes there", logs)
+    self.assertEqual(int(optimizer.iterations), 5)  # the step in flight finished
+    model, optimizer = build()
+    trial_steps.train(model, optimizer, dataset(), STEPS, loss_fn, logs.append, 100, "resumed",
+                      False, checkpoints, 2, seed=7)
+    self.assertTrue(any("resuming at step 5" in line for line in logs), logs)
+    for got, want, variable in zip(model.weights, expected, model.weights):
+      self.assertAllEqual(got.numpy(), want, msg=variable.name)
+
+
+class SigintAt:
+  """`dataset` whose batch for step `step` raises SIGINT (Ctrl-C) as it is taken, inside the
+  step (`train` takes each step's batch with `skip(done).take(...)`)."""
+
+  def __init__(self, dataset, step):
+    self.dataset, self.step, self.done = dataset, step, 0
+
+  def skip(self, done):
+    self.dataset, self.done = self.dataset.skip(done), done
+    return self
+
+  def take(self, count):
+    self.dataset = self.dataset.take(count)
+    return self
+
+  def __iter__(self):
+    for step, batch in enumerate(self.dataset, start=self.done + 1):
+      if step == self.step:
+        signal.raise_signal(signal.SIGINT)
+      yield batch
+
+
 class ProgressTest(tf.test.TestCase):
 
   def test_the_loss_sees_the_optimizer_step_over_the_last_step(self):
@@ -151,6 +198,46 @@ class CadenceTest(tf.test.TestCase):
     self.assertEqual(calls, [4, 8])
     self.assertEqual(saved, [2, 4, 6])
     self.assertLen(losses, 8)
+
+
+
+class InterruptTest(tf.test.TestCase):
+  """Ctrl-C in a step saves the last step done (counted by a variable: one per step), unless the
+  dev evaluation due at that step has not run (the resumed run could not repeat it)."""
+
+  def interrupt(self, at_step, in_callback=False):
+    checkpoint_dir, calls = tempfile.mkdtemp(), []
+    counter = tf.Variable(0.0)
+
+    def begin(done):
+      def step(k):
+        counter.assign_add(1.0)
+        if k == at_step and not in_callback:
+          signal.raise_signal(signal.SIGINT)
+        return {"loss": 0.0}, 1
+      return step
+
+    def callback(step):
+      calls.append(step)
+      if step == at_step and in_callback:
+        signal.raise_signal(signal.SIGINT)
+
+    with self.assertRaises(KeyboardInterrupt):
+      trial_steps.run_steps(begin, 12, lambda _: None, 100, "t", tf.train.Checkpoint(v=counter),
+                            checkpoint_dir, 2, callback, 4)
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    restored = tf.Variable(0.0)
+    tf.train.Checkpoint(v=restored).restore(latest).assert_existing_objects_matched()
+    return os.path.basename(latest), float(restored), calls
+
+  def test_the_step_in_flight_finishes_and_is_saved(self):
+    self.assertEqual(self.interrupt(5), ("ckpt-5", 5.0, [4]))
+
+  def test_a_step_whose_evaluation_did_not_run_is_not_saved(self):
+    self.assertEqual(self.interrupt(8), ("ckpt-6", 6.0, [4]))  # no evaluation at 8
+
+  def test_an_interrupted_evaluation_leaves_the_last_checkpoint(self):
+    self.assertEqual(self.interrupt(8, in_callback=True), ("ckpt-6", 6.0, [4, 8]))
 
 
 if __name__ == "__main__":

@@ -379,7 +379,7 @@ class BamEndToEndTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "label space has 3 classes but rte has 2"):
       runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b",
                                     teacher_dirs=f"rte:{bad}"), lambda _: None)
-    # Student: Single→Multi with teacher annealing, killed after step 3 and resumed at step 2.
+    # Student: Single→Multi with teacher annealing, interrupted at step 3 and resumed there.
     student_dir = os.path.join(self.tmp, "student")
     config = self.config(student_dir, tasks="rte,sts-b",
                          teachers_from=os.path.join(self.tmp, "teachers"),
@@ -398,7 +398,7 @@ class BamEndToEndTest(tf.test.TestCase):
     self.assertTrue(os.path.isdir(os.path.join(student_dir, "trial_0", "checkpoint")))
     logs = []
     summary = runner_lib.Runner(config, logs.append).run()
-    self.assertTrue(any("resuming at step 2" in line for line in logs), logs)
+    self.assertTrue(any("resuming at step 3" in line for line in logs), logs)  # saved at Ctrl-C
     self.assertFalse(os.path.exists(os.path.join(student_dir, "trial_0", "checkpoint")))
     self.assertEqual(summary["tasks"], ["rte", "sts-b"])
     self.assertEqual(summary["teachers"], ["rte"])
