@@ -92,15 +92,14 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
   the last step done before it propagates, unless a callback due at that step has not run. A
   checkpoint holding a key that starts with one of `older_checkpoints`' markers was written with
   an older layout and is restored through that checkpoint (the same objects under their older
-  names). Returns every value of each name, in
-  order (this process's steps).
+  names). Returns every value of each name, in order (this process's steps).
   """
   done, manager = 0, None
   if checkpoint is not None and checkpoint_dir and save_every_steps:
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
     if manager.latest_checkpoint:
       restore_any_layout(checkpoint, manager.latest_checkpoint, older_checkpoints or {})
-      done = int(manager.latest_checkpoint.rsplit("-", 1)[1])
+      done = checkpoint_step(manager.latest_checkpoint)
       log(f"{label}: resuming at step {done} from {manager.latest_checkpoint}")
   step_fn = begin(done)
   history: Dict[str, List[float]] = {}
@@ -127,15 +126,12 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
         "save", lambda step: checkpoint_files.save(manager, step), periods=(save_every_steps,),
         at_end=save_at_end,
         skip=lambda step: bool(stopped) or (step == num_steps and not save_at_end)))
-  # The last step done, and whether an evaluation due there has not run yet (an interrupted run
-  # saves that step only if not: its resumed run could not repeat the evaluation).
-  completed = {"step": done, "owes_callback": False}
+  completed = {"step": done, "acted": True}  # the last step done; whether its actions all ran
   try:
     for step in range(done + 1, num_steps + 1):
       with interruptible.uninterrupted():  # a step (labeled + unlabeled in CVT) runs whole
         values, batch_examples = step_fn(step)
-        completed.update(step=step, owes_callback=any(
-            action.name == "callback" and action.due(step, num_steps) for action in actions))
+        completed.update(step=step, acted=False)
       for name, value in values.items():
         history.setdefault(name, []).append(value)
       if step == done + 1:  # rates exclude the first step's tracing
@@ -143,17 +139,26 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
       else:
         clock["examples"] += batch_examples
       periodic.run_due(actions, step, num_steps)
-      completed["owes_callback"] = False
+      completed["acted"] = True
       if stopped:
         break
   except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one (tools/cli.py): keep the steps done
-    saved = int(manager.latest_checkpoint.rsplit("-", 1)[1]) if (
+    # Not a step whose due evaluation has not run: its resumed run could not repeat it.
+    owes_callback = not completed["acted"] and any(
+        action.name == "callback" and action.due(completed["step"], num_steps)
+        for action in actions)
+    saved = checkpoint_step(manager.latest_checkpoint) if (
         manager and manager.latest_checkpoint) else done
-    if manager and completed["step"] > saved and not completed["owes_callback"]:
+    if manager and completed["step"] > saved and not owes_callback:
       checkpoint_files.save(manager, completed["step"])
       log(f"{label}: interrupted; step {completed['step']} saved, the same command resumes there")
     raise
   return history
+
+
+def checkpoint_step(path: str) -> int:
+  """The step a `CheckpointManager` checkpoint was saved at (`.../ckpt-<step>`)."""
+  return int(path.rsplit("-", 1)[1])
 
 
 def restore_any_layout(checkpoint: tf.train.Checkpoint, path: str,
