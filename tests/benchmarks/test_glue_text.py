@@ -15,7 +15,8 @@ MRPC = ("\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
         "0\t3\t4\tThe \"stock\" fell .\t Amrozi accused his brother . \n")
 STS_B = ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\t"
          "score\n"
-         "0\tmain-captions\tMSRvid\t2012\t1\tnone\tnone\tA plane takes off .\tA plane flies .\t5.0\n"
+         "0\tmain-captions\tMSRvid\t2012\t1\tnone\tnone\tA plane takes off .\tA plane flies ."
+         "\t5.0\n"
          "1\tmain-news\theadlines\t2013\t2\tnone\tnone\tShares rose .\tStocks rose .\t4.0\n")
 RTE = ("index\tsentence1\tsentence2\tlabel\n"
        "0\tReuters reported it .\tShares rose .\tentailment\n")
