@@ -6,9 +6,10 @@ Wikipedia (`../shared/data/wiki`) as unlabeled text, trained until its dev figur
 best, at most `--train_steps`; the best evaluation's EMA weights are the result). Each run has its
 own directory under `--work_dir`, so a killed sweep resumes where it stopped (finished runs are
 read back, and a larger `--train_steps` continues only the runs that ended at their budget);
-`--shard=i/n` splits the runs over n processes; Ctrl-C or SIGTERM saves the running run's last
-step first. Prints one table: per task, fraction and mode, the median, min and max of the dev
-figure over the seeds, and the best step.
+`--shard=i/n` splits the runs over n processes (a run that another process is running is
+skipped, named in one line); Ctrl-C or SIGTERM saves the running run's last step first. Prints
+one table: per task, fraction and mode, the median, min and max of the dev figure over the
+seeds, and the best step.
 
   python benchmarks/cvt_labels.py --work_dir=/tmp/cvt_labels --tasks=chunk,ner \
       --fractions=0.1,0.25,1.0 --modes=supervised,cvt --seeds=0,1 --shard=0/2 &
@@ -46,6 +47,7 @@ from absl import app
 from absl import flags
 
 import common
+from official_rtd.utils import run_lock
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")
@@ -256,7 +258,11 @@ def main(_):
         if shard_of(number, count) != index:
           continue
         watch = common.Stopwatch()
-        train(*spec)
+        try:
+          train(*spec)
+        except run_lock.DirectoryLockedError as e:  # another process runs it: go on to the next
+          print(f"{spec}: skipped, {e}", flush=True)
+          continue
         print(f"{spec}: {watch.seconds:.0f} s", flush=True)
     except KeyboardInterrupt as e:
       sys.exit(f"cvt_labels.py: {e or 'interrupted'}: finished runs and the running one's last "

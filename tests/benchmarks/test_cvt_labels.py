@@ -169,6 +169,34 @@ class ReportTest(tf.test.TestCase):
                   "step are kept; the same command resumes", result.stderr)
     self.assertNotIn("Traceback", result.stderr)
 
+  def test_a_run_another_process_holds_is_skipped_in_one_line(self):
+    """Several processes on one sweep without --shard: a run locked by another is named and
+    skipped, the next one runs, and the sweep ends normally."""
+    work = self.create_tempdir().full_path
+    recorder = (
+        "import sys; sys.path.insert(0, 'benchmarks'); import cvt_labels\n"
+        "from absl import app\n"
+        "from official_rtd.cvt import runner\n"
+        "from official_rtd.utils import run_lock\n"
+        "class Recorder:\n"
+        "  def __init__(self, config, log): self.config = config\n"
+        "  def run(self):\n"
+        "    if self.config.seed == 0:\n"
+        "      raise run_lock.DirectoryLockedError(f'{self.config.model_dir} is in use')\n"
+        "    print('RUN', self.config.seed, flush=True)\n"
+        "runner.CvtRunner = Recorder\n"
+        "app.run(cvt_labels.main, argv=sys.argv)\n")
+    result = subprocess.run(
+        [sys.executable, "-c", recorder, f"--work_dir={work}", "--tasks=chunk", "--fractions=1.0",
+         "--modes_at_all_labels=cvt", "--seeds=0,1", "--unlabeled_data=setup.py"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    lines = result.stdout.splitlines()
+    self.assertIn(f"('chunk', 1.0, 'cvt', 0, 'default'): skipped, "
+                  f"{os.path.join(work, 'chunk_1_cvt_s0')} is in use", lines)
+    self.assertIn("RUN 1", lines)
+    self.assertNotIn("Traceback", result.stderr)
+
   def test_a_beam_below_one_or_a_negative_step_is_refused_naming_the_flag(self):
     for flag, message in (("--translate_beam_size=0", "0 is not a positive integer"),
                           ("--at_step=-1", "-1 is not a non-negative integer")):
