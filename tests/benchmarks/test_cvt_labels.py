@@ -29,6 +29,24 @@ def report(test: tf.test.TestCase, work: str, *args: str) -> str:
   return result.stdout
 
 
+def run_replaced(run_body: str, *args: str) -> subprocess.CompletedProcess:
+  """`cvt_labels.py args` with `runner.CvtRunner` replaced by a class whose `run(self)` is
+  `run_body` (indented code; `self.config` is the run's `CvtRunConfig`)."""
+  script = (
+      "import os, signal, sys; sys.path.insert(0, 'benchmarks'); import cvt_labels\n"
+      "from absl import app\n"
+      "from official_rtd.cvt import runner\n"
+      "from official_rtd.utils import run_lock\n"
+      "class Recorder:\n"
+      "  def __init__(self, config, log): self.config = config\n"
+      "  def run(self):\n"
+      f"{run_body}"
+      "runner.CvtRunner = Recorder\n"
+      "app.run(cvt_labels.main, argv=sys.argv)\n")
+  return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                        timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+
+
 class ReportTest(tf.test.TestCase):
 
   def test_a_multi_task_run_reports_each_member(self):
@@ -118,22 +136,12 @@ class ReportTest(tf.test.TestCase):
     captions, tagging the corpus and the run's budget; a multi-task run the budget times its
     tasks."""
     work = self.create_tempdir().full_path
-    recorder = (
-        "import sys; sys.path.insert(0, 'benchmarks'); import cvt_labels\n"
-        "from absl import app\n"
-        "from official_rtd.cvt import runner\n"
-        "class Recorder:\n"
-        "  def __init__(self, config, log): self.config = config\n"
-        "  def run(self): print('RUN', self.config.tasks, self.config.beam_size,\n"
-        "                       self.config.train_steps, self.config.unlabeled_data)\n"
-        "runner.CvtRunner = Recorder\n"
-        "app.run(cvt_labels.main, argv=sys.argv)\n")
-    result = subprocess.run(
-        [sys.executable, "-c", recorder, f"--work_dir={work}", "--tasks=translate,chunk,chunk+pos",
-         "--fractions=1.0", "--modes_at_all_labels=cvt", "--seeds=0", "--train_steps=300",
-         "--translate_beam_size=3", "--translate_unlabeled_data=README.md",
-         "--unlabeled_data=setup.py"],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    result = run_replaced(
+        "    print('RUN', self.config.tasks, self.config.beam_size, self.config.train_steps,\n"
+        "          self.config.unlabeled_data)\n",
+        f"--work_dir={work}", "--tasks=translate,chunk,chunk+pos", "--fractions=1.0",
+        "--modes_at_all_labels=cvt", "--seeds=0", "--train_steps=300", "--translate_beam_size=3",
+        "--translate_unlabeled_data=README.md", "--unlabeled_data=setup.py")
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     runs = [line.split()[1:] for line in result.stdout.splitlines() if line.startswith("RUN")]
     self.assertEqual(runs, [["translate", "3", "300", "README.md"],
@@ -144,24 +152,14 @@ class ReportTest(tf.test.TestCase):
     """SIGTERM in a run reaches it as KeyboardInterrupt (which makes `run_steps` save the last
     step): the sweep stops there, one line, no traceback, no later run started."""
     work = self.create_tempdir().full_path
-    recorder = (
-        "import os, signal, sys; sys.path.insert(0, 'benchmarks'); import cvt_labels\n"
-        "from absl import app\n"
-        "from official_rtd.cvt import runner\n"
-        "class Recorder:\n"
-        "  def __init__(self, config, log): self.config = config\n"
-        "  def run(self):\n"
+    result = run_replaced(
         "    print('RUN', self.config.seed, flush=True)\n"
         "    try:\n"
         "      os.kill(os.getpid(), signal.SIGTERM); signal.pause()\n"
         "    except KeyboardInterrupt:\n"
-        "      print('INTERRUPTED', flush=True); raise\n"
-        "runner.CvtRunner = Recorder\n"
-        "app.run(cvt_labels.main, argv=sys.argv)\n")
-    result = subprocess.run(
-        [sys.executable, "-c", recorder, f"--work_dir={work}", "--tasks=chunk", "--fractions=1.0",
-         "--modes_at_all_labels=cvt", "--seeds=0,1", "--unlabeled_data=setup.py"],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+        "      print('INTERRUPTED', flush=True); raise\n",
+        f"--work_dir={work}", "--tasks=chunk", "--fractions=1.0", "--modes_at_all_labels=cvt",
+        "--seeds=0,1", "--unlabeled_data=setup.py")
     self.assertEqual(result.returncode, 1, result.stderr[-3000:])
     self.assertEqual([line for line in result.stdout.splitlines() if line[:1] in "RI"],
                      ["RUN 0", "INTERRUPTED"])
@@ -173,23 +171,12 @@ class ReportTest(tf.test.TestCase):
     """Several processes on one sweep without --shard: a run locked by another is named and
     skipped, the next one runs, and the sweep ends normally."""
     work = self.create_tempdir().full_path
-    recorder = (
-        "import sys; sys.path.insert(0, 'benchmarks'); import cvt_labels\n"
-        "from absl import app\n"
-        "from official_rtd.cvt import runner\n"
-        "from official_rtd.utils import run_lock\n"
-        "class Recorder:\n"
-        "  def __init__(self, config, log): self.config = config\n"
-        "  def run(self):\n"
+    result = run_replaced(
         "    if self.config.seed == 0:\n"
         "      raise run_lock.DirectoryLockedError(f'{self.config.model_dir} is in use')\n"
-        "    print('RUN', self.config.seed, flush=True)\n"
-        "runner.CvtRunner = Recorder\n"
-        "app.run(cvt_labels.main, argv=sys.argv)\n")
-    result = subprocess.run(
-        [sys.executable, "-c", recorder, f"--work_dir={work}", "--tasks=chunk", "--fractions=1.0",
-         "--modes_at_all_labels=cvt", "--seeds=0,1", "--unlabeled_data=setup.py"],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+        "    print('RUN', self.config.seed, flush=True)\n",
+        f"--work_dir={work}", "--tasks=chunk", "--fractions=1.0", "--modes_at_all_labels=cvt",
+        "--seeds=0,1", "--unlabeled_data=setup.py")
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     lines = result.stdout.splitlines()
     self.assertIn(f"('chunk', 1.0, 'cvt', 0, 'default'): skipped, "
