@@ -36,7 +36,7 @@ def task_sentences(path: str, task: glue_data.TaskSpec, genres: Sequence[str]) -
   if not os.path.isfile(path):
     raise glue_data.GlueDataError(f"GLUE file {path} does not exist")
   columns = [c for c in (task.text_a, task.text_b) if c is not None]
-  genre = None
+  genre, needed = None, max(columns) + 1
   sentences = []
   for number, line in textio.numbered_lines(path, "utf-8-sig"):
     row = line.rstrip("\r\n").split("\t")
@@ -46,12 +46,13 @@ def task_sentences(path: str, task: glue_data.TaskSpec, genres: Sequence[str]) -
         if "genre" not in row:
           raise glue_data.GlueDataError(f"{path}:1: no `genre` column to select {genres} by")
         genre = row.index("genre")
+        needed = max(needed, genre + 1)
       continue
     if row == [""]:
       continue
-    if len(row) <= max(columns + [genre or 0]):
+    if len(row) < needed:
       raise glue_data.GlueDataError(f"{path}:{number}: {len(row)} tab-separated columns, "
-                                    f"{task.name} needs {max(columns + [genre or 0]) + 1}")
+                                    f"{task.name} needs {needed}")
     if genre is None or row[genre] in genres:
       sentences.extend(row[c] for c in columns)
   return sentences
@@ -65,9 +66,9 @@ def glue_sentences(glue_dir: str, tasks: Sequence[str], splits: Sequence[str],
     for name in tasks:
       task = glue_data.get_task(name)
       path = os.path.join(glue_dir, task.submission_name, f"{split}.tsv")
-      for sentence in task_sentences(path, task, sts_b_genres):
-        if sentence.strip():
-          distinct.setdefault(sentence.strip(), None)
+      for sentence in map(str.strip, task_sentences(path, task, sts_b_genres)):
+        if sentence:
+          distinct.setdefault(sentence, None)
   return list(distinct)
 
 

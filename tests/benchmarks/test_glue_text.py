@@ -22,7 +22,7 @@ RTE = ("index\tsentence1\tsentence2\tlabel\n"
        "0\tReuters reported it .\tShares rose .\tentailment\n")
 
 
-def glue_text(test: tf.test.TestCase, *args: str) -> subprocess.CompletedProcess:
+def glue_text(*args: str) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
                         timeout=120, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
 
@@ -38,7 +38,7 @@ class GlueTextTest(tf.test.TestCase):
     self.output = os.path.join(self.create_tempdir().full_path, "news.txt")
 
   def test_distinct_sentences_in_order_and_sts_b_news_rows_only(self):
-    result = glue_text(self, f"--glue_dir={self.glue}", "--splits=train",
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=train",
                        f"--output_file={self.output}")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     with open(self.output, encoding="utf-8") as f:
@@ -49,7 +49,7 @@ class GlueTextTest(tf.test.TestCase):
                              "The \"stock\" fell .", "Shares rose .", "Stocks rose .",
                              "Reuters reported it ."])
     self.assertIn("6 sentences, 26 words", result.stdout)
-    result = glue_text(self, f"--glue_dir={self.glue}", "--splits=train", "--tasks=sts-b",
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=train", "--tasks=sts-b",
                        "--sts_b_genres=", f"--output_file={self.output}")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     with open(self.output, encoding="utf-8") as f:
@@ -60,20 +60,29 @@ class GlueTextTest(tf.test.TestCase):
     testutil.write_text(self.output, "kept\n")
     rte = os.path.join(self.glue, "RTE", "train.tsv")
     testutil.write_text(rte, RTE + "1\tonly two columns\n")
-    result = glue_text(self, f"--glue_dir={self.glue}", "--splits=train",
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=train",
                        f"--output_file={self.output}")
     self.assertEqual(result.returncode, 1)
     self.assertIn(f"glue_text.py: {rte}:3: 2 tab-separated columns, rte needs 3",
                   result.stderr)
     testutil.write_text(rte, STS_B)
-    result = glue_text(self, f"--glue_dir={self.glue}", "--splits=train",
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=train",
                        f"--output_file={self.output}")
     self.assertEqual(result.returncode, 1)
     self.assertIn(f"{rte}:1: column 1 of the header is 'genre', not rte's 'sentence1'",
                   result.stderr)
-    result = glue_text(self, f"--glue_dir={self.glue}", "--splits=dev",
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=dev",
                        f"--output_file={self.output}")
     self.assertIn(f"GLUE file {os.path.join(self.glue, 'MRPC', 'dev.tsv')} does not exist",
+                  result.stderr)
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=train", "--tasks=mrpc,mprc",
+                       f"--output_file={self.output}")
+    self.assertIn("glue_text.py: unknown GLUE task 'mprc'", result.stderr)
+    sts_b = os.path.join(self.glue, "STS-B", "train.tsv")
+    testutil.write_text(sts_b, STS_B.replace("\tgenre\t", "\tkind\t", 1))
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=train", "--tasks=sts-b",
+                       f"--output_file={self.output}")
+    self.assertIn(f"glue_text.py: {sts_b}:1: no `genre` column to select ['main-news'] by",
                   result.stderr)
     with open(self.output, encoding="utf-8") as f:
       self.assertEqual(f.read(), "kept\n")
@@ -82,7 +91,7 @@ class GlueTextTest(tf.test.TestCase):
     glue = os.path.join(testutil.REPO, "..", "shared", "data", "glue")
     if not os.path.isdir(os.path.join(glue, "STS-B")):
       self.skipTest("../shared/data/glue is not beside the repository")
-    result = glue_text(self, f"--output_file={self.output}")
+    result = glue_text(f"--output_file={self.output}")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     # The file the fine-tuning page's NER-with-news runs read (tenth session of issue 73).
     self.assertIn("18759 sentences, 346247 words", result.stdout)

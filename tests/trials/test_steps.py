@@ -80,7 +80,6 @@ class ExactResumeTest(tf.test.TestCase):
     trial_steps.train(model, optimizer, dataset(), STEPS, loss_fn, log, 100, "other seed", seed=8)
     self.assertNotAllClose(model.weights[0].numpy(), expected[0])
 
-
   def test_a_trial_interrupted_between_checkpoints_keeps_its_last_step(self):
     """Ctrl-C during step 5 (checkpoints every 2): step 5 finishes and is saved; the resumed trial
     starts at 5 and ends bit-identical to the uninterrupted one."""
@@ -198,7 +197,6 @@ class CadenceTest(tf.test.TestCase):
     self.assertEqual(calls, [4, 8])
     self.assertEqual(saved, [2, 4, 6])
     self.assertLen(losses, 8)
-
 
 
 class InterruptTest(tf.test.TestCase):
