@@ -18,7 +18,7 @@ Per budget and seed, `<work_dir>/b<budget>_s<seed>/` holds `config.json`, `batch
 implementation with `curve.jsonl`: every `--log_every` steps the training means (generator MLM
 accuracy, replaced fraction, the discriminator's accuracy on original and on replaced tokens, RTD
 AUC) and every `--eval_every` steps the held-out figures (RTD AUC with the run's own generator,
-fixed-noise AUC, the same accuracies), all computed by `rtd_figures.py` for both. A finished
+uniform-noise AUC, the same accuracies), all computed by `rtd_figures.py` for both. A finished
 implementation is skipped on a re-run (a killed one starts again; each takes minutes);
 `--report_only` prints the table. The PyTorch side needs the `benchmark` extra (`pip install -e
 '.[benchmark]'`) and runs in its own process with `USE_TF=0`.

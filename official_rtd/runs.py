@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import math
 import os
 import re
 from typing import Callable, Optional, Sequence
@@ -231,6 +232,7 @@ def build_trainer(model_dir: str, input_path: str, strategy: tf.distribute.Strat
       model(base.dummy_inputs(train_config.max_seq_length, train_config.max_predictions_per_seq),
             training=False)  # creates the variables
     train_config = _apply_flops_budget(train_config, inputs, model, log)
+    _check_detection_start(train_config, inputs, model, log)
     warning = optimization.schedule_warning(optimizer_config, train_config.num_train_steps)
     if warning:
       log(warning)
@@ -248,13 +250,44 @@ def _apply_flops_budget(train_config, inputs, model, log):
   budget = train_config.train_flops_budget
   if budget <= 0:
     return train_config
-  per_step = inputs.train_flops(1, model.train_flops_per_example)
-  steps = int(budget // per_step)
+  per_step = inputs.train_flops(1, model)
+  steps = inputs.steps_within(budget, model)
   if steps < 1:
     raise trainer_lib.TrainingSetupError(f"train_flops_budget {budget:.3g} is less than one step "
                                          f"({per_step:.3g} FLOPs)")
-  log(f"FLOPs budget {budget:.3g}: {steps} steps of {per_step:.3g} FLOPs")
+  later = inputs.train_flops(steps, model) - inputs.train_flops(steps - 1, model)
+  log(f"FLOPs budget {budget:.3g}: {steps} steps of {per_step:.3g} FLOPs"
+      + (f" (from {later:.3g} FLOPs per step once the model's cost changes)"
+         if abs(later - per_step) > 1e-9 * per_step else ""))
   return dataclasses.replace(train_config, num_train_steps=steps)
+
+
+# A replaced-token detector that starts late (`rtd_start_step`) should train for at least this
+# share of the run's steps, else the run says so (the one-machine ELECTRA recipe at 1e14: 55%).
+MIN_DETECTION_SHARE = 0.5
+
+
+def _check_detection_start(train_config, inputs, model, log):
+  """Refuses a run whose replaced-token detection would start at or after its last step (its
+  discriminator would never train) and warns when it trains for less than MIN_DETECTION_SHARE
+  of the steps, naming the FLOPs budget that gives it that share."""
+  start, steps = model.detection_start_step(), train_config.num_train_steps
+  if not start:
+    return
+  fits = inputs.train_flops(int(math.ceil(start / (1 - MIN_DETECTION_SHARE))), model)
+  length = (f"the run's {steps} steps (TrainConfig.train_flops_budget = "
+            f"{train_config.train_flops_budget:.3g})" if train_config.train_flops_budget
+            else f"TrainConfig.num_train_steps = {steps}")
+  if start >= steps:
+    raise trainer_lib.TrainingSetupError(
+        f"build_electra_pretrainer.rtd_start_step = {start} is not before {length}: the "
+        f"discriminator's replaced-token detection would never train (a train_flops_budget of "
+        f"{fits:.3g} gives it {MIN_DETECTION_SHARE:.0%} of the steps), or lower rtd_start_step")
+  if steps - start < MIN_DETECTION_SHARE * steps:
+    log(f"WARNING: replaced-token detection starts at step {start} "
+        f"(build_electra_pretrainer.rtd_start_step) and trains for {steps - start} of "
+        f"{length}, {(steps - start) / steps:.0%}: a train_flops_budget of {fits:.3g} or more "
+        f"gives it {MIN_DETECTION_SHARE:.0%}")
 
 
 def build_monitor(trainer, eval_input=None) -> structure_monitor.StructureMonitor:

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from official_rtd import runs
 from official_rtd.data import vocab as vocab_lib
+from official_rtd.methods import base
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.training import optimization
@@ -56,6 +57,28 @@ class GinFilesTest(tf.test.TestCase):
                         where)
       self.assertGreater(model.train_flops_per_example(8, 2), 0, task)
       self.assertIsNotNone(model.exported_encoder, task)
+
+  def test_the_one_machine_electra_recipe_parses_and_builds_with_its_values(self):
+    """`gin/recipes/electra_one_machine.gin` as the README composes it: ELECTRA whose
+    discriminator is a BERT on the masked input until step 3,000, with its masked LM's weight
+    falling from 1 at step 0 to 0 at step 6,000, on the data recipe's T5 relative positions."""
+    runs.parse_gin(["gin/models/one_machine.gin", "gin/recipes/electra_one_machine.gin",
+                    "gin/recipes/one_machine_sentences.gin"], [])
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    model = registry.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+    self.assertEqual(type(model).__name__, "ElectraPretrainer")
+    self.assertEqual((model.rtd_start_step, model.discriminator_mlm_steps,
+                      model.discriminator_mlm_weight, model.masked_warmup, model.rtd_weight),
+                     (3000, 6000, 1.0, True, 50.0))
+    self.assertEqual(model.detection_start_step(), 3000)
+    self.assertEqual(model.flops_change_steps(), (6000,))
+    self.assertEqual(model.discriminator.config.position_embedding, "t5_relative")
+    self.assertEqual((model.discriminator.config.num_layers, model.discriminator.config.hidden_size),
+                     (4, 128))
+    train = trainer_lib.TrainConfig()
+    self.assertEqual((train.train_batch_size, train.max_seq_length), (16, 64))
+    outputs = model(base.dummy_inputs(64, 20), training=False)
+    self.assertEqual(outputs["discriminator_mlm_logits"].shape, [1, 20, vocab.size])
 
   def test_every_model_file_parses(self):
     for model_file in MODELS:

@@ -63,8 +63,23 @@ class PretrainingModel(tf_keras.Model):
     raise NotImplementedError
 
   def train_flops_per_example(self, seq_len: int, num_predictions: int) -> float:
-    """Section 5.2.2 FLOPs of one training example (forward + backward)."""
+    """Section 5.2.2 FLOPs of one training example (forward + backward) at step 0."""
     raise NotImplementedError
+
+  def flops_change_steps(self) -> Tuple[int, ...]:
+    """The steps from which `train_flops_per_example_at` changes (e.g. a head that stops being
+    run); () when every step costs the same."""
+    return ()
+
+  def train_flops_per_example_at(self, step: int, seq_len: int, num_predictions: int) -> float:
+    """Section 5.2.2 FLOPs of one example of training step `step` (0-based)."""
+    del step  # the same at every step unless a method's `flops_change_steps` says otherwise
+    return self.train_flops_per_example(seq_len, num_predictions)
+
+  def detection_start_step(self) -> int:
+    """The step from which a replaced-token detector's loss counts (0: from the start); before it
+    a collapse of its predictions means nothing."""
+    return 0
 
   def replaced_token_logits(self, inputs: Dict[str, tf.Tensor]) -> Optional[tf.Tensor]:
     """`[batch, seq_len]` logits that each input token was replaced (> 0: replaced), for

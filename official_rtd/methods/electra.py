@@ -15,7 +15,10 @@ and a masked-LM signal for the discriminator itself while it learns to read cont
 
   L_DMLM = E[ Σ_{t∈m} −log p_D(x_t | x^corrupt) ] / |m|     (Replace MLM's loss, §5.4.3)
   min L_MLM + λ L_Disc + μ_t L_DMLM,  μ_t = μ · max(0, 1 − t / T_μ)  (μ constant when T_μ = 0)
+
+From step T_μ on (μ_t = 0) the discriminator's masked-LM head is neither run nor counted in FLOPs.
 """
+import functools
 import os
 from typing import Optional
 
@@ -64,20 +67,54 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
       raise ValueError("build_electra_pretrainer.masked_warmup needs rtd_start_step > 0 and "
                        "discriminator_mlm_weight > 0 (it is what the discriminator reads before "
                        "replaced-token detection starts)")
+    if masked_warmup and 0 < discriminator_mlm_steps <= rtd_start_step:
+      raise ValueError(
+          f"build_electra_pretrainer.discriminator_mlm_steps = {discriminator_mlm_steps} must be "
+          f"0 (constant) or > rtd_start_step = {rtd_start_step} with masked_warmup: its weight "
+          "would reach 0 before replaced-token detection starts, leaving the discriminator no "
+          "loss")
     self.masked_warmup = masked_warmup
     self.discriminator_lm = None
     if self.discriminator_mlm_weight:
       config = discriminator.config
       self.discriminator_lm = layers.MaskedLM(
           embedding_table=discriminator.get_embedding_table(),
-          activation=transformer_encoder.gelu, initializer=transformer_encoder.initializer(config),
-          output="logits", name="discriminator_masked_lm")
+          # The same GELU as the encoders' without its custom gradient, which cannot sit inside
+          # the tf.cond that skips this head once μ_t = 0.
+          activation=functools.partial(tf.nn.gelu, approximate=True),
+          initializer=transformer_encoder.initializer(config), output="logits",
+          name="discriminator_masked_lm")
+
+  def detection_start_step(self) -> int:
+    return self.rtd_start_step
+
+  def flops_change_steps(self):
+    return (self.discriminator_mlm_steps,) if self._discriminator_mlm_ends() else ()
+
+  def _discriminator_mlm_ends(self) -> bool:
+    """Whether μ_t reaches 0 (at T_μ), after which the head is not run."""
+    return self.discriminator_lm is not None and self.discriminator_mlm_steps > 0
+
+  def discriminator_mlm_active(self) -> tf.Tensor:
+    """Scalar bool: μ_t > 0 at this step (the discriminator's masked-LM head runs)."""
+    if not self._discriminator_mlm_ends():
+      return tf.constant(self.discriminator_lm is not None)
+    return self.training_step() < self.discriminator_mlm_steps
 
   def discriminator_heads(self, discriminator_output, inputs, outputs, training=None):
     heads = super().discriminator_heads(discriminator_output, inputs, outputs, training)
-    if self.discriminator_lm is not None:
-      heads["discriminator_mlm_logits"] = tf.cast(self.discriminator_lm(
-          discriminator_output["sequence_output"], inputs["masked_lm_positions"]), tf.float32)
+    if self.discriminator_lm is None:
+      return heads
+    sequence, positions = discriminator_output["sequence_output"], inputs["masked_lm_positions"]
+    head = lambda: tf.cast(self.discriminator_lm(sequence, positions), tf.float32)
+    if not self._discriminator_mlm_ends():
+      heads["discriminator_mlm_logits"] = head()
+      return heads
+    # [batch, num_predictions, vocab]: zeros (not computed) once μ_t = 0
+    vocab = self.discriminator.get_embedding_table().shape[0]
+    heads["discriminator_mlm_logits"] = tf.cond(
+        self.discriminator_mlm_active(), head,
+        lambda: tf.zeros([tf.shape(positions)[0], tf.shape(positions)[1], vocab], tf.float32))
     return heads
 
   def discriminator_input_ids(self, inputs, corrupted_ids):
@@ -107,6 +144,9 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
     losses = objectives.mlm_and_rtd_losses(inputs, outputs, rtd_weight)
     if self.discriminator_lm is not None:
       d_mlm = objectives.mlm_loss(inputs, outputs["discriminator_mlm_logits"])
+      # Not logged once the head stops: a zero count leaves the metric's row out.
+      d_mlm = d_mlm._replace(weight=d_mlm.weight * tf.cast(self.discriminator_mlm_active(),
+                                                           d_mlm.weight.dtype))
       # L_MLM + λ_t L_Disc + μ_t L_DMLM
       total = (losses["mlm_loss"].value + rtd_weight * losses["rtd_loss"].value
                + mlm_weight * d_mlm.value)
@@ -126,9 +166,15 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
   def update_metrics(self, metrics, inputs, outputs, losses):
     super().update_metrics(metrics, inputs, outputs, losses)
     if self.discriminator_lm is not None:
+      active = tf.cast(self.discriminator_mlm_active(), inputs["masked_lm_weights"].dtype)
       metrics["discriminator_mlm_accuracy"].update_state(
           inputs["masked_lm_ids"], outputs["discriminator_mlm_logits"],
-          sample_weight=inputs["masked_lm_weights"])
+          sample_weight=inputs["masked_lm_weights"] * active)
+
+  def train_flops_per_example_at(self, step, seq_len, num_predictions):
+    if self._discriminator_mlm_ends() and step >= self.discriminator_mlm_steps:
+      return super().train_flops_per_example(seq_len, num_predictions)  # the head has stopped
+    return self.train_flops_per_example(seq_len, num_predictions)
 
   def train_flops_per_example(self, seq_len, num_predictions):
     total = super().train_flops_per_example(seq_len, num_predictions)

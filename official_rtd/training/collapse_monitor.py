@@ -16,15 +16,32 @@ REMEDY = ("let the discriminator learn as a plain BERT first: gin/recipes/electr
           "(build_electra_pretrainer.masked_warmup, discriminator_mlm_weight, rtd_start_step, "
           "discriminator_mlm_steps); below about 1e16 train FLOPs BERT-MLM (gin/tasks/mlm.gin) "
           "does better downstream at this model size (README, 'ELECTRA on one machine')")
+# For a run that already has the masked-LM warm-up: one seed of gin/recipes/electra_one_machine.gin
+# at 1e14 called every token original for ~1,800 steps after RTD's start, then learned.
+REMEDY_WITH_WARMUP = (
+    "this run already learns as a plain BERT first (masked_warmup); one seed of "
+    "gin/recipes/electra_one_machine.gin stalled like this for about 1,800 steps after "
+    "replaced-token detection started and then learned. If it lasts, a later rtd_start_step gives "
+    "the warm-up longer, or BERT-MLM (gin/tasks/mlm.gin) does better downstream below about 1e16 "
+    "train FLOPs (README, 'ELECTRA on one machine')")
+
+
+def remedy_for(model) -> str:
+  """The advice that fits `model`'s run: the masked-LM warm-up, or what to do when it has one."""
+  return REMEDY_WITH_WARMUP if getattr(model, "masked_warmup", False) else REMEDY
 
 
 class CollapseMonitor:
   """A `Reporter` listener (`reporter.add_listener(CollapseMonitor(log))`)."""
 
   def __init__(self, log: Callable[[str], None], prefix: str = "rtd_", threshold: float = 0.98,
-               min_steps: int = 1000, min_replaced: float = 0.01, remedy: str = REMEDY):
+               min_steps: int = 1000, min_replaced: float = 0.01, remedy: str = REMEDY,
+               start_step: int = 0):
+    """`start_step`: rows up to this step are not read (the detector's loss starts there:
+    `PretrainingModel.detection_start_step`)."""
     self.log, self.prefix, self.threshold = log, prefix, threshold
     self.min_steps, self.min_replaced, self.remedy = min_steps, min_replaced, remedy
+    self.start_step = start_step
     self.stretch_start: Optional[int] = None  # the step before the first collapsed row
     self.last_step = 0
     self.warned = False
@@ -45,7 +62,7 @@ class CollapseMonitor:
     if kind != "train" or self.warned:
       return
     step = row["step"]
-    label = self.collapsed(row)
+    label = self.collapsed(row) if step > self.start_step else None
     if label is None:
       self.stretch_start = None
     elif self.stretch_start is None:

@@ -161,16 +161,35 @@ class RunInputs:
     """Examples one optimizer update of `phase` consumes (all micro-batches)."""
     return phase.train_batch_size * self.train_config.gradient_accumulation_steps
 
-  def train_flops(self, step: int, flops_per_example: Callable[[int, int], float]) -> float:
-    """Section 5.2.2 FLOPs that `step` optimizer updates consumed, phase by phase
-    (`flops_per_example(seq_length, max_predictions)`: the model's)."""
-    flops = 0.0
-    ends = [p.start_step for p in self.phases[1:]] + [max(step, self.phases[-1].start_step)]
-    for phase, end in zip(self.phases, ends):
-      steps = max(0, min(step, end) - phase.start_step)
-      flops += steps * self.examples_per_step(phase) * flops_per_example(
-          phase.max_seq_length, phase.max_predictions_per_seq)
-    return flops
+  def _segments(self, model, end: int):
+    """(first step, last step + 1, phase) runs of steps up to `end` over which one example costs
+    the same: the phases cut where the model's per-example FLOPs change."""
+    cuts = sorted({0, end} | {p.start_step for p in self.phases}
+                  | set(model.flops_change_steps()))
+    cuts = [c for c in cuts if c <= end]
+    return [(a, b, self.phase_at(a)) for a, b in zip(cuts, cuts[1:])]
+
+  def _segment_flops_per_step(self, model, first: int, phase: Phase) -> float:
+    return self.examples_per_step(phase) * model.train_flops_per_example_at(
+        first, phase.max_seq_length, phase.max_predictions_per_seq)
+
+  def train_flops(self, step: int, model) -> float:
+    """Section 5.2.2 FLOPs that `step` optimizer updates of `model` (a `PretrainingModel`)
+    consumed, phase by phase and over the steps at which its per-example cost changes."""
+    return sum((b - a) * self._segment_flops_per_step(model, a, phase)
+               for a, b, phase in self._segments(model, step))
+
+  def steps_within(self, budget: float, model) -> int:
+    """The most optimizer updates of `model` whose train FLOPs fit in `budget`."""
+    step, spent = 0, 0.0
+    horizon = max([p.start_step for p in self.phases] + list(model.flops_change_steps())) + 1
+    for a, b, phase in self._segments(model, horizon) + [(horizon, None, self.phases[-1])]:
+      per_step = self._segment_flops_per_step(model, a, phase)
+      fit = int((budget - spent) // per_step)
+      if b is None or fit < b - a:
+        return step + fit
+      step, spent = b, spent + (b - a) * per_step
+    raise AssertionError("unreachable: the last segment is open-ended")
 
   def token_counts(self, is_chief: bool = True, log: Callable[[str], None] = print
                    ) -> np.ndarray:

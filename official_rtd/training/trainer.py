@@ -95,7 +95,8 @@ class Trainer:
         None if self.is_chief else strategy.cluster_resolver.task_id, log)
     # The public reporting hook: `trainer.reporter.add_listener(fn)` (`reporting.py`).
     self.reporter = reporting.Reporter(model_dir, self.train_flops, log)
-    self.reporter.add_listener(collapse_monitor.CollapseMonitor(log))  # one line, if ever
+    self.reporter.add_listener(collapse_monitor.CollapseMonitor(  # one line, if ever
+        log, remedy=collapse_monitor.remedy_for(model), start_step=model.detection_start_step()))
     self._train_fn = None
     self.nonfinite = nonfinite.NonFinitePolicy(train_config, self.step_fn, optimizer,
                                                self.checkpointer, optimizer_config.learning_rate,
@@ -145,7 +146,7 @@ class Trainer:
 
   def train_flops(self, step: int) -> float:
     """Section 5.2.2 FLOPs that `step` training steps (optimizer updates) consumed."""
-    return self.inputs.train_flops(step, self.model.train_flops_per_example)
+    return self.inputs.train_flops(step, self.model)
 
   def train(self, evaluator=None, eval_every_steps: int = 0, monitor=None) -> Dict[str, float]:
     """Trains to `num_train_steps` (resuming if possible), evaluating every `eval_every_steps` and
@@ -288,7 +289,9 @@ class Trainer:
     """Reports the training row of `step` (`Reporter.train_row`), keeps it in `last_row` and
     resets the metrics."""
     steps, seconds, seconds_per_step = self._timing.lap(step)
-    values = {name: float(metric.result()) for name, metric in self.metrics.items()}
+    # A mean that saw no weight in the interval (e.g. a head that no longer runs) is left out.
+    values = {name: float(metric.result()) for name, metric in self.metrics.items()
+              if float(getattr(metric, "count", 1.0)) > 0}
     phase = self.inputs.phase_at(step - 1)
     examples_per_s = steps * self.inputs.examples_per_step(phase) / max(seconds, 1e-9)
     skipped = int(self.step_fn.skipped_steps.numpy())

@@ -158,6 +158,7 @@ class ElectraLossTest(tf.test.TestCase):
                           losses["mlm_loss"].value + 50.0 * losses["rtd_loss"].value
                           + weight * d_mlm, rtol=1e-5)
     # Its gradient trains the discriminator's layers, not the generator's (embeddings apart).
+    step.assign(0)
     with tf.GradientTape() as tape:
       d_mlm_value = model.compute_losses(batch, model(batch, training=True))[
           "discriminator_mlm_loss"].value
@@ -201,6 +202,40 @@ class ElectraLossTest(tf.test.TestCase):
     self.assertNotAllEqual(seen[0], seen[1])
     with self.assertRaisesRegex(ValueError, "masked_warmup needs rtd_start_step > 0"):
       electra.build_electra_pretrainer(CONFIG, masked_warmup=True)
+    for steps in (1, 3):  # μ would reach 0 by the time RTD starts: no loss for the discriminator
+      with self.assertRaisesRegex(ValueError, f"discriminator_mlm_steps = {steps} must be 0 "
+                                  r"\(constant\) or > rtd_start_step = 3 with masked_warmup"):
+        electra.build_electra_pretrainer(CONFIG, rtd_start_step=3, discriminator_mlm_weight=1.0,
+                                         discriminator_mlm_steps=steps, masked_warmup=True)
+    for steps in (0, 4):
+      electra.build_electra_pretrainer(CONFIG, rtd_start_step=3, discriminator_mlm_weight=1.0,
+                                       discriminator_mlm_steps=steps, masked_warmup=True)
+
+  def test_the_discriminators_masked_lm_head_stops_running_when_its_weight_is_zero(self):
+    """From T_μ on the head is not called (its logits are zeros and its loss counts nothing);
+    with a constant μ (T_μ = 0) it runs at every step."""
+    for mlm_steps, runs_at in ((4, {0: True, 3: True, 4: False, 9: False}),
+                               (0, {0: True, 9: True})):
+      model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5,
+                                               discriminator_mlm_weight=1.0,
+                                               discriminator_mlm_steps=mlm_steps)
+      step = tf.Variable(0, dtype=tf.int64)
+      model.bind_step(lambda step=step: step)
+      batch = toy_batch()
+      model(batch, training=False)
+      calls = []
+      real_call = model.discriminator_lm.call
+      model.discriminator_lm.call = lambda *a, **k: calls.append(1) or real_call(*a, **k)
+      for value, expected in runs_at.items():
+        step.assign(value)
+        del calls[:]
+        outputs = model(batch, training=False)
+        losses = model.compute_losses(batch, outputs)
+        self.assertEqual(bool(calls), expected, (mlm_steps, value))
+        self.assertEqual(float(losses["discriminator_mlm_loss"].weight), 3.0 if expected else 0.0)
+        if not expected:
+          self.assertAllEqual(outputs["discriminator_mlm_logits"],
+                              tf.zeros([2, 3, VOCAB]))
 
   def test_the_rtd_prior_sets_the_untrained_heads_replaced_fraction(self):
     """`rtd_prior` p (issue 72's screen): the head's bias starts at log(p / (1 − p)), so with a

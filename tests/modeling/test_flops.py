@@ -9,6 +9,12 @@ from official_rtd.modeling.networks.transformer_encoder import TransformerEncode
 
 SEQ = 32
 PREDICTIONS = 5
+SPEC = {"input_word_ids": tf.TensorSpec([1, SEQ], tf.int32),
+        "input_mask": tf.TensorSpec([1, SEQ], tf.int32),
+        "input_type_ids": tf.TensorSpec([1, SEQ], tf.int32),
+        "masked_lm_positions": tf.TensorSpec([1, PREDICTIONS], tf.int32),
+        "masked_lm_ids": tf.TensorSpec([1, PREDICTIONS], tf.int32),
+        "masked_lm_weights": tf.TensorSpec([1, PREDICTIONS], tf.float32)}
 
 
 def lookups(config, seq_len=SEQ):
@@ -39,18 +45,35 @@ class FlopsCrossCheckTest(tf.test.TestCase):
     config = EncoderConfig(vocab_size=500, hidden_size=64, num_layers=2, num_attention_heads=2,
                            intermediate_size=128, embedding_size=32, max_position_embeddings=SEQ)
     model = electra.build_electra_pretrainer(config, generator_size=0.5)
-    spec = {"input_word_ids": tf.TensorSpec([1, SEQ], tf.int32),
-            "input_mask": tf.TensorSpec([1, SEQ], tf.int32),
-            "input_type_ids": tf.TensorSpec([1, SEQ], tf.int32),
-            "masked_lm_positions": tf.TensorSpec([1, PREDICTIONS], tf.int32),
-            "masked_lm_ids": tf.TensorSpec([1, PREDICTIONS], tf.int32),
-            "masked_lm_weights": tf.TensorSpec([1, PREDICTIONS], tf.float32)}
     traced = tf.function(lambda batch: model(batch, training=False)["rtd_logits"])
-    graph = flops.graph_matmul_flops(traced.get_concrete_function(spec))
+    graph = flops.graph_matmul_flops(traced.get_concrete_function(SPEC))
     analytic = (model.train_flops_per_example(SEQ, PREDICTIONS) / 2
                 - lookups(model.generator.config) - lookups(config))
     self.assertAllClose(graph, analytic, rtol=1e-9)
 
+  def test_the_discriminators_masked_lm_term_matches_the_traced_graph(self):
+    """With L_DMLM (μ decaying to 0 at step 10) the count adds the discriminator's masked-LM head
+    until step 10, which the traced forward holds (in the branch of the tf.cond that runs it),
+    and drops it from step 10, when the branch is skipped."""
+    config = EncoderConfig(vocab_size=500, hidden_size=64, num_layers=2, num_attention_heads=2,
+                           intermediate_size=128, embedding_size=32, max_position_embeddings=SEQ)
+    model = electra.build_electra_pretrainer(config, generator_size=0.5,
+                                             discriminator_mlm_weight=1.0,
+                                             discriminator_mlm_steps=10)
+    traced = tf.function(lambda batch: {name: tensor for name, tensor in model(
+        batch, training=False).items() if name in ("rtd_logits", "discriminator_mlm_logits")})
+    graph = flops.graph_matmul_flops(traced.get_concrete_function(SPEC))
+    lookup = lookups(model.generator.config) + lookups(config)
+    self.assertAllClose(graph, model.train_flops_per_example_at(9, SEQ, PREDICTIONS) / 2 - lookup,
+                        rtol=1e-9)
+    head = tf.function(lambda sequence, positions: model.discriminator_lm(sequence, positions))
+    head_graph = flops.graph_matmul_flops(head.get_concrete_function(
+        tf.TensorSpec([1, SEQ, 64], tf.float32), tf.TensorSpec([1, PREDICTIONS], tf.int32)))
+    self.assertGreater(head_graph, 0)
+    self.assertAllClose(model.train_flops_per_example_at(10, SEQ, PREDICTIONS) / 2,
+                        model.train_flops_per_example_at(9, SEQ, PREDICTIONS) / 2 - head_graph,
+                        rtol=1e-9)
+    self.assertEqual(model.flops_change_steps(), (10,))
 
 
 class DissertationTotalsTest(tf.test.TestCase):

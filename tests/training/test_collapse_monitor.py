@@ -1,12 +1,16 @@
 """The collapse warning (issue 72): one line when the discriminator predicts one class on nearly
 every token for a stretch of steps while replacements exist; none for a healthy run."""
 import os
+import re
 import tempfile
 
 import gin
 import tensorflow as tf
 
+from official_rtd.methods import electra
 from official_rtd.training import collapse_monitor
+from tests import testutil
+from tests.methods import test_electra
 from tests.training import test_trainer
 
 
@@ -52,6 +56,34 @@ class CollapseMonitorTest(tf.test.TestCase):
     mlm = collapse_monitor.CollapseMonitor(lines.append, min_steps=0)
     mlm("train", {"step": 100, "mlm_accuracy": 0.3})  # a method without a discriminator
     self.assertLen(lines, 1)
+
+  def test_rows_before_detection_starts_are_not_read(self):
+    """A warm-up (RTD from step 300) that looks collapsed warns nothing and does not latch: a
+    collapse after the start still warns, from the start on."""
+    lines = []
+    monitor = collapse_monitor.CollapseMonitor(lines.append, min_steps=200, start_step=300)
+    for step in (100, 200, 300):
+      monitor("train", row(step, 1.0, 0.0))
+    self.assertEqual(lines, [])
+    monitor("train", row(400, 1.0, 0.0))
+    self.assertEqual(lines, [])  # 100 steps after the start
+    monitor("train", row(500, 1.0, 0.0))
+    self.assertLen(lines, 1)
+    self.assertIn("from step 300 to 500", lines[0])
+
+  def test_the_advice_fits_the_run_and_names_files_that_exist(self):
+    """A run with the masked-LM warm-up is not told to use it; every file named exists."""
+    with_warmup = electra.build_electra_pretrainer(
+        test_electra.CONFIG, rtd_start_step=3, discriminator_mlm_weight=1.0, masked_warmup=True)
+    self.assertIs(collapse_monitor.remedy_for(with_warmup), collapse_monitor.REMEDY_WITH_WARMUP)
+    self.assertIs(collapse_monitor.remedy_for(electra.build_electra_pretrainer(
+        test_electra.CONFIG)), collapse_monitor.REMEDY)
+    self.assertIn("already", collapse_monitor.REMEDY_WITH_WARMUP)
+    for remedy in (collapse_monitor.REMEDY, collapse_monitor.REMEDY_WITH_WARMUP):
+      paths = re.findall(r"gin/\S+?\.gin", remedy)
+      self.assertNotEmpty(paths)
+      for path in paths:
+        self.assertTrue(os.path.isfile(os.path.join(testutil.REPO, path)), path)
 
   def test_a_collapsed_run_warns_and_a_healthy_one_does_not(self):
     """Tiny runs: a unigram generator's replacements need the context, which this discriminator

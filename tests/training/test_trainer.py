@@ -276,6 +276,60 @@ class FlopsBudgetTest(RecordsTestCase):
     with self.assertRaisesRegex(trainer_lib.TrainingSetupError, "less than one step"):
       TrainerTest._trainer(self, os.path.join(self.tmp, "tiny"), train_flops_budget=1.0)
 
+  def _electra(self, name, lines, rtd_start_step=4, **train_kwargs):
+    """ELECTRA whose discriminator reads the masked input as a BERT until step 4 and whose own
+    masked-LM head stops at step 6 (μ_t = 0); logs into `lines`."""
+    train = dict(train_batch_size=16, num_train_steps=8, max_seq_length=64,
+                 max_predictions_per_seq=10, save_checkpoints_steps=100, log_every_steps=2)
+    train.update(train_kwargs)
+    return runs.build_trainer(
+        os.path.join(self.tmp, name), self.records, tf.distribute.get_strategy(),
+        train_config=trainer_lib.TrainConfig(**train),
+        optimizer_config=optimization.OptimizerConfig(learning_rate=2e-3, warmup_steps=2),
+        encoder_config=TINY, model_fn=functools.partial(
+            electra.build_electra_pretrainer, generator_size=0.5, discriminator_mlm_weight=1.0,
+            rtd_start_step=rtd_start_step, discriminator_mlm_steps=max(6, rtd_start_step + 1),
+            masked_warmup=True), log=lines.append)
+
+  def test_a_head_that_stops_is_neither_run_nor_counted_after(self):
+    """The discriminator's masked LM (μ_t = 0 from step 6) costs its head's FLOPs for steps 0-5
+    only (2 × the head's multiply-adds, by hand), a budget is spent on that schedule, and the
+    rows after step 6 no longer show its loss."""
+    lines = []
+    probe = self._electra("dmlm_probe", lines)
+    model = probe.model
+    head = 2.0 * 10 * (2 * TINY.hidden_size * TINY.embedding_size
+                       + 2 * TINY.embedding_size * probe.vocab.size)  # forward + backward
+    self.assertAllClose(model.train_flops_per_example_at(5, 64, 10)
+                        - model.train_flops_per_example_at(6, 64, 10), head)
+    with_head, without = 16 * model.train_flops_per_example_at(0, 64, 10), 16 * (
+        model.train_flops_per_example_at(6, 64, 10))
+    self.assertAllClose(probe.train_flops(9), 6 * with_head + 3 * without)
+    trainer = self._electra("dmlm_budget", lines, num_train_steps=1000,
+                            train_flops_budget=6 * with_head + 2.5 * without)
+    self.assertEqual(trainer.train_config.num_train_steps, 8)
+    logged = capture_logs(trainer)
+    trainer.train()
+    shown = {row["step"]: "discriminator_mlm_loss" in row for row in logged}
+    self.assertEqual(shown, {2: True, 4: True, 6: True, 8: False})
+    self.assertTrue(all(np.isfinite(row["rtd_loss"]) for row in logged))
+
+  def test_a_detector_that_starts_too_late_is_refused_or_warned(self):
+    lines = []
+    with self.assertRaisesRegex(trainer_lib.TrainingSetupError,
+                                r"rtd_start_step = 8 is not before TrainConfig.num_train_steps "
+                                r"= 8: the discriminator's replaced-token detection would never "
+                                r"train \(a train_flops_budget of \S+ gives it 50% of the steps"):
+      self._electra("late", lines, rtd_start_step=8, num_train_steps=8)
+    self.assertFalse(os.path.exists(os.path.join(self.tmp, "late", "ckpt-0.index")))
+    self._electra("warned", lines, rtd_start_step=5, num_train_steps=8)
+    warning = [line for line in lines if line.startswith("WARNING: replaced-token detection")]
+    self.assertLen(warning, 1)
+    self.assertIn("trains for 3 of TrainConfig.num_train_steps = 8, 38%", warning[0])
+    lines.clear()
+    self._electra("fine", lines, rtd_start_step=4, num_train_steps=8)
+    self.assertFalse([line for line in lines if line.startswith("WARNING")])
+
 
 class LearningRateTest(tf.test.TestCase):
 
