@@ -94,6 +94,11 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = (),
     for key, value in _bindings().items():
       if key in before and before[key] != value:
         earlier = set_by.get(key, "an earlier file")
+        if _binding_name(key) == METHOD_BINDING:
+          raise ValueError(
+              f"--gin_file={path} changes the pre-training method to {value}, which {earlier} "
+              f"set to {before[key]}: give one method (a recipe that includes its task file "
+              f"replaces it: drop --gin_file={earlier})")
         if os.path.basename(os.path.dirname(earlier)) == RECIPE_DIR:
           raise ValueError(
               f"--gin_file={path} re-binds {_binding_name(key)} = {value}, which the recipe "
@@ -107,6 +112,7 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = (),
           + "; ".join(rebound))
   with _quiet_include_search():
     _parse_bindings(gin_params)
+  _check_method_bindings(set_by)
   unbound = sorted({(value.config_key[0], set_by.get(key, "--gin_param"))
                     for key, value in _each_binding()
                     if isinstance(value, gin.config.ConfigurableReference)
@@ -117,6 +123,27 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str] = (),
     raise ValueError(f"{where} uses %{name}, which nothing binds: pass "
                      f"--gin_param=\"{name} = '<value>'\" (e.g. the stage-1 run's model_dir for "
                      "two-stage ELECTRA)")
+
+
+METHOD_BINDING = "pretraining_model.method"
+
+
+def _check_method_bindings(set_by: dict):
+  """Refuses bindings of another method's builder than the one `pretraining_model.method` names
+  (e.g. the ELECTRA recipe's switches with `gin/tasks/mlm.gin`): they would never be read."""
+  bindings = dict(_each_binding())
+  chosen = next((value for key, value in bindings.items() if _binding_name(key) == METHOD_BINDING),
+                None)
+  if chosen is None:
+    return
+  builders = {registry.get(name).builder.__name__: name for name in registry.names()}
+  for key in bindings:
+    owner = builders.get(key[1].rsplit(".", 1)[-1])
+    if owner is not None and owner != chosen:
+      raise ValueError(
+          f"{set_by.get(key, '--gin_param')} binds {_binding_name(key)}, a setting of the method "
+          f"{owner!r}, but the run's method is {chosen!r} ({METHOD_BINDING}): it would never be "
+          "read; drop it or choose that method")
 
 
 class _IncludeSearchFilter(logging.Filter):

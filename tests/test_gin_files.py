@@ -220,6 +220,37 @@ class RecipeFilesTest(tf.test.TestCase):
       runs.parse_gin(["gin/recipes/one_machine_sentences.gin", "gin/models/tiny.gin",
                       "gin/tasks/electra.gin"], log=lambda _: None)
 
+  def test_a_file_that_changes_the_method_is_refused(self):
+    """The ELECTRA recipe (which includes gin/tasks/electra.gin) after gin/tasks/mlm.gin would
+    silently turn a BERT-MLM run into ELECTRA."""
+    with self.assertRaisesRegex(
+        ValueError, r"^--gin_file=\S+electra_one_machine.gin changes the pre-training method to "
+        r"'electra', which gin/tasks/mlm.gin set to 'mlm': give one method .* drop "
+        r"--gin_file=gin/tasks/mlm.gin\)$"):
+      runs.parse_gin(["gin/models/one_machine.gin", "gin/tasks/mlm.gin",
+                      "gin/recipes/electra_one_machine.gin"], log=lambda _: None)
+
+  def test_another_methods_settings_are_refused(self):
+    """Settings of a method the run does not use (the recipe's switches with BERT-MLM, a
+    generator's size with a method without a generator) would never be read."""
+    for params, name in ((["build_electra_pretrainer.rtd_start_step = 3000"],
+                          "build_electra_pretrainer.rtd_start_step"),
+                         (["build_electric_pretrainer.generator_size = 0.5"],
+                          "build_electric_pretrainer.generator_size")):
+      gin.clear_config()
+      with self.assertRaisesRegex(
+          ValueError, f"^--gin_param binds {name}, a setting of the method '\\w+', but the run's "
+          r"method is 'mlm' \(pretraining_model.method\): it would never be read"):
+        runs.parse_gin(["gin/models/one_machine.gin", "gin/tasks/mlm.gin"], params,
+                       log=lambda _: None)
+    gin.clear_config()
+    runs.parse_gin(["gin/models/one_machine.gin", "gin/tasks/electra.gin"],
+                   ["build_electra_pretrainer.rtd_start_step = 3000"], log=lambda _: None)
+    for task in TASKS:  # each task file binds only its own method's settings
+      gin.clear_config()
+      runs.parse_gin(["gin/models/one_machine.gin", task], ["STAGE1_MODEL_DIR = '/nowhere'"],
+                     log=lambda _: None)
+
   def test_several_bindings_in_one_gin_param(self):
     with self.assertRaisesRegex(
         ValueError, r"bad --gin_param='TrainConfig.train_batch_size=8, TrainConfig.max_seq_length"

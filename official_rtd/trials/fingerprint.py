@@ -4,7 +4,8 @@ The first run of a directory writes `run_fingerprint.json`: the tool (runner cla
 that changes results (the config's fields but `RESUMABLE`) and a digest of the content of every
 data input: the settings the config class declares in its `INPUTS` (the export, the data files or
 folders), never another string because a folder of that name happens to exist (`--task=rte` beside
-an `rte/` folder is a task name). A re-run resumes only the same run; otherwise it stops before
+an `rte/` folder is a task name). Run directories inside an input folder (the run's own
+`--model_dir`, or any folder holding a run's fingerprint) are not the input's content. A re-run resumes only the same run; otherwise it stops before
 writing anything, naming what differs.
 """
 import contextlib
@@ -33,11 +34,23 @@ class RunMismatchError(ValueError):
   """A `--model_dir` that holds another run."""
 
 
-def path_digest(path: str) -> str:
-  """SHA-256 over a file's bytes, or over a directory's files (relative names, sizes, bytes)."""
+def _data_files(path: str, skip: Tuple[str, ...]) -> List[str]:
+  """The files under directory `path` but those of runs: a folder of `skip` (the run's own
+  `--model_dir`) or holding a run's fingerprint (another run beside the data) is left out."""
+  skip = {os.path.realpath(p) for p in skip}
+  files = []
+  for root, dirs, names in os.walk(path):
+    dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(root, d)) not in skip
+               and not os.path.isfile(os.path.join(root, d, FILE))]
+    files += [os.path.join(root, name) for name in names]
+  return sorted(files)
+
+
+def path_digest(path: str, skip: Tuple[str, ...] = ()) -> str:
+  """SHA-256 over a file's bytes, or over a directory's files (relative names, sizes, bytes), run
+  directories inside it left out (`_data_files`)."""
   digest = hashlib.sha256()
-  files = [path] if os.path.isfile(path) else sorted(
-      os.path.join(root, name) for root, _, names in os.walk(path) for name in names)
+  files = [path] if os.path.isfile(path) else _data_files(path, skip)
   for name in files:
     digest.update(os.path.relpath(name, path).encode() + b"\0")
     with open(name, "rb") as f:
@@ -55,11 +68,12 @@ def fingerprint(tool: str, config) -> Dict:
   """`{"tool", "settings", "inputs"}` of a run config dataclass; `inputs` digests the content of
   each declared input (`input_settings`) that names an existing file or folder."""
   settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE}
+  own = tuple(p for p in [getattr(config, "model_dir", None)] if p)
   inputs = {}
   for name in sorted(input_settings(config)):
     value = settings.get(name)
     if isinstance(value, str) and value and os.path.exists(value):
-      inputs[name] = path_digest(value)
+      inputs[name] = path_digest(value, skip=own)
   return json.loads(json.dumps({"tool": tool, "settings": settings, "inputs": inputs},
                                default=str))
 

@@ -10,6 +10,7 @@ import tensorflow as tf
 from official_rtd.finetune import configs
 from official_rtd.interop import export
 from official_rtd.trials import fingerprint
+from official_rtd.utils import run_lock
 from tests import testutil
 from tests.training.test_trainer import tiny_export
 
@@ -84,6 +85,34 @@ class FingerprintTest(tf.test.TestCase):
       with self.assertRaisesRegex(fingerprint.RunMismatchError, "the content of --data_dir changed"):
         fingerprint.check_or_record(model_dir, fingerprint.fingerprint(tool, config))
       testutil.write_text(data, "a\tb\n")
+
+  def test_runs_inside_the_data_folder_are_not_its_content(self):
+    """Issue 87: a --model_dir under --data_dir resumes (its own files, written after the
+    fingerprint, are not the data), and a second run beside it does not invalidate the first."""
+    tmp = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, tmp)
+    data = os.path.join(tmp, "data")
+    os.makedirs(data)
+    testutil.write_text(os.path.join(data, "train.tsv"), "a\tb\n")
+    first = configs.GlueConfig(init_checkpoint="", model_dir=os.path.join(data, "run"),
+                               task="rte", data_dir=data)
+    second = configs.GlueConfig(init_checkpoint="", model_dir=os.path.join(data, "runs", "b"),
+                                task="rte", data_dir=data)
+    os.makedirs(first.model_dir)
+    testutil.write_text(os.path.join(first.model_dir, run_lock.LOCK_NAME), "")  # locked first
+    self.assertFalse(fingerprint.check_or_record(
+        first.model_dir, fingerprint.fingerprint("GlueRunner", first)))
+    os.makedirs(os.path.join(first.model_dir, "trial_0"))
+    testutil.write_text(os.path.join(first.model_dir, "trial_0", "checkpoint"), "the run's own")
+    self.assertFalse(fingerprint.check_or_record(
+        second.model_dir, fingerprint.fingerprint("GlueRunner", second)))
+    testutil.write_text(os.path.join(second.model_dir, "results.json"), "{}")
+    for config in (first, second):  # each resumes, the other's files beside it
+      self.assertTrue(fingerprint.check_or_record(
+          config.model_dir, fingerprint.fingerprint("GlueRunner", config)))
+    testutil.write_text(os.path.join(data, "dev.tsv"), "c\td\n")  # the data itself changes
+    with self.assertRaisesRegex(fingerprint.RunMismatchError, "the content of --data_dir changed"):
+      fingerprint.check_or_record(first.model_dir, fingerprint.fingerprint("GlueRunner", first))
 
   def test_a_failed_start_leaves_no_fingerprint_to_block_the_fix(self):
     tmp = tempfile.mkdtemp()
