@@ -199,22 +199,24 @@ def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
                         buffer_size: int = 20000, on_decode_error: str = "fail",
                         warn: Callable[[str], None] = print,
                         split: Callable[[str, int], List[List[str]]] = None,
-                        passes: Optional[int] = None) -> Iterator[List[str]]:
+                        passes: Optional[int] = None,
+                        min_sentences: int = 1) -> Iterator[List[str]]:
   """A shuffled (through a `buffer_size` reservoir) stream of corpus sentences, read lazily,
   file after file, again and again (`passes` times; None: endlessly); a line that is not UTF-8
   fails naming its `file:line`, or with `on_decode_error="skip"` is skipped with a warning.
   `split(line, max_words)` gives a line's sentences (default: `split_sentences`, for
-  paragraphs)."""
+  paragraphs). A corpus of fewer than `min_sentences` such sentences is refused (a ValueError
+  once the first pass ends), not trained on again and again."""
   split = split or split_sentences
   files = corpus.expand_input_files(patterns)
   rng = np.random.default_rng(seed)
   buffer: List[List[str]] = []
-  for _ in (range(passes) if passes else itertools.count()):
-    produced = False
+  for repeat in (range(passes) if passes else itertools.count()):
+    produced = 0
     for chunk in corpus.read_chunks(files, 1 << 20, on_decode_error, warn):
       for line in chunk.lines:
         for sentence in split(line, max_words):
-          produced = True
+          produced += 1
           if len(buffer) < buffer_size:
             buffer.append(sentence)
             continue
@@ -223,6 +225,10 @@ def unlabeled_sentences(patterns: Sequence[str], max_words: int, seed: int,
           buffer[index] = sentence
     if not produced and not buffer:
       raise ValueError(f"{list(patterns)}: no sentences of 2..{max_words} words")
+    if repeat == 0 and produced < min_sentences:
+      raise ValueError(f"{list(patterns)}: {produced} sentence(s) of 2..{max_words} words, fewer "
+                       f"than {min_sentences} (one unlabeled batch): give more text or a larger "
+                       "--max_sentence_length")
     rng.shuffle(buffer)
     yield from buffer
     buffer = []

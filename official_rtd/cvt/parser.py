@@ -151,6 +151,9 @@ class ParsingTask(task_lib.PerWordTask):
     r = len(self.relations)
     for sentence, row in zip(sentences, rows):
       t = len(sentence)
+      if row is None:  # an empty sentence (a blank text line): no tree
+        predicted.append(sentence)
+        continue
       log_p = row["log_probs"][:t].reshape(t, -1, r)[:, :t + 1]  # [dependent, head, relation]
       arc = np.full([t + 1, t + 1], -1e9)
       best = np.full([t + 1, t + 1], -1e9)

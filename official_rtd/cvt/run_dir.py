@@ -8,6 +8,7 @@ task registry, for prediction (`cvt_predict`, `cvt_translate`).
 """
 import dataclasses
 import os
+import re
 from typing import Dict, List
 
 import tensorflow as tf
@@ -56,6 +57,10 @@ def load(model_dir: str, trial: int = 0, overrides: Dict[str, object] = None) ->
     ValueError: naming what is missing (a finished trial's `trial_<k>/model`, `vocab.json`) or
       the trials there are.
   """
+  parent, folder = os.path.split(os.path.normpath(model_dir))
+  if re.fullmatch(r"trial_\d+", folder) and os.path.isfile(os.path.join(parent, VOCAB_NAME)):
+    raise ValueError(f"--model_dir={model_dir} is a trial's folder: give the run's folder, "
+                     f"--model_dir={parent} (--trial={folder.split('_')[1]} picks this trial)")
   existing = trials(model_dir)
   if existing and trial not in existing:
     raise ValueError(f"--trial={trial}: --model_dir={model_dir} holds trial_"

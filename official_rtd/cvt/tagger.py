@@ -148,8 +148,8 @@ class TaggingTask(task_lib.PerWordTask):
     """Each sentence's tags from module `module`'s `predict` rows, as written and scored (IOB2
     for span tasks)."""
     return tagging_scores.output_tags(
-        self.spec, [[self.labels[i] for i in row[module][:len(s.words)]]
-                    for row, s in zip(rows, sentences)])
+        self.spec, [[self.labels[i] for i in row[module][:len(s.words)]] if row is not None else []
+                    for row, s in zip(rows, sentences)])  # no row: an empty sentence
 
   def write_predictions(self, path, sentences, rows):
     """`word tag` lines (CoNLL columns), a blank line after each sentence."""

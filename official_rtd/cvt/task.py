@@ -21,8 +21,10 @@ A new task is one module (a `CvtTask` subclass decorated with `register`) and it
 `all_tasks.py`.
 """
 import abc
+import collections
 import os
-from typing import Callable, Dict, List, Optional, Sequence
+import re
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -203,10 +205,58 @@ def subset(examples: list, rng: np.random.Generator, fraction: float, limit: int
   return subsets.random_subset(examples, keep, rng)
 
 
+# A CoNLL-U token row: an id (1, 1-2 or 1.1), then nine more tab-separated fields.
+CONLLU_ROW = re.compile(r"^\d+([-.]\d+)?\t([^\t]*\t){8}[^\t]*$")
+
+
+def detect_format(path: str, max_lines: int = 2000) -> Tuple[Optional[str], str]:
+  """(format, what shows it) of an input file from its first `max_lines` lines (None for a file
+  without words, which any format reads as no sentences): "conllu" when its
+  lines are `#` comments and tab-separated rows of ten fields that start with a token id; "conll"
+  when its lines are rows of one column count, in blocks between blank lines (or it has
+  `-DOCSTART-`); else "text"."""
+  from official_rtd.utils import textio  # pylint: disable=g-import-not-at-top
+  lines = []
+  for number, line in textio.numbered_lines(path):
+    if number > max_lines:
+      break
+    lines.append(line.rstrip("\n"))
+  filled = [line for line in lines if line.strip()]
+  if not filled:
+    return None, "no words"
+  rows = sum(bool(CONLLU_ROW.match(line)) for line in filled)
+  if rows and rows + sum(line.startswith("#") for line in filled) == len(filled):
+    return "conllu", "tab-separated rows of ten fields starting with token ids"
+  if any(line.split()[0] == "-DOCSTART-" for line in filled):
+    return "conll", "-DOCSTART- rows"
+  widths = collections.Counter(len(line.split()) for line in filled)
+  width, count = widths.most_common(1)[0]
+  blocks = sum(1 for before, line in zip([""] + lines, lines) if line.strip() and not before.strip())
+  if count >= 0.95 * len(filled) and len(filled) >= 2 * blocks and len(lines) > len(filled):
+    return "conll", f"rows of {width} column(s) in blocks between blank lines"
+  return "text", "lines of running text"
+
+
+def input_format_of(path: str, given: str, log: Callable[[str], None]) -> str:
+  """The format to read `path` in: `given`, refused (one line) where the content shows another;
+  unset (""), the one the content shows, logged."""
+  found, why = detect_format(path)
+  if found is None:
+    return given or "text"
+  if not given:
+    log(f"{path}: read as --input_format={found} ({why}; --input_format sets it)")
+    return found
+  if given != found:
+    raise ValueError(f"{path} looks like {found} ({why}), not --input_format={given}: give "
+                     f"--input_format={found}, or leave --input_format unset")
+  return given
+
+
 def read_sentences(path: str, input_format: str):
   """`conllu.Sentence`s of an input file: "text" (a sentence per line, tokens split on
-  whitespace; blank lines skipped), "conll" (the first column of a column file, blank lines
-  between sentences) or "conllu" (Universal Dependencies; its tags and ids are written back)."""
+  whitespace; a blank line is an empty sentence, so output sentence k is input line k), "conll"
+  (the first column of a column file, blank lines between sentences) or "conllu" (Universal
+  Dependencies; its tags and ids are written back)."""
   from official_rtd.data import conllu  # pylint: disable=g-import-not-at-top
   from official_rtd.utils import textio  # pylint: disable=g-import-not-at-top
   if input_format == "conllu":
@@ -217,8 +267,7 @@ def read_sentences(path: str, input_format: str):
   for _, line in textio.numbered_lines(path):
     fields = line.split()
     if input_format == "text":
-      if fields:
-        sentences.append(blank(fields))
+      sentences.append(blank(fields))
     elif not fields or fields[0] == "-DOCSTART-":
       if words:
         sentences.append(blank(words))
@@ -227,7 +276,7 @@ def read_sentences(path: str, input_format: str):
       words.append(fields[0])
   if words:
     sentences.append(blank(words))
-  if not sentences:
+  if not any(s.words for s in sentences):
     raise ValueError(f"{path}: no sentences (read as --input_format={input_format})")
   return sentences
 
@@ -269,8 +318,12 @@ class PerWordTask(CvtTask):
     head = run.model.heads[self.name]
     step = tf.function(lambda inputs: self.predict(head, run.model(inputs), inputs),
                        input_signature=[training.INPUTS])
-    rows = data_lib.predict_rows([run.vocab.encode(s.words) for s in sentences], step, log,
-                                 f"{self.name}: predicted")
+    filled = [i for i, s in enumerate(sentences) if s.words]
+    predicted = data_lib.predict_rows([run.vocab.encode(sentences[i].words) for i in filled],
+                                      step, log, f"{self.name}: predicted")
+    rows = [None] * len(sentences)  # an empty sentence (a blank text line) has no row
+    for i, row in zip(filled, predicted):
+      rows[i] = row
     self.write_predictions(output_path, sentences, rows)
     return len(sentences)
 

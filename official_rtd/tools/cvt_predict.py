@@ -6,9 +6,11 @@ trees for a parser, translations for a translator.
       --output_file=dev.pred.conllu
   cvt_predict --model_dir=/runs/mt --input_file=news.en --output_file=news.de
 
-Input (`--input_format`): `text`, a sentence per line (tokens split on whitespace; translation:
-raw English, Moses-tokenized here, an empty line staying empty), `conll` (the first column of a
-column file, blank lines between sentences) or `conllu`. Output: tagging `word tag` columns (IOB2
+Input (`--input_format`, unset: read off the file's content and said; given, refused where the
+content shows another): `text`, a sentence per line (tokens split on whitespace; translation: raw
+English, Moses-tokenized here; a blank line stays an empty sentence in every task, so output
+sentence k is input line k), `conll` (the first column of a column file, blank lines between
+sentences) or `conllu`. Output: tagging `word tag` columns (IOB2
 for chunking and NER), a blank line after each sentence; parsing CoNLL-U with the predicted heads
 and relations (MST decoding; the input's tags and ids kept); translation detokenized German, a
 line per input line. A translation decodes as the run did (its recorded --beam_size and
@@ -24,6 +26,9 @@ from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up ou
 from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
 
 
+INPUT_FORMATS = ("text", "conll", "conllu")  # `cvt/task.py` reads each
+
+
 @dataclasses.dataclass(frozen=True)
 class CvtPredictConfig:
   model_dir: str
@@ -31,7 +36,7 @@ class CvtPredictConfig:
   output_file: str
   task: str = ""
   trial: int = 0
-  input_format: str = "text"
+  input_format: Optional[str] = None
   beam_size: Optional[int] = None
   max_decode_length: Optional[int] = None
   overwrite: bool = False
@@ -53,11 +58,13 @@ COMMAND_LINE = cli.Flags(CvtPredictConfig, {
                    "translation: German lines).",
     "task": "Which of the run's tasks (unset: its only one).",
     "trial": "Which trial's weights (trial_<k>/model; counts from 0 as the folders do).",
-    "input_format": "text: a sentence per line; conll: the first column of a column file; "
-                    "conllu: Universal Dependencies (tagging and parsing).",
+    "input_format": "text: a sentence per line (a blank line stays an empty sentence, so output "
+                    "sentence k is input line k); conll: the first column of a column file; "
+                    "conllu: Universal Dependencies (tagging and parsing). Unset: read off the "
+                    "file's content (and said); given, refused where the content shows another.",
     **{k: "translate: " + text for k, text in DECODING_HELP.items()},
     "overwrite": cli.OVERWRITE_HELP.format(what="--output_file"),
-}, enums={"input_format": ["text", "conll", "conllu"]}, ranges=RANGES)
+}, enums={"input_format": list(INPUT_FORMATS)}, ranges=RANGES)
 
 
 def decoding(model_dir: str, beam_size: Optional[int], max_decode_length: Optional[int]) -> dict:
@@ -81,6 +88,7 @@ def decoding(model_dir: str, beam_size: Optional[int], max_decode_length: Option
 def predict(config, log: Callable[[str], None] = logging.info, only: str = "") -> None:
   """Loads the run, picks the task (`only`: the one this tool accepts) and writes the output."""
   from official_rtd.cvt import run_dir  # pylint: disable=g-import-not-at-top
+  from official_rtd.cvt import task as task_lib  # pylint: disable=g-import-not-at-top
   cli.claim_output_file(config.output_file, config.overwrite)
   chosen = decoding(config.model_dir, config.beam_size, config.max_decode_length)
   run = run_dir.load(config.model_dir, config.trial, {k: v for k, (v, _) in chosen.items()})
@@ -93,12 +101,16 @@ def predict(config, log: Callable[[str], None] = logging.info, only: str = "") -
     raise ValueError(f"--model_dir={config.model_dir} is not a run of {name} (its tasks: "
                      f"{', '.join(names)})")
   task = run.tasks[name]
-  if config.input_format not in task.input_formats:
+  if config.input_format and config.input_format not in task.input_formats:
     raise ValueError(f"--input_format={config.input_format}: {name} reads "
+                     f"{', '.join(task.input_formats)}")
+  input_format = task_lib.input_format_of(config.input_file, config.input_format, log)
+  if input_format not in task.input_formats:
+    raise ValueError(f"{config.input_file} reads as --input_format={input_format}: {name} reads "
                      f"{', '.join(task.input_formats)}")
   if name == "translate":
     log("decoding with " + ", ".join(f"{k}={v} ({source})" for k, (v, source) in chosen.items()))
-  count = task.predict_file(run, config.input_file, config.output_file, config.input_format, log)
+  count = task.predict_file(run, config.input_file, config.output_file, input_format, log)
   log(f"wrote {count} {'lines' if name == 'translate' else 'sentences'} to {config.output_file}")
 
 

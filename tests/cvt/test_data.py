@@ -98,6 +98,17 @@ class BatchesTest(tf.test.TestCase):
     self.assertEqual(next(stream), ["Good", "words", "come", "first", "here", "."])
     self.assertTrue(any("bad.txt:3: skipping" in w for w in warnings), warnings)
 
+  def test_a_corpus_smaller_than_a_batch_is_refused(self):
+    """Issue 87: `run_cvt --max_sentence_length=2` left one unlabeled sentence and trained on it
+    again and again; fewer sentences than `min_sentences` (run_cvt: one batch) are refused."""
+    path = testutil.write_text(os.path.join(self.get_temp_dir(), "short.txt"),
+                               "Go home.\nThe cat sat on the mat today.\nWe saw it.\n")
+    with self.assertRaisesRegex(ValueError, r"short\.txt'\]: 1 sentence\(s\) of 2\.\.3 words, "
+                                r"fewer than 8 \(one unlabeled batch\): give more text or a "
+                                r"larger --max_sentence_length"):
+      list(itertools.islice(data.unlabeled_sentences([path], 3, 0, min_sentences=8), 20))
+    self.assertLen(list(data.unlabeled_sentences([path], 40, 0, passes=1, min_sentences=3)), 3)
+
 
 if __name__ == "__main__":
   tf.test.main()

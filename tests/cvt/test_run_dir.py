@@ -74,6 +74,45 @@ class CvtPredictTest(tf.test.TestCase):
                                 r"--input_format=conll\)"):
       predict(model_dir, empty, os.path.join(self.tmp, "x.out"), task="pos", input_format="conll")
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.out")))
+    self.check_formats_and_blank_lines(model_dir, conll, text)
+
+  def check_formats_and_blank_lines(self, model_dir, conll, text):
+    """Issue 87: a format the content contradicts is refused in one line; unset, the content's
+    format is read and said; a blank text line stays an empty sentence; a trial's folder given as
+    --model_dir names the run's folder."""
+    conllu_file = os.path.join(SHARED, "parsing", "ud_ewt", "en_ewt-ud-dev.conllu")
+    out = os.path.join(self.tmp, "formats.out")
+    for path, given, found in ((conllu_file, "text", "conllu"), (conllu_file, "conll", "conllu"),
+                               (conll, "text", "conll"), (text, "conll", "text")):
+      with self.assertRaisesRegex(ValueError, f"^{path} looks like {found} \\(.*\\), not "
+                                  f"--input_format={given}: give --input_format={found}, or "
+                                  "leave --input_format unset$"):
+        predict(model_dir, path, out, task="pos", input_format=given)
+      self.assertFalse(os.path.exists(out))
+    for path, found in ((conll, "conll"), (text, "text")):
+      lines = []
+      config = cvt_predict.CvtPredictConfig(model_dir=model_dir, input_file=path,
+                                            output_file=out, task="pos", overwrite=True)
+      cvt_predict.predict(config, log=lines.append)
+      self.assertIn(f"{path}: read as --input_format={found} (", lines[0])
+      self.assertEqual(columns(out, 0), columns(conll, 0))
+    with open(text, encoding="utf-8") as f:
+      sentences = f.read().splitlines()
+    gapped = testutil.write_text(os.path.join(self.tmp, "gapped.txt"), "\n".join(
+        sentences[:2] + ["", "  "] + sentences[2:5]) + "\n")
+    predict(model_dir, gapped, out, task="pos", overwrite=True)
+    with open(out, encoding="utf-8") as f:
+      blocks, words = [], []
+      for line in f.read().splitlines():
+        if line:
+          words.append(line.split()[0])
+        else:
+          blocks.append(" ".join(words))
+          words = []
+    self.assertEqual(blocks, sentences[:2] + ["", ""] + sentences[2:5])  # line k is sentence k
+    with self.assertRaisesRegex(ValueError, r"--model_dir=\S+trial_0 is a trial's folder: give "
+                                r"the run's folder, --model_dir=\S+tagging \(--trial=0 picks"):
+      predict(model_dir + "/trial_0", text, out, task="pos", overwrite=True)
 
   def test_a_parser_writes_the_trees_the_run_wrote_for_its_dev_set(self):
     treebank = os.path.join(self.tmp, "ud_slice")  # 60 training and 80 dev sentences
