@@ -127,8 +127,43 @@ def data_dir(task: str) -> str:
   return os.path.join(SHARED, *own.get(task, ("tagging",)))
 
 
-def train(task, fraction, mode, seed, variant):
-  from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
+# run_cvt's tasks (`official_rtd/cvt/all_tasks.py`, which imports TensorFlow; a test keeps the two
+# equal), so that a bad --tasks is refused before TensorFlow starts.
+TASKS = ("chunk", "dep", "ner", "pos", "translate")
+
+
+def refuse(message: str):
+  """A bad flag value: one line naming it, exit status 2, before any run or TensorFlow import."""
+  print(f"cvt_labels.py: error: {message}", file=sys.stderr)
+  sys.exit(2)
+
+
+def checked_flags():
+  """Refuses, one line each, a --shard that is not i/n (0 <= i < n) or selects no run, a task or
+  variant that does not exist; makes --work_dir absolute (resolved once, from the caller's
+  working directory)."""
+  shard = FLAGS.shard.split("/")
+  if len(shard) != 2 or not all(p.isdigit() for p in shard) or not int(shard[0]) < int(shard[1]):
+    refuse(f"--shard={FLAGS.shard} must be i/n with 0 <= i < n (e.g. 0/2 and 1/2)")
+  unknown = sorted({t for entry in FLAGS.tasks for t in members(entry)} - set(TASKS))
+  if unknown:
+    refuse(f"--tasks: unknown {', '.join(unknown)} (one of {', '.join(TASKS)}, several joined by "
+           "+ for a multi-task run)")
+  for variant in FLAGS.variants:
+    try:
+      variant_settings(variant)
+    except ValueError as e:
+      refuse(str(e))
+  FLAGS.work_dir = os.path.abspath(FLAGS.work_dir)
+  index, count = (int(p) for p in shard)
+  if not FLAGS.report_only and not any(shard_of(n, count) == index for n in range(len(runs()))):
+    refuse(f"--shard={FLAGS.shard} selects none of the {len(runs())} runs (use fewer shards)")
+  return index, count
+
+
+def variant_settings(variant: str) -> dict:
+  """run_cvt's settings of a --variants entry (parts joined by +); a ValueError names an unknown
+  part."""
   extra = {}
   for part in variant.split("+"):
     if part == "vocab_labeled_only":
@@ -144,7 +179,15 @@ def train(task, fraction, mode, seed, variant):
     elif part.startswith("w") and part[1:].replace(".", "", 1).isdigit():
       extra["unlabeled_loss_weight"] = float(part[1:])
     elif part != "default":
-      raise ValueError(f"--variants: unknown {part!r} in {variant!r}")
+      raise ValueError(f"--variants: unknown {part!r} in {variant!r} (default, "
+                       "vocab_labeled_only, vocab_all, word2vec, late_unlabeled, in_domain, "
+                       "w<weight>, joined by +)")
+  return extra
+
+
+def train(task, fraction, mode, seed, variant):
+  from official_rtd.cvt import runner  # pylint: disable=g-import-not-at-top
+  extra = variant_settings(variant)
   if task == "translate":
     extra["beam_size"] = FLAGS.translate_beam_size
   log_path = run_dir(task, fraction, mode, seed, variant) + ".log"
@@ -244,6 +287,7 @@ def check_corpora():
 
 
 def main(_):
+  index, count = checked_flags()
   if not FLAGS.report_only:
     check_corpora()
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -252,7 +296,6 @@ def main(_):
       tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     print(common.cpu_summary(), flush=True)
     signal.signal(signal.SIGTERM, stop)
-    index, count = (int(x) for x in FLAGS.shard.split("/"))
     try:
       for number, spec in enumerate(runs()):
         if shard_of(number, count) != index:
@@ -265,8 +308,8 @@ def main(_):
           continue
         print(f"{spec}: {watch.seconds:.0f} s", flush=True)
     except KeyboardInterrupt as e:
-      sys.exit(f"cvt_labels.py: {e or 'interrupted'}: finished runs and the running one's last "
-               "step are kept; the same command resumes")
+      sys.exit(f"cvt_labels.py: {str(e) or 'interrupted'}: finished runs and the running one's "
+               "last step are kept; the same command resumes")
   report()
 
 

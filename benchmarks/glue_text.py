@@ -6,8 +6,10 @@ sets hold news sentences: MRPC (news clusters), RTE (mostly news) and STS-B's `m
   python benchmarks/cvt_labels.py --unlabeled_data=/tmp/news/news.txt ...
 
 Each distinct sentence once (whitespace stripped), in file order: split by split (--splits), task
-by task (--tasks) within a split. A file that is not the task's (its header), or a short row, stops
-it naming `file:line`; the output file is written whole or not at all.
+by task (--tasks) within a split. A file that is not the task's (its header), a short row, or an
+STS-B genre that matches no row of a file stops it naming `file:line` or the file; the output file
+is written whole or not at all, never over an existing one without --overwrite (its folder is
+made if missing).
 """
 import os
 import sys
@@ -27,6 +29,7 @@ flags.DEFINE_list("splits", ["train", "dev"], "Their files (<split>.tsv), in thi
 flags.DEFINE_list("sts_b_genres", ["main-news"],
                   "STS-B rows of these genres only (its `genre` column; empty: every row).")
 flags.DEFINE_string("output_file", None, "Where the sentences go, one per line.")
+flags.DEFINE_bool("overwrite", False, "Replace an existing --output_file.")
 FLAGS = flags.FLAGS
 
 
@@ -37,7 +40,7 @@ def task_sentences(path: str, task: glue_data.TaskSpec, genres: Sequence[str]) -
     raise glue_data.GlueDataError(f"GLUE file {path} does not exist")
   columns = [c for c in (task.text_a, task.text_b) if c is not None]
   genre, needed = None, max(columns) + 1
-  sentences = []
+  sentences, seen = [], set()
   for number, line in textio.numbered_lines(path, "utf-8-sig"):
     row = line.rstrip("\r\n").split("\t")
     if number == 1:
@@ -53,8 +56,13 @@ def task_sentences(path: str, task: glue_data.TaskSpec, genres: Sequence[str]) -
     if len(row) < needed:
       raise glue_data.GlueDataError(f"{path}:{number}: {len(row)} tab-separated columns, "
                                     f"{task.name} needs {needed}")
+    if genre is not None:
+      seen.add(row[genre])
     if genre is None or row[genre] in genres:
       sentences.extend(row[c] for c in columns)
+  if genre is not None and not seen & set(genres):
+    raise glue_data.GlueDataError(f"{path}: no row of the STS-B genres {list(genres)} (--sts_b_"
+                                  f"genres); its genres: {', '.join(sorted(seen)) or 'none'}")
   return sentences
 
 
@@ -73,11 +81,16 @@ def glue_sentences(glue_dir: str, tasks: Sequence[str], splits: Sequence[str],
 
 
 def main(_):
+  output = os.path.abspath(FLAGS.output_file)
+  if os.path.exists(output) and not FLAGS.overwrite:
+    sys.exit(f"glue_text.py: --output_file={FLAGS.output_file} exists: give --overwrite to "
+             "replace it, or another --output_file")
   try:
     sentences = glue_sentences(FLAGS.glue_dir, FLAGS.tasks, FLAGS.splits, FLAGS.sts_b_genres)
   except (glue_data.GlueDataError, textio.InputFileError) as e:
     sys.exit(f"glue_text.py: {e}")
-  textio.write_lines_atomic(FLAGS.output_file, sentences)
+  os.makedirs(os.path.dirname(output), exist_ok=True)
+  textio.write_lines_atomic(output, sentences)
   print(f"{FLAGS.output_file}: {len(sentences)} sentences, "
         f"{sum(len(s.split()) for s in sentences)} words")
 

@@ -49,6 +49,7 @@ from absl import app
 from absl import flags
 
 import common
+from official_rtd.utils import textio
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(REPO, "..", "shared", "data")  # --shared_data's default
@@ -79,6 +80,7 @@ flags.DEFINE_integer("parallel", 1, "Processes at a time, one core each.")
 flags.DEFINE_string("stages", "data,pretrain,evaluate,representations,context,report",
                     "Stages to run, in order.")
 flags.DEFINE_string("output_file", "", "Also write the report here.")
+flags.DEFINE_bool("overwrite", False, "Replace an existing --output_file.")
 flags.DEFINE_list("trend_work_dirs", [],
                   "report: work dirs of the same methods at other budgets; a second table gives "
                   "the first method's gap to the second at each budget and where it closes.")
@@ -91,8 +93,25 @@ def refuse(message: str):
   sys.exit(2)
 
 
+STAGES = ("data", "pretrain", "evaluate", "representations", "context", "report")
+
+
 def checked_flags():
-  """FLAGS, checked: each refusal is one line."""
+  """FLAGS, checked (each refusal is one line, before any work), their paths made absolute from
+  the caller's working directory once (the jobs run in the repository)."""
+  for name in ("work_dir", "shared_data", "blimp_pairs", "output_file"):
+    if getattr(FLAGS, name):
+      setattr(FLAGS, name, os.path.abspath(getattr(FLAGS, name)))
+  FLAGS.trend_work_dirs = [os.path.abspath(d) for d in FLAGS.trend_work_dirs]
+  unknown_stages = [s for s in FLAGS.stages.split(",") if s not in STAGES]
+  if unknown_stages:
+    refuse(f"--stages: unknown {', '.join(unknown_stages)} (of {', '.join(STAGES)})")
+  if not [seed for seed in FLAGS.seeds.split(",") if seed.strip()]:
+    refuse(f"--seeds={FLAGS.seeds!r} selects no run")
+  if not all(seed.strip().isdigit() for seed in FLAGS.seeds.split(",")):
+    refuse(f"--seeds={FLAGS.seeds} must be integers >= 0, comma-separated")
+  if FLAGS.output_file and os.path.exists(FLAGS.output_file) and not FLAGS.overwrite:
+    refuse(f"--output_file={FLAGS.output_file} exists: give --overwrite to replace it")
   if FLAGS.train_flops_budget <= 0 or FLAGS.parallel < 1 or FLAGS.sst2_train_examples < 1:
     refuse("--train_flops_budget, --parallel and --sst2_train_examples must be positive")
   if FLAGS.vocab_size < 0:
@@ -462,8 +481,7 @@ def stage_report(args):
     text += "\n\n" + trend_table([args.work_dir, *args.trend_work_dirs], methods, compared_names)
   print(text)
   if args.output_file:
-    with open(args.output_file, "w", encoding="utf-8") as f:
-      f.write(text + "\n")
+    textio.write_atomic(args.output_file, lambda f: f.write(text + "\n"))
 
 
 def main(_):
@@ -472,11 +490,13 @@ def main(_):
   stages = {"data": stage_data, "pretrain": stage_pretrain, "evaluate": stage_evaluate,
             "representations": stage_representations, "context": stage_context,
             "report": stage_report}
-  for stage in args.stages.split(","):
-    if stage not in stages:
-      raise SystemExit(f"--stages: unknown stage {stage!r} (one of {', '.join(stages)})")
-    log(f"stage {stage}")
-    stages[stage](args)
+  try:
+    for stage in args.stages.split(","):
+      log(f"stage {stage}")
+      stages[stage](args)
+  except KeyboardInterrupt:  # run_jobs has stopped the jobs (they save their state)
+    sys.exit("pretraining_value.py: interrupted: finished stages and the jobs' saved state are "
+             "kept; the same command resumes")
 
 
 if __name__ == "__main__":

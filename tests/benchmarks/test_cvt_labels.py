@@ -1,5 +1,6 @@
 """`benchmarks/cvt_labels.py`'s table: a single-task run gives one row, a multi-task run
 (`chunk+pos`) a row per member with its own primary figure (issue 73, item 4)."""
+import ast
 import json
 import os
 import subprocess
@@ -196,6 +197,40 @@ class ReportTest(tf.test.TestCase):
       self.assertIn(flag.split("=")[0], result.stderr)
       self.assertIn(message, result.stderr)
       self.assertEqual(os.listdir(work), [])  # no run started
+
+
+  def test_bad_tasks_variants_and_shards_are_refused_before_any_run(self):
+    """Issue 87: one line naming the flag, exit 2, nothing written, TensorFlow never started (an
+    unknown task or variant left an empty log and a traceback; --shard=2/2 ran nothing and
+    printed an empty table with exit 0)."""
+    cases = (("--tasks=chunk,nre", "--tasks: unknown nre (one of chunk, dep, ner, pos, "
+                                   "translate, several joined by + for a multi-task run)"),
+             ("--variants=in_domian", "--variants: unknown 'in_domian' in 'in_domian' ("),
+             ("--shard=2/2", "--shard=2/2 must be i/n with 0 <= i < n"),
+             ("--shard=1/2", "--shard=1/2 selects none of the 1 runs (use fewer shards)"))
+    for flag, message in cases:
+      work = os.path.join(self.create_tempdir().full_path, "sweep")
+      result = subprocess.run(
+          [sys.executable, "-c", "import sys; sys.path.insert(0, 'benchmarks'); import cvt_labels;"
+           " from absl import app\ntry:\n  app.run(cvt_labels.main, argv=sys.argv)\nfinally:\n"
+           "  print('TF', 'tensorflow' in sys.modules, file=sys.stderr)", f"--work_dir={work}",
+           "--tasks=chunk", "--fractions=1.0", "--seeds=0", "--modes_at_all_labels=cvt", flag],
+          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+      self.assertEqual(result.returncode, 2, flag)
+      lines = result.stderr.strip().splitlines()
+      self.assertStartsWith(lines[-2], f"cvt_labels.py: error: {message}")
+      self.assertEqual(lines[-1], "TF False", flag)
+      self.assertFalse(os.path.exists(work), flag)
+
+  def test_its_task_names_are_run_cvts(self):
+    """Read off the script's source (importing it would define its flags in this process)."""
+    with open(SCRIPT, encoding="utf-8") as f:
+      tree = ast.parse(f.read())
+    names = next(ast.literal_eval(node.value) for node in tree.body
+                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TASKS")
+    from official_rtd.cvt import all_tasks  # pylint: disable=g-import-not-at-top,unused-import
+    from official_rtd.cvt import task as task_lib  # pylint: disable=g-import-not-at-top
+    self.assertEqual(names, tuple(sorted(task_lib.names())))
 
 
 if __name__ == "__main__":

@@ -49,15 +49,26 @@ class GlueTextTest(tf.test.TestCase):
                              "The \"stock\" fell .", "Shares rose .", "Stocks rose .",
                              "Reuters reported it ."])
     self.assertIn("6 sentences, 26 words", result.stdout)
-    result = glue_text(f"--glue_dir={self.glue}", "--splits=train", "--tasks=sts-b",
-                       "--sts_b_genres=", f"--output_file={self.output}")
+    args = (f"--glue_dir={self.glue}", "--splits=train", "--tasks=sts-b", "--sts_b_genres=",
+            f"--output_file={self.output}")
+    result = glue_text(*args)  # an existing output is not replaced without --overwrite
+    self.assertEqual(result.returncode, 1)
+    self.assertEqual(result.stderr.strip().splitlines()[-1],
+                     f"glue_text.py: --output_file={self.output} exists: give --overwrite to "
+                     "replace it, or another --output_file")
+    result = glue_text(*args, "--overwrite")
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     with open(self.output, encoding="utf-8") as f:
       self.assertEqual(f.read().splitlines(), ["A plane takes off .", "A plane flies .",
                                                "Shares rose .", "Stocks rose ."])
+    nested = os.path.join(self.create_tempdir().full_path, "new", "folder", "news.txt")
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=train", f"--output_file={nested}")
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])  # its folder is made
+    self.assertTrue(os.path.isfile(nested))
 
   def test_a_short_row_or_another_task_s_file_names_it_and_keeps_the_output(self):
     testutil.write_text(self.output, "kept\n")
+    glue_text = lambda *args: globals()["glue_text"](*args, "--overwrite")  # refused, not kept
     rte = os.path.join(self.glue, "RTE", "train.tsv")
     testutil.write_text(rte, RTE + "1\tonly two columns\n")
     result = glue_text(f"--glue_dir={self.glue}", "--splits=train",
@@ -84,6 +95,12 @@ class GlueTextTest(tf.test.TestCase):
                        f"--output_file={self.output}")
     self.assertIn(f"glue_text.py: {sts_b}:1: no `genre` column to select ['main-news'] by",
                   result.stderr)
+    testutil.write_text(sts_b, STS_B)
+    result = glue_text(f"--glue_dir={self.glue}", "--splits=train", "--tasks=sts-b",
+                       "--sts_b_genres=main-nwes", f"--output_file={self.output}")
+    self.assertEqual(result.stderr.strip().splitlines()[-1],
+                     f"glue_text.py: {sts_b}: no row of the STS-B genres ['main-nwes'] "
+                     "(--sts_b_genres); its genres: main-captions, main-news")
     with open(self.output, encoding="utf-8") as f:
       self.assertEqual(f.read(), "kept\n")
 

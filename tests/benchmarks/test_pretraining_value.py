@@ -3,6 +3,7 @@ second, and with `--trend_work_dirs` the gap at each budget and where it reaches
 item 5)."""
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -64,6 +65,63 @@ class ReportTest(tf.test.TestCase):
     result = self.report(work, "--seeds=0", "--methods=mlm", f"--trend_work_dirs={work}")
     self.assertEqual(result.returncode, 2)
     self.assertIn("--trend_work_dirs needs two --methods", result.stderr)
+
+
+class ToolStandardTest(tf.test.TestCase):
+  """Issue 87: paths resolved from the caller's directory once, outputs never replaced without
+  --overwrite, bad flags refused in one line before any work, Ctrl-C ending in one line."""
+
+  def run_script(self, cwd, *args, **kwargs):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL, cwd=cwd, **kwargs)
+
+  def test_relative_paths_from_outside_the_repository(self):
+    caller = self.create_tempdir().full_path
+    os.makedirs(os.path.join(caller, "shared", "wiki"))
+    for seed, las in enumerate([0.52, 0.53]):
+      write_run(os.path.join(caller, "work"), f"electra_one_machine_s{seed}", 1e14, las)
+      write_run(os.path.join(caller, "work"), f"mlm_s{seed}", 1e14, las + 0.1)
+    args = ("--work_dir=work", "--shared_data=shared", "--methods=electra_one_machine,mlm",
+            "--stages=report", "--output_file=report.md")
+    result = self.run_script(caller, *args)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    with open(os.path.join(caller, "report.md"), encoding="utf-8") as f:
+      self.assertIn("| UD EWT fine-tuned (LAS) | 0.5250 [0.5200, 0.5300] |", f.read())
+    self.assertFalse(os.path.exists(os.path.join(testutil.REPO, "work")))
+    result = self.run_script(caller, *args)  # the report exists: kept
+    self.assertEqual(result.returncode, 2)
+    self.assertEqual(result.stderr.strip().splitlines()[-1],
+                     f"pretraining_value.py: error: --output_file={caller}/report.md exists: "
+                     "give --overwrite to replace it")
+    self.assertEqual(self.run_script(caller, *args, "--overwrite").returncode, 0)
+    for flag, message in (("--stages=data,pretrian", "--stages: unknown pretrian (of data, "
+                           "pretrain, evaluate, representations, context, report)"),
+                          ("--seeds=", "--seeds='' selects no run"),
+                          ("--seeds=0,x", "--seeds=0,x must be integers >= 0, comma-separated")):
+      result = self.run_script(caller, *args[:3], flag)
+      self.assertEqual(result.returncode, 2, flag)
+      self.assertEqual(result.stderr.strip().splitlines()[-1],
+                       f"pretraining_value.py: error: {message}")
+
+  def test_ctrl_c_ends_in_one_line(self):
+    work = self.create_tempdir().full_path
+    shared = self.create_tempdir().full_path
+    os.makedirs(os.path.join(shared, "wiki"))
+    process = subprocess.Popen(
+        [sys.executable, SCRIPT, f"--work_dir={work}", f"--shared_data={shared}",
+         "--methods=mlm", "--seeds=0", "--stages=pretrain"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, cwd=testutil.REPO,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    for line in process.stdout:  # a job is running: run_pretraining, starting
+      if " start " in line:
+        break
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    self.assertEqual(process.returncode, 1)
+    self.assertNotIn("Traceback", stderr)
+    self.assertEqual(stderr.strip().splitlines()[-1],
+                     "pretraining_value.py: interrupted: finished stages and the jobs' saved "
+                     "state are kept; the same command resumes")
 
 
 if __name__ == "__main__":
