@@ -333,6 +333,15 @@ def read_json(path):
     return json.load(f)
 
 
+def probe_row_name(key: str) -> str:
+  """The report's row of a `run_probes` figure: `probe_pos_accuracy` -> "probe pos",
+  `probe_ud_uas_best_layer` -> "probe ud_uas (best layer)", `..._best_layer_index` -> "probe ...
+  (best layer's block)"."""
+  name = key.replace("probe_", "probe ").replace("_accuracy", "")
+  return name.replace("_best_layer_index", " (best layer's block)").replace(
+      "_best_layer", " (best layer)")
+
+
 def figures(work_dir, name):
   """{figure: value} of one run (absent figures are left out)."""
   out = os.path.join(work_dir, "eval", name)
@@ -355,10 +364,10 @@ def figures(work_dir, name):
   if os.path.exists(path):
     probes = read_json(path)
     for key, value in probes["pretrained"].items():
-      row[f"{key.replace('probe_', 'probe ').replace('_accuracy', '')}"] = value
+      row[probe_row_name(key)] = value
     for key, value in probes["random_init"].items():
       if not key.endswith("_all") and "skipped" not in key:
-        row[f"{key.replace('probe_', 'probe ').replace('_accuracy', '')} (random init)"] = value
+        row[f"{probe_row_name(key)} (random init)"] = value
   path = os.path.join(model_dir, "onset.jsonl")
   if os.path.exists(path):
     with open(path, encoding="utf-8") as f:
@@ -444,9 +453,11 @@ def trend_table(work_dirs, methods, names):
 def stage_report(args):
   names = [f for f in ("held-out train_flops", "held-out fixed_noise_auc",
                        "held-out pll_swap_accuracy", "held-out mlm_accuracy", "held-out rtd_auc",
-                       "BLiMP-13 pll", "BLiMP-13 discriminator", "probe pos", "probe pos (random init)",
-                       "probe sst-2", "probe sst-2 (random init)",
-                       "probe ud_uas", "probe ud_uas (random init)", "SST-2 fine-tuned",
+                       "BLiMP-13 pll", "BLiMP-13 discriminator",
+                       *(f"probe {probe}{part}" for probe in ("pos", "sst-2", "ud_uas")
+                         for part in ("", " (random init)", " (best layer)",
+                                      " (best layer's block)", " (best layer) (random init)")),
+                       "SST-2 fine-tuned",
                        "CoLA fine-tuned (MCC)", "UD EWT fine-tuned (LAS)",
                        "last-layer token cosine", "last-layer effective rank",
                        "attention entropy ÷ uniform (mean of layers)",
@@ -477,7 +488,7 @@ def stage_report(args):
     if len(methods) < 2:
       refuse("--trend_work_dirs needs two --methods (the first set against the second)")
     compared_names = [name for name in names[1:]  # the methods' own figures, not speed
-                      if "random init" not in name and "pairs/s" not in name]
+                      if "random init" not in name and "pairs/s" not in name and "block" not in name]
     text += "\n\n" + trend_table([args.work_dir, *args.trend_work_dirs], methods, compared_names)
   print(text)
   if args.output_file:

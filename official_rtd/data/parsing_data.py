@@ -78,21 +78,6 @@ class EncodedTreebank:
             "input_type_ids": np.zeros_like(self.input_word_ids),
             "word_positions": self.positions}
 
-  def features(self, encoder, batch_size: int = 64) -> np.ndarray:
-    """`[S, N, hidden]` vectors of ROOT ([CLS]) and each word's first piece (0 past the end)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    out = []
-    for start in range(0, len(self), batch_size):
-      window = slice(start, start + batch_size)
-      inputs = {"input_word_ids": self.input_word_ids[window],
-                "input_mask": self.input_mask[window],
-                "input_type_ids": np.zeros_like(self.input_word_ids[window])}
-      sequence = tf.cast(encoder(inputs, training=False)["sequence_output"], tf.float32).numpy()
-      out.append(np.take_along_axis(sequence, self.positions[window][..., None], axis=1))
-    features = np.concatenate(out)
-    real = np.arange(features.shape[1])[None, :] < self.nodes[:, None]
-    return features * real[..., None]
-
 
 def candidates(nodes: np.ndarray, size: int) -> np.ndarray:
   """`[S, N, N]` bool: h is a possible head of d (both real nodes, h != d, d not ROOT)."""

@@ -21,6 +21,7 @@ import tf_keras
 from official_rtd.data import conllu
 from official_rtd.data import parsing_data
 from official_rtd.data import tokenizer as tokenizer_lib
+from official_rtd.probes import probe
 from official_rtd.utils import subsets
 
 
@@ -30,7 +31,7 @@ class ParsingProbe:
 
   def __init__(self, data_dir: str, vocab, do_lower_case: bool, max_train_sentences: int = 2000,
                max_seq_length: int = 128, seed: int = 0, rank: int = 128, steps: int = 400,
-               batch_sentences: int = 64):
+               batch_sentences: int = 64, all_layers: bool = False):
     train_path, dev_path = (parsing_data.treebank_file(data_dir, split)
                             for split in ("train", "dev"))
     train = conllu.read_conllu(train_path)
@@ -40,9 +41,17 @@ class ParsingProbe:
     self.dev = parsing_data.EncodedTreebank(conllu.read_conllu(dev_path), tokenizer,
                                             max_seq_length)
     self.seed, self.rank, self.steps, self.batch = seed, rank, steps, batch_sentences
+    self.all_layers = all_layers
 
   def __call__(self, encoder) -> Dict[str, float]:
-    x_train, x_dev = self.train.features(encoder), self.dev.features(encoder)
+    layers_train = treebank_features(self.train, encoder, self.all_layers)
+    layers_dev = treebank_features(self.dev, encoder, self.all_layers)
+    return dict(probe.layer_figures("probe_ud_uas", [
+        self.uas(x_train, x_dev) for x_train, x_dev in zip(layers_train, layers_dev)]),
+                probe_ud_skipped_sentences=float(self.dev.skipped))
+
+  def uas(self, x_train: np.ndarray, x_dev: np.ndarray) -> float:
+    """Dev UAS of a head selector trained on one layer's vectors (`[S, N, hidden]` each)."""
     real = np.arange(x_train.shape[1])[None, :] < self.train.nodes[:, None]
     mean, std = x_train[real].mean(0), x_train[real].std(0) + 1e-6
     standardise = lambda x, nodes: ((x - mean) / std) * (
@@ -54,8 +63,25 @@ class ParsingProbe:
     predicted = predict_heads(weights, x_dev, self.dev.nodes)
     gold = self.dev.heads[:, 1:]
     scored = gold >= 0
-    return {"probe_ud_uas": float((predicted[:, 1:] == gold)[scored].mean()),
-            "probe_ud_skipped_sentences": float(self.dev.skipped)}
+    return float((predicted[:, 1:] == gold)[scored].mean())
+
+
+def treebank_features(treebank: parsing_data.EncodedTreebank, encoder, all_layers: bool,
+                      batch_size: int = 64) -> np.ndarray:
+  """`[layers, S, N, hidden]` vectors of ROOT (`[CLS]`) and each word's first piece (0 past the
+  end), of every block with `all_layers`, else of the last."""
+  out = []
+  for start in range(0, len(treebank), batch_size):
+    window = slice(start, start + batch_size)
+    inputs = {"input_word_ids": treebank.input_word_ids[window],
+              "input_mask": treebank.input_mask[window],
+              "input_type_ids": np.zeros_like(treebank.input_word_ids[window])}
+    positions = treebank.positions[window][None, ..., None]
+    sequences = np.stack([x.numpy() for x in probe.layer_outputs(encoder, inputs, all_layers)])
+    out.append(np.take_along_axis(sequences, positions, axis=2))
+  features = np.concatenate(out, axis=1)
+  real = np.arange(features.shape[2])[None, :] < treebank.nodes[:, None]
+  return features * real[None, ..., None]
 
 
 def arc_scores(weights, x: tf.Tensor) -> tf.Tensor:

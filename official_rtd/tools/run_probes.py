@@ -10,7 +10,9 @@ sequence output over `--glue_max_train_examples` training rows) and `ud` (depend
 bilinear head selector on each word's first-piece vector, `--ud_data_dir` with `*-ud-train.conllu`
 / `*-ud-dev.conllu`, dev UAS; `probes/parsing_probe.py`). Every probe also runs on an
 encoder of the export's shape with random weights (seeds `--seed` ..), the baseline its figure
-needs. Writes one JSON object: `{"pretrained": {...}, "random_init": {...}}`.
+needs. Every block's output is probed (`--all_layers`): each figure is the last block's, the best
+block's beside it (`<name>_best_layer`, `<name>_best_layer_index`). Writes one JSON object:
+`{"pretrained": {...}, "random_init": {...}}`.
 """
 import dataclasses
 
@@ -34,6 +36,7 @@ class RunProbesConfig:
   max_seq_length: int = 128
   random_init_seeds: int = 1
   seed: int = 0
+  all_layers: bool = True
   overwrite: bool = False
 
 
@@ -51,6 +54,9 @@ COMMAND_LINE = cli.Flags(RunProbesConfig, {
     "max_seq_length": "Tokens per window / example (at most the encoder's positions).",
     "random_init_seeds": "Random initialisations probed.",
     "seed": "Seed of the probes' subsets and of the first random initialisation.",
+    "all_layers": "Probe every block's output (one classifier each): each figure is the last "
+                  "block's, with the best block's as <name>_best_layer and its number (1: the "
+                  "first) as <name>_best_layer_index; --noall_layers: the last block only.",
     "output_file": "Where the JSON results go.",
     "overwrite": cli.OVERWRITE_HELP.format(what="--output_file"),
 }, ranges={"glue_max_train_examples": (1, None, True), "ud_max_train_sentences": (0, None, True), "pos_max_train_sentences": (0, None, True),
@@ -79,15 +85,15 @@ def main(config):
   if config.pos_data_dir:
     probes.append(probe_lib.TokenProbe("pos", config.pos_data_dir, vocab, lower,
                                        config.pos_max_train_sentences, config.max_seq_length,
-                                       config.seed))
+                                       config.seed, config.all_layers))
   if config.glue_data_dir:
     probes.append(probe_lib.LinearProbe(config.glue_task, config.glue_data_dir, vocab, lower,
                                         config.glue_max_train_examples, config.max_seq_length,
-                                        config.seed))
+                                        config.seed, config.all_layers))
   if config.ud_data_dir:
     probes.append(parsing_probe.ParsingProbe(config.ud_data_dir, vocab, lower,
                                              config.ud_max_train_sentences, config.max_seq_length,
-                                             config.seed))
+                                             config.seed, all_layers=config.all_layers))
   encoders = [("pretrained", None)] + [("random_init", config.seed + k)
                                        for k in range(config.random_init_seeds)]
   results = {"init_checkpoint": config.init_checkpoint, "pretrained": {}, "random_init": {},

@@ -28,7 +28,7 @@ def tiny_export(directory):
   vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
   tf_keras.utils.set_random_seed(3)
   model = mlm.build_mlm_pretrainer(EncoderConfig(
-      hidden_size=32, num_layers=1, num_attention_heads=2, intermediate_size=64,
+      hidden_size=32, num_layers=2, num_attention_heads=2, intermediate_size=64,
       embedding_size=32, max_position_embeddings=64, vocab_size=vocab.size))
   model.encoder({"input_word_ids": tf.ones([1, 4], tf.int32),
                  "input_mask": tf.ones([1, 4], tf.int32),
@@ -48,8 +48,10 @@ class TokenProbeFeaturesTest(tf.test.TestCase):
     windows = tagging_data.encode(sentences, tokenizer, 32, {"RB": 0, "JJ": 1, "NNS": 2, ".": 3,
                                                              "PRP": 4, "VBD": 5})
     features, labels = probe_lib.TokenProbe.features(encoder, windows)
+    layers, _ = probe_lib.TokenProbe.features(encoder, windows, all_layers=True)
     self.assertAllEqual(labels, [0, 1, 2, 3, 4, 5])
-    expected, split = [], False
+    self.assertEqual((features.shape[0], layers.shape[0]), (1, 2))  # the export: 2 blocks
+    expected, first_block, split = [], [], False
     for sentence in sentences:
       ids, firsts = [vocab.cls_id], []
       for word in sentence.words:
@@ -59,10 +61,21 @@ class TokenProbeFeaturesTest(tf.test.TestCase):
         ids += pieces
       row = tf.constant([ids + [vocab.sep_id]])
       out = encoder({"input_word_ids": row, "input_mask": tf.ones_like(row),
-                     "input_type_ids": tf.zeros_like(row)}, training=False)["sequence_output"]
-      expected.append(out.numpy()[0, firsts])
+                     "input_type_ids": tf.zeros_like(row)}, training=False)
+      expected.append(out["sequence_output"].numpy()[0, firsts])
+      first_block.append(out["encoder_outputs"][0].numpy()[0, firsts])
     self.assertTrue(split)  # a word of several pieces: its first one is what the probe reads
-    self.assertAllClose(features, np.concatenate(expected), atol=1e-5)
+    self.assertAllClose(features[0], np.concatenate(expected), atol=1e-5)
+    self.assertAllClose(layers[1], np.concatenate(expected), atol=1e-5)
+    self.assertAllClose(layers[0], np.concatenate(first_block), atol=1e-5)
+    self.assertNotAllClose(layers[0], layers[1])
+
+  def test_layer_figures_name_the_last_and_the_best(self):
+    self.assertEqual(probe_lib.layer_figures("probe_pos_accuracy", [0.7]),
+                     {"probe_pos_accuracy": 0.7})
+    self.assertEqual(probe_lib.layer_figures("probe_pos_accuracy", [0.6, 0.8, 0.8, 0.7]),
+                     {"probe_pos_accuracy": 0.7, "probe_pos_accuracy_best_layer": 0.8,
+                      "probe_pos_accuracy_best_layer_index": 2})
 
 
 @testutil.requires(testutil.SHARED_DATA)
@@ -89,6 +102,10 @@ class RunProbesTest(tf.test.TestCase):
                           np.median(report["random_init"][key + "_all"]))
     # POS from 60 sentences is far above chance (45 tags) even for random features.
     self.assertGreater(report["pretrained"]["probe_pos_accuracy"], 0.3)
+    for key in ("probe_pos_accuracy", "probe_sst-2_accuracy", "probe_ud_uas"):  # both blocks
+      self.assertIn(report["pretrained"][key + "_best_layer_index"], (1, 2))
+      self.assertGreaterEqual(report["pretrained"][key + "_best_layer"],
+                              report["pretrained"][key])
     self.assertIn("probe_pos_accuracy: pretrained", result.stdout)
     # Two refusals in this process (the tool's main raises the line's text); the third below
     # through the command line.
