@@ -354,6 +354,49 @@ def cases(w):
       ("w2v_dim_zero", "dimension 0",
        ["train_word_vectors", f"--input_files={corpus}", "--dim=0",
         f"--output_file={out('w2.txt')}"], out("w2.txt")),
+      # issue 87: inputs read in the format they are, settings that take effect or are refused
+      ("predict_conllu_as_text", "a CoNLL-U file read as the default text",
+       ["cvt_predict", f"--model_dir={w}/chunk_run", f"--input_file={ud}/en_ewt-ud-dev.conllu",
+        "--input_format=text", f"--output_file={out('cp1.txt')}"], out("cp1.txt")),
+      ("predict_conllu_as_conll", "a CoNLL-U file read as a column file",
+       ["cvt_predict", f"--model_dir={w}/chunk_run", f"--input_file={ud}/en_ewt-ud-dev.conllu",
+        "--input_format=conll", f"--output_file={out('cp2.txt')}"], out("cp2.txt")),
+      ("predict_text_as_conll", "a sentence-per-line file read as a column file",
+       ["cvt_predict", f"--model_dir={w}/chunk_run", f"--input_file={w}/sentences.txt",
+        "--input_format=conll", f"--output_file={out('cp3.txt')}"], out("cp3.txt")),
+      ("predict_trial_folder", "a trial's folder as --model_dir",
+       ["cvt_predict", f"--model_dir={w}/chunk_run/trial_0", f"--input_file={w}/sentences.txt",
+        f"--output_file={out('cp4.txt')}"], out("cp4.txt")),
+      ("pretrain_rtd_after_the_end", "the ELECTRA recipe's warm-up longer than the run",
+       ["run_pretraining", "--gin_file=gin/models/tiny.gin",
+        "--gin_file=gin/recipes/electra_one_machine.gin", f"--input_records={records}",
+        f"--model_dir={out('p11')}", "--gin_param=TrainConfig.num_train_steps = 20"], out("p11")),
+      ("pretrain_recipe_switches_with_mlm", "the recipe's switches bound with BERT-MLM",
+       ["run_pretraining", "--gin_file=gin/models/tiny.gin", "--gin_file=gin/tasks/mlm.gin",
+        f"--input_records={records}", f"--model_dir={out('p12')}",
+        "--gin_param=build_electra_pretrainer.rtd_start_step = 3000"], out("p12")),
+      ("pretrain_recipe_after_mlm", "the ELECTRA recipe after mlm.gin",
+       ["run_pretraining", "--gin_file=gin/models/tiny.gin", "--gin_file=gin/tasks/mlm.gin",
+        "--gin_file=gin/recipes/electra_one_machine.gin", f"--input_records={records}",
+        f"--model_dir={out('p13')}"], out("p13")),
+      ("cvt_two_word_sentences", "a length limit that leaves one unlabeled sentence",
+       ["run_cvt", "--tasks=chunk", f"--data_dir={tagging}/chunk_conll2000", "--mode=cvt",
+        "--max_train_sentences=40", "--train_steps=2", f"--unlabeled_data={corpus}",
+        "--max_sentence_length=2", f"--model_dir={out('c20')}"], ""),
+      ("bench_pv_unknown_stage", "pretraining_value.py with a misspelled stage",
+       [sys.executable, "benchmarks/pretraining_value.py", f"--work_dir={out('pv1')}",
+        "--stages=data,pretrian"], out("pv1")),
+      ("bench_glue_text_existing", "glue_text.py over an existing file",
+       [sys.executable, "benchmarks/glue_text.py", f"--output_file={text}"], ""),
+      ("bench_glue_text_genre", "glue_text.py with an STS-B genre that matches nothing",
+       [sys.executable, "benchmarks/glue_text.py", "--sts_b_genres=main-nwes",
+        f"--output_file={out('news.txt')}"], out("news.txt")),
+      ("bench_cvt_labels_shard", "cvt_labels.py --shard=2/2",
+       [sys.executable, "benchmarks/cvt_labels.py", f"--work_dir={out('cl1')}", "--shard=2/2"],
+       out("cl1")),
+      ("bench_cvt_labels_task", "cvt_labels.py with a misspelled task",
+       [sys.executable, "benchmarks/cvt_labels.py", f"--work_dir={out('cl2')}", "--tasks=nre"],
+       out("cl2")),
       # any tool
       ("any_unknown_flag", "a flag of another tool",
        ["run_glue", "--task=rte", "--gin_file=gin/models/tiny.gin"], ""),
@@ -427,6 +470,15 @@ def issue_70_fixtures(w, qs):
   os.makedirs(small, exist_ok=True)
   if not os.path.ismount(small):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", small], check=False)
+  if not os.path.isfile(os.path.join(w, "chunk_run", "eval_results.json")):
+    common.run_tool(["run_cvt", "--tasks=chunk", f"--data_dir={tagging}/chunk_conll2000",
+                     "--mode=supervised", "--train_steps=2", "--word_dim=16", "--lstm1_size=16",
+                     "--lstm2_size=8", "--projection_size=8", "--hidden_size=16",
+                     "--max_train_sentences=40", "--vocab_unlabeled_sentences=0",
+                     "--eval_every_steps=0", f"--model_dir={w}/chunk_run"])
+  with open(os.path.join(w, "sentences.txt"), "w", encoding="utf-8") as f:
+    f.write("Confidence in the pound is widely expected to take another sharp dive .\n"
+            "He said so .\n\nThe market fell .\n")
   other = os.path.join(w, "run_other_vocab")
   shutil.rmtree(other, ignore_errors=True)
   shutil.copytree(os.path.join(qs, "model"), other)
