@@ -291,7 +291,7 @@ class Trainer:
     steps, seconds, seconds_per_step = self._timing.lap(step)
     # A mean that saw no weight in the interval (e.g. a head that no longer runs) is left out.
     values = {name: float(metric.result()) for name, metric in self.metrics.items()
-              if float(getattr(metric, "count", 1.0)) > 0}
+              if not hasattr(metric, "count") or float(tf.convert_to_tensor(metric.count)) > 0}
     phase = self.inputs.phase_at(step - 1)
     examples_per_s = steps * self.inputs.examples_per_step(phase) / max(seconds, 1e-9)
     skipped = int(self.step_fn.skipped_steps.numpy())
