@@ -144,7 +144,8 @@ class CvtInputs:
       streams.append(data_lib.unlabeled_sentences(
           self.config.unlabeled_data.split(","), self.config.max_sentence_length, seed,
           on_decode_error=self.config.on_decode_error, warn=self.log, split=self.split_unlabeled,
-          passes=passes, min_sentences=self.config.train_batch_size))
+          passes=passes,  # a run with unlabeled steps needs at least one unlabeled batch
+          min_sentences=self.config.train_batch_size if self.config.mode != "supervised" else 1))
     if self.config.unlabeled_remainder:
       streams.append(data_lib.shuffled_passes(self.remainder, seed, passes))
     return streams[0] if len(streams) == 1 else data_lib.alternate(streams)

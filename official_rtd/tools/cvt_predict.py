@@ -25,7 +25,6 @@ from absl import logging
 from official_rtd.tools import cli  # first: quiets TensorFlow's C++ start-up output
 from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
 
-
 INPUT_FORMATS = ("text", "conll", "conllu")  # `cvt/task.py` reads each
 
 

@@ -271,7 +271,8 @@ class RunCvtTest(tf.test.TestCase):
                                  "The zebra ran home.\n" + "The okapi sat down.\n" * 3)
     logs = []
     built = runner.CvtRunner(self.config(tempfile.mkdtemp(), unlabeled_data=corpus,
-                                         vocab_min_count=2, max_train_sentences=8), logs.append)
+                                         vocab_min_count=2, max_train_sentences=8,
+                                         train_batch_size=4), logs.append)  # 4 fill a batch
     self.assertIn("okapi", built.inputs.vocab.words)
     self.assertNotIn("zebra", built.inputs.vocab.words)
     self.assertTrue(any("4 unlabeled sentences read for the vocabulary" in l for l in logs), logs)
