@@ -2,6 +2,7 @@
 TestCase temp-dir helpers work, give every test a clean gin configuration, and leave out
 `tf.test.TestCase.test_session` (a deprecated context manager that unittest's name rule collects
 as a test, and that skips itself: 73 false "skipped" per run)."""
+import official_rtd  # isort: skip  # first: its Keras 2 setting precedes TensorFlow
 from absl import flags
 import gin
 import pytest
