@@ -31,22 +31,22 @@ SLOW_MODULES = (
     "tests/training/test_xla_step.py", "tests/benchmarks/")
 
 
-# The longest classes go first (the slowest 30 of `--durations`, benchmarks/results/test_suite.md)
-# so that pytest-xdist (`--dist loadscope`) hands them out while every worker is busy anyway and
-# no worker ends the suite alone on one of them.
+# The longest classes go first (the slowest by class of `--durations=0`,
+# benchmarks/results/test_suite.md) so that pytest-xdist (`--dist loadscope`) hands them out
+# while every worker is busy anyway and no worker ends the suite alone on one of them.
 LONGEST_FIRST = (
     "tests/test_readme_commands.py::ReadmePretrainingValueTest",
     "tests/tools/test_run_pretraining.py::RunPretrainingCliTest",
     "tests/test_readme_commands.py::ReadmeStepByStepTest",
     "tests/training/test_xla_step.py::XlaStepTest",
-    "tests/cvt/test_runner.py::MultiTaskCvtTest",
     "tests/training/test_long_runs.py::LongRunTest",
-    "tests/cvt/test_runner.py::RunCvtTest",
-    "tests/training/test_evaluation.py::EvaluatorTest",
-    "tests/tools/test_interop_cli.py::ExportModelCliTest",
     "tests/finetune/bam/test_multitask.py::BamEndToEndTest",
-    "tests/finetune/tagging/test_task.py::RunTaggingTest",
+    "tests/training/test_evaluation.py::EvaluatorTest",
+    "tests/test_disk_full.py::DiskFullTest",
+    "tests/tools/test_interop_cli.py::ExportModelCliTest",
     "tests/training/test_distributed.py::DistributedTest",
+    "tests/tools/test_score_pll.py::ScorePllTest",
+    "tests/training/test_trainer.py::TrainerTest",
 )
 
 
