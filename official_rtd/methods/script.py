@@ -111,6 +111,9 @@ class ScriptPretrainer(base.PretrainingModel):
             "critic_loss": m.Mean("critic_loss"),
             "critic_accuracy": m.BinaryAccuracy("critic_accuracy"),
             "critic_auc": m.AUC(name="critic_auc"),
+            # apart, as ELECTRA's: the collapse warning reads them
+            "critic_accuracy_original": m.BinaryAccuracy("critic_accuracy_original"),
+            "critic_accuracy_replaced": m.BinaryAccuracy("critic_accuracy_replaced"),
             "replaced_fraction": m.Mean("replaced_fraction")}
 
   def update_metrics(self, metrics, inputs, outputs, losses):

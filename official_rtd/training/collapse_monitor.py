@@ -6,9 +6,10 @@ ones ≤ 1 − `threshold` (or the reverse), with `replaced_fraction` of the mas
 actually replaced, over consecutive training rows spanning at least `min_steps` steps. Its loss
 then sits at the entropy of the label prior and it learns nothing from the context (the ELECTRA
 runs of `benchmarks/results/pretraining.md`). It listens to the `Reporter`'s "train" rows
-(`reporting.py`) of any method logging `<prefix>accuracy_original` / `_replaced`.
+(`reporting.py`) of any method logging `<prefix>accuracy_original` / `_replaced` (ELECTRA and the
+methods on `methods/objectives.py`: `rtd_`; SCRIPT's critic: `critic_`).
 """
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 # What this project measured to learn where joint training collapses (README, "Pre-training on
 # one machine"; benchmarks/results/pretraining.md).
@@ -26,20 +27,33 @@ REMEDY_WITH_WARMUP = (
     "train FLOPs (README, 'ELECTRA on one machine')")
 
 
+# For a method without the warm-up's switches (SCRIPT, Electric, ...).
+REMEDY_OTHER_METHOD = (
+    "this method has no masked-LM warm-up here (only ELECTRA's builder has one: "
+    "gin/recipes/electra_one_machine.gin); below about 1e16 train FLOPs BERT-MLM "
+    "(gin/tasks/mlm.gin) does better downstream at this model size (README, 'ELECTRA on one "
+    "machine')")
+
+
 def remedy_for(model) -> str:
-  """The advice that fits `model`'s run: the masked-LM warm-up, or what to do when it has one."""
-  return REMEDY_WITH_WARMUP if getattr(model, "masked_warmup", False) else REMEDY
+  """The advice that fits `model`'s run: the masked-LM warm-up (ELECTRA), what to do when it
+  has one, or, for a method without it, BERT-MLM."""
+  if not hasattr(model, "masked_warmup"):
+    return REMEDY_OTHER_METHOD
+  return REMEDY_WITH_WARMUP if model.masked_warmup else REMEDY
 
 
 class CollapseMonitor:
   """A `Reporter` listener (`reporter.add_listener(CollapseMonitor(log))`)."""
 
-  def __init__(self, log: Callable[[str], None], prefix: str = "rtd_", threshold: float = 0.98,
-               min_steps: int = 1000, min_replaced: float = 0.01, remedy: str = REMEDY,
-               start_step: int = 0):
-    """`start_step`: rows up to this step are not read (the detector's loss starts there:
-    `PretrainingModel.detection_start_step`)."""
-    self.log, self.prefix, self.threshold = log, prefix, threshold
+  def __init__(self, log: Callable[[str], None], prefixes: Tuple[str, ...] = ("rtd_", "critic_"),
+               threshold: float = 0.98, min_steps: int = 1000, min_replaced: float = 0.01,
+               remedy: str = REMEDY, start_step: int = 0):
+    """`prefixes`: the detectors' metric names (ELECTRA's `rtd_`, SCRIPT's `critic_`), the first a
+    row holds is read; `start_step`: rows up to this step are not read (the detector's loss starts
+    there: `PretrainingModel.detection_start_step`)."""
+    self.log, self.prefixes, self.threshold = log, prefixes, threshold
+    self.prefix = prefixes[0]
     self.min_steps, self.min_replaced, self.remedy = min_steps, min_replaced, remedy
     self.start_step = start_step
     self.stretch_start: Optional[int] = None  # the step before the first collapsed row
@@ -48,6 +62,7 @@ class CollapseMonitor:
 
   def collapsed(self, row: dict) -> Optional[str]:
     """The class a collapsed row predicts everywhere ("original" or "replaced"), else None."""
+    self.prefix = next((p for p in self.prefixes if p + "accuracy_original" in row), self.prefix)
     original = row.get(self.prefix + "accuracy_original")
     replaced = row.get(self.prefix + "accuracy_replaced")
     if original is None or replaced is None or row.get("replaced_fraction", 1.0) < self.min_replaced:

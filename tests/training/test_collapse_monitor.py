@@ -8,6 +8,7 @@ import gin
 import tensorflow as tf
 
 from official_rtd.methods import electra
+from official_rtd.methods import script
 from official_rtd.training import collapse_monitor
 from tests import testutil
 from tests.methods import test_electra
@@ -71,6 +72,24 @@ class CollapseMonitorTest(tf.test.TestCase):
     self.assertLen(lines, 1)
     self.assertIn("from step 300 to 500", lines[0])
 
+  def test_scripts_critic_is_watched_too(self):
+    """SCRIPT logs its critic's accuracies apart (`critic_`): a collapsed critic warns as a
+    collapsed ELECTRA discriminator does."""
+    lines = []
+    monitor = collapse_monitor.CollapseMonitor(lines.append, min_steps=200)
+    for step in (100, 200, 300):
+      monitor("train", {"step": step, "critic_accuracy_original": 1.0,
+                        "critic_accuracy_replaced": 0.0, "replaced_fraction": 0.99,
+                        "critic_auc": 0.55})
+    self.assertLen(lines, 1)
+    self.assertStartsWith(lines[0], "WARNING: the discriminator has collapsed onto 'original' "
+                          "from step 0 to 200: accuracy 1.000 on original and 0.000 on "
+                          "replaced tokens, AUC 0.550")
+    model = script.build_script_pretrainer(test_electra.CONFIG)
+    self.assertIs(collapse_monitor.remedy_for(model), collapse_monitor.REMEDY_OTHER_METHOD)
+    self.assertContainsSubset({"critic_accuracy_original", "critic_accuracy_replaced"},
+                              set(model.build_metrics()))
+
   def test_the_advice_fits_the_run_and_names_files_that_exist(self):
     """A run with the masked-LM warm-up is not told to use it; every file named exists."""
     with_warmup = electra.build_electra_pretrainer(
@@ -79,7 +98,8 @@ class CollapseMonitorTest(tf.test.TestCase):
     self.assertIs(collapse_monitor.remedy_for(electra.build_electra_pretrainer(
         test_electra.CONFIG)), collapse_monitor.REMEDY)
     self.assertIn("already", collapse_monitor.REMEDY_WITH_WARMUP)
-    for remedy in (collapse_monitor.REMEDY, collapse_monitor.REMEDY_WITH_WARMUP):
+    for remedy in (collapse_monitor.REMEDY, collapse_monitor.REMEDY_WITH_WARMUP,
+                   collapse_monitor.REMEDY_OTHER_METHOD):
       paths = re.findall(r"gin/\S+?\.gin", remedy)
       self.assertNotEmpty(paths)
       for path in paths:
