@@ -53,7 +53,6 @@ class CollapseMonitor:
     row holds is read; `start_step`: rows up to this step are not read (the detector's loss starts
     there: `PretrainingModel.detection_start_step`)."""
     self.log, self.prefixes, self.threshold = log, prefixes, threshold
-    self.prefix = prefixes[0]
     self.min_steps, self.min_replaced, self.remedy = min_steps, min_replaced, remedy
     self.start_step = start_step
     self.stretch_start: Optional[int] = None  # the step before the first collapsed row
@@ -62,9 +61,9 @@ class CollapseMonitor:
 
   def collapsed(self, row: dict) -> Optional[str]:
     """The class a collapsed row predicts everywhere ("original" or "replaced"), else None."""
-    self.prefix = next((p for p in self.prefixes if p + "accuracy_original" in row), self.prefix)
-    original = row.get(self.prefix + "accuracy_original")
-    replaced = row.get(self.prefix + "accuracy_replaced")
+    prefix = self.prefix_of(row)
+    original = row.get(prefix + "accuracy_original")
+    replaced = row.get(prefix + "accuracy_replaced")
     if original is None or replaced is None or row.get("replaced_fraction", 1.0) < self.min_replaced:
       return None
     if original >= self.threshold and replaced <= 1.0 - self.threshold:
@@ -72,6 +71,10 @@ class CollapseMonitor:
     if replaced >= self.threshold and original <= 1.0 - self.threshold:
       return "replaced"
     return None
+
+  def prefix_of(self, row: dict) -> str:
+    """The first of `prefixes` whose detector figures `row` holds (else the first)."""
+    return next((p for p in self.prefixes if p + "accuracy_original" in row), self.prefixes[0])
 
   def __call__(self, kind: str, row: dict) -> None:
     if kind != "train" or self.warned:
@@ -85,11 +88,12 @@ class CollapseMonitor:
     self.last_step = step
     if label is not None and step - self.stretch_start >= self.min_steps:
       self.warned = True
-      auc = row.get(self.prefix + "auc")
+      prefix = self.prefix_of(row)
+      auc = row.get(prefix + "auc")
       self.log(
           f"WARNING: the discriminator has collapsed onto '{label}' from step "
-          f"{self.stretch_start} to {step}: accuracy {row[self.prefix + 'accuracy_original']:.3f} "
-          f"on original and {row[self.prefix + 'accuracy_replaced']:.3f} on replaced tokens"
+          f"{self.stretch_start} to {step}: accuracy {row[prefix + 'accuracy_original']:.3f} "
+          f"on original and {row[prefix + 'accuracy_replaced']:.3f} on replaced tokens"
           f"{f', AUC {auc:.3f}' if auc is not None else ''}, with "
           f"{row.get('replaced_fraction', float('nan')):.0%} of the masked tokens replaced: it "
           f"learns nothing from the context. The run goes on; {self.remedy}")
