@@ -64,7 +64,8 @@ RECIPES = {
 
 flags.DEFINE_string("work_dir", None, "Where the data, runs, evaluations and report go.")
 flags.DEFINE_string("methods", "electra,mlm", "Pre-training methods (gin/tasks/<method>.gin, or "
-                    "a recipe that includes one, gin/recipes/<method>.gin).")
+                    "a recipe that includes one, gin/recipes/<method>.gin); `a+b` composes "
+                    "their files in that order (e.g. electra_one_machine+ale).")
 flags.DEFINE_string("seeds", "0,1", "Seeds, one run each per method.")
 flags.DEFINE_float("train_flops_budget", 2e14, "Train FLOPs per run.")
 flags.DEFINE_enum("recipe", "sentences", sorted(RECIPES), "The recipe (see above).")
@@ -117,7 +118,7 @@ def checked_flags():
   if FLAGS.vocab_size < 0:
     refuse(f"--vocab_size={FLAGS.vocab_size} must be >= 0")
   unknown = [m for m in FLAGS.methods.split(",")
-             if not os.path.isfile(os.path.join(REPO, method_gin(m)))]
+             if not all(os.path.isfile(os.path.join(REPO, f)) for f in method_gins(m))]
   if unknown:
     refuse(f"--methods: no gin/tasks/<method>.gin or gin/recipes/<method>.gin for {unknown}")
   if not os.path.isdir(os.path.join(FLAGS.shared_data, "wiki")):
@@ -175,10 +176,16 @@ def method_gin(method: str) -> str:
                                                                             f"{method}.gin")
 
 
+def method_gins(method: str) -> list:
+  """The gin files of a `--methods` entry, in order: one file per `+`-joined part (e.g.
+  `electra_one_machine+ale`: the recipe's warm-up, then ALE's settings)."""
+  return [method_gin(part) for part in method.split("+")]
+
+
 def pretrain_argv(args, method, model_dir, extra=()):
   recipe_gin = RECIPES[args.recipe][3]
-  return (["run_pretraining", f"--gin_file={args.model_gin}", f"--gin_file={method_gin(method)}"]
-          + [f"--gin_file={f}" for f in recipe_gin]
+  return (["run_pretraining", f"--gin_file={args.model_gin}"]
+          + [f"--gin_file={f}" for f in method_gins(method) + recipe_gin]
           + [f"--input_records={os.path.join(args.work_dir, 'records')}",
              f"--model_dir={model_dir}"] + list(extra))
 

@@ -80,6 +80,27 @@ class GinFilesTest(tf.test.TestCase):
     outputs = model(base.dummy_inputs(64, 20), training=False)
     self.assertEqual(outputs["discriminator_mlm_logits"].shape, [1, 20, vocab.size])
 
+  def test_the_warmup_composes_after_an_electra_variant_keeping_its_settings(self):
+    """`gin/recipes/masked_lm_warmup.gin` after ALE or GDES: the variant's own values stay
+    (the full recipe, which includes `tasks/electra.gin`, would reset them) and the warm-up's
+    four values are bound."""
+    for task, key, value in (("ale", "temperature", 0.8), ("electra_gdes", "embedding_sharing",
+                                                           "gdes")):
+      gin.clear_config()
+      runs.parse_gin(["gin/models/one_machine.gin", f"gin/tasks/{task}.gin",
+                      "gin/recipes/masked_lm_warmup.gin",
+                      "gin/recipes/one_machine_sentences.gin"], [], log=lambda _: None)
+      self.assertEqual(gin.query_parameter(f"build_electra_pretrainer.{key}"), value, task)
+      self.assertEqual([gin.query_parameter(f"build_electra_pretrainer.{name}") for name in (
+          "rtd_start_step", "discriminator_mlm_steps", "discriminator_mlm_weight",
+          "masked_warmup")], [3000, 6000, 1.0, True], task)
+    gin.clear_config()
+    with self.assertRaisesRegex(ValueError, "re-binds build_electra_pretrainer.temperature = 0.8, "
+                                            "which the recipe"):
+      runs.parse_gin(["gin/models/one_machine.gin", "gin/recipes/electra_one_machine.gin",
+                      "gin/tasks/ale.gin"], [], log=lambda _: None)
+    gin.clear_config()
+
   def test_every_model_file_parses(self):
     for model_file in MODELS:
       gin.clear_config()

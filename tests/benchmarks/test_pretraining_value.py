@@ -65,6 +65,18 @@ class ReportTest(tf.test.TestCase):
     result = self.report(work, "--seeds=0", "--methods=mlm", f"--trend_work_dirs={work}")
     self.assertEqual(result.returncode, 2)
     self.assertIn("--trend_work_dirs needs two --methods", result.stderr)
+  def test_a_composed_method_is_one_column_and_each_part_must_exist(self):
+    work = self.create_tempdir().full_path
+    write_run(work, "ale+masked_lm_warmup_s0", 1e14, 0.61)
+    write_run(work, "mlm_s0", 1e14, 0.65)
+    result = self.report(work, "--seeds=0", "--methods=ale+masked_lm_warmup,mlm")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("| UD EWT fine-tuned (LAS) | 0.6100 | — | 0.6500 | — | -0.04 (one seed) |",
+                  result.stdout)
+    result = self.report(work, "--seeds=0", "--methods=ale+masked_lm_warmup_nowhere,mlm")
+    self.assertEqual(result.returncode, 2)
+    self.assertIn("for ['ale+masked_lm_warmup_nowhere']", result.stderr)
+
 
 
 class ToolStandardTest(tf.test.TestCase):
