@@ -47,6 +47,9 @@ class ReadmeTest(tf.test.TestCase):
       text = f.read()
     self.assertLessEqual(len(text.splitlines()), 300)
     self.assertIn("## Headline figures", text)
+    headline = text[text.index("## Headline figures"):text.index("## Contents by topic")]
+    rows = [line for line in headline.splitlines() if line.startswith("| ")]
+    self.assertLessEqual(len(rows) - 1, 25, "RESULTS' headline: one row per claim, at most 25")
     topics = glob.glob(os.path.join(testutil.REPO, "benchmarks", "results", "*.md"))
     self.assertGreater(len(topics), 5)
     for page in topics:

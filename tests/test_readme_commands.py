@@ -14,6 +14,7 @@ import tempfile
 
 import tensorflow as tf
 
+from official_rtd.tools import flag_tables
 from tests import testutil
 
 # Appended to the README's command of each tool: the same run at test size.
@@ -74,6 +75,62 @@ def slice_shared_data(data: str):
     head_blocks(f"{shared}/glue/CoLA/{split}.tsv", f"{data}/glue/CoLA/{split}.tsv", count)
     head_blocks(f"{shared}/parsing/ud_ewt/en_ewt-ud-{split}.conllu",
                 f"{data}/parsing/ud_ewt/en_ewt-ud-{split}.conllu", count)
+
+
+def readme_commands():
+  """Every command of the README's bash blocks as (its line number, argv): continuation lines
+  joined, comments dropped, `NAME=value` lines substituted into the commands after them."""
+  with open(os.path.join(testutil.REPO, "README.md"), encoding="utf-8") as f:
+    text = f.read()
+  commands = []
+  for block in re.finditer(r"```bash\n(.*?)```", text, re.S):
+    line = text[:block.start()].count("\n") + 2
+    variables = {}
+    for command in re.sub(r"\\\n\s*", " ", block.group(1)).splitlines():
+      argv = shlex.split(command, comments=True)
+      if len(argv) == 1 and re.fullmatch(r"\w+=\S+", argv[0]):
+        name, value = argv[0].split("=", 1)
+        variables[name] = value
+      elif argv:
+        commands.append((line, [re.sub(r"\$(\w+)", lambda m: variables[m.group(1)], a)
+                                for a in argv]))
+  return commands
+
+
+class ReadmeCommandsAsTypedTest(tf.test.TestCase):
+  """Every command on the front page, as typed: a console script of ours (or a benchmark script
+  that exists, or pip), every flag one of that tool's flags, every input under `../shared/data`
+  or `data/` present. (The pre-training commands also run, below; each tool runs end to end in
+  its own CLI test.)"""
+
+  def test_every_command_names_real_tools_flags_and_inputs(self):
+    specs = flag_tables.tool_specs(os.path.join(testutil.REPO, "setup.py"))
+    commands = readme_commands()
+    tools = {argv[0] for _, argv in commands}
+    self.assertTrue({"run_glue", "run_squad", "run_tagging", "run_multiple_choice",
+                     "run_parsing", "run_cvt", "cvt_predict", "export_model",
+                     "import_checkpoint", "run_pretraining", "create_pretraining_data"} <= tools,
+                    tools)
+    for line, argv in commands:
+      where = f"README.md:{line}: {' '.join(argv)[:80]}"
+      if argv[0] in ("pip", "python"):
+        if argv[0] == "python" and argv[1] != "-m":
+          self.assertTrue(os.path.isfile(os.path.join(testutil.REPO, argv[1])), where)
+        continue
+      self.assertIn(argv[0], specs, where)
+      spec = specs[argv[0]]
+      names = {flag.name: flag.kind for flag in spec.flags()}
+      known = set(names) | set(spec.aliases) | set(spec.renamed)
+      for arg in argv[1:]:
+        if not arg.startswith("--"):
+          continue
+        name, _, value = arg[2:].partition("=")
+        negated = name.startswith("no") and names.get(name[2:]) == "bool"
+        self.assertTrue(name in known or negated, f"{where}: --{name}")
+        if value.startswith(("../shared/data", "data/")):
+          if value.startswith("../shared/data") and not os.path.isdir(testutil.SHARED_DATA):
+            continue  # the shared data's own test says what is missing
+          self.assertTrue(glob.glob(os.path.join(testutil.REPO, value)), f"{where}: {value}")
 
 
 class PretrainingValueFlagsTest(tf.test.TestCase):
