@@ -82,6 +82,10 @@ flags.DEFINE_string("stages", "data,pretrain,evaluate,representations,context,re
                     "Stages to run, in order.")
 flags.DEFINE_string("output_file", "", "Also write the report here.")
 flags.DEFINE_bool("overwrite", False, "Replace an existing --output_file.")
+flags.DEFINE_string("figures_dir", "", "A folder of each run's figures (`<run>.json`): the report "
+                    "writes there every run it finds evaluated in --work_dir and reads from it "
+                    "the runs --work_dir lacks, so runs of several sessions or work dirs make one "
+                    "table.")
 flags.DEFINE_list("trend_work_dirs", [],
                   "report: work dirs of the same methods at other budgets; a second table gives "
                   "the first method's gap to the second at each budget and where it closes.")
@@ -100,7 +104,7 @@ STAGES = ("data", "pretrain", "evaluate", "representations", "context", "report"
 def checked_flags():
   """FLAGS, checked (each refusal is one line, before any work), their paths made absolute from
   the caller's working directory once (the jobs run in the repository)."""
-  for name in ("work_dir", "shared_data", "blimp_pairs", "output_file"):
+  for name in ("work_dir", "shared_data", "blimp_pairs", "output_file", "figures_dir"):
     if getattr(FLAGS, name):
       setattr(FLAGS, name, os.path.abspath(getattr(FLAGS, name)))
   FLAGS.trend_work_dirs = [os.path.abspath(d) for d in FLAGS.trend_work_dirs]
@@ -421,13 +425,29 @@ def summarize(values):
   return f"{fmt(figures.median)} [{fmt(figures.min)}, {fmt(figures.max)}]"
 
 
-def seed_rows(work_dir, method, seeds=None):
-  """Each seed's figures of `method` in `work_dir` (`seeds`: those; None: every `<method>_s<N>`)."""
+def kept_figures(work_dir, name, figures_dir=""):
+  """`figures(work_dir, name)`; with `figures_dir`, also kept there as `<name>.json` (written when
+  the run has figures in `work_dir`, read back when it has none)."""
+  row = figures(work_dir, name)
+  if not figures_dir:
+    return row
+  path = os.path.join(figures_dir, f"{name}.json")
+  if row:
+    os.makedirs(figures_dir, exist_ok=True)
+    textio.write_atomic(path, lambda f: json.dump(row, f, indent=1, sort_keys=True))
+    return row
+  return read_json(path) if os.path.isfile(path) else {}
+
+
+def seed_rows(work_dir, method, seeds=None, figures_dir=""):
+  """Each seed's figures of `method` in `work_dir` (`seeds`: those; None: every `<method>_s<N>`),
+  or kept in `figures_dir` (`kept_figures`)."""
   if seeds is None:
     prefix = os.path.join(work_dir, f"{method}_s")
     seeds = sorted(path[len(prefix):] for path in glob.glob(prefix + "*")
                    if path[len(prefix):].isdigit())
-  return [row for row in (figures(work_dir, f"{method}_s{seed}") for seed in seeds) if row]
+  return [row for row in (kept_figures(work_dir, f"{method}_s{seed}", figures_dir)
+                          for seed in seeds) if row]
 
 
 def trend_table(work_dirs, methods, names):
@@ -474,9 +494,11 @@ def stage_report(args):
                        "BLiMP-13 pll pairs/s", "BLiMP-13 discriminator pairs/s")]
   columns = []
   for method in args.methods.split(","):
-    seeds = seed_rows(args.work_dir, method, [seed for seed in args.seeds.split(",") if seed])
+    seeds = seed_rows(args.work_dir, method, [seed for seed in args.seeds.split(",") if seed],
+                      args.figures_dir)
     columns.append((f"{method} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})", seeds))
-    columns.append((f"{method} random init", [figures(args.work_dir, f"{method}_random")]))
+    columns.append((f"{method} random init",
+                    [kept_figures(args.work_dir, f"{method}_random", args.figures_dir)]))
   # The first method against the second, seed by seed (a claim "beats X beyond the seed spread"):
   # their trained columns are the first and the third (each method's random init follows it).
   methods = args.methods.split(",")

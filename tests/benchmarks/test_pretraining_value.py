@@ -65,6 +65,24 @@ class ReportTest(tf.test.TestCase):
     result = self.report(work, "--seeds=0", "--methods=mlm", f"--trend_work_dirs={work}")
     self.assertEqual(result.returncode, 2)
     self.assertIn("--trend_work_dirs needs two --methods", result.stderr)
+  def test_figures_kept_in_one_session_join_the_next_sessions_table(self):
+    first, second = self.create_tempdir().full_path, self.create_tempdir().full_path
+    kept = os.path.join(self.create_tempdir().full_path, "family")
+    write_run(first, "mlm_s0", 1e14, 0.65)
+    result = self.report(first, "--seeds=0", "--methods=mlm", f"--figures_dir={kept}")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    with open(os.path.join(kept, "mlm_s0.json"), encoding="utf-8") as f:
+      self.assertEqual(json.load(f)["UD EWT fine-tuned (LAS)"], 0.65)
+    self.assertFalse(os.path.exists(os.path.join(kept, "mlm_random.json")))  # nothing evaluated
+    # The next session's work dir holds only the new member: the kept BERT-MLM row comes back.
+    write_run(second, "ale+masked_lm_warmup_s0", 1e14, 0.61)
+    result = self.report(second, "--seeds=0", "--methods=ale+masked_lm_warmup,mlm",
+                         f"--figures_dir={kept}")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn("| UD EWT fine-tuned (LAS) | 0.6100 | — | 0.6500 | — | -0.04 (one seed) |",
+                  result.stdout)
+    self.assertTrue(os.path.isfile(os.path.join(kept, "ale+masked_lm_warmup_s0.json")))
+
   def test_a_composed_method_is_one_column_and_each_part_must_exist(self):
     work = self.create_tempdir().full_path
     write_run(work, "ale+masked_lm_warmup_s0", 1e14, 0.61)
