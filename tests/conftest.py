@@ -35,9 +35,8 @@ SLOW_MODULES = (
 # benchmarks/results/test_suite.md) so that pytest-xdist (`--dist loadscope`) hands them out
 # while every worker is busy anyway and no worker ends the suite alone on one of them.
 LONGEST_FIRST = (
-    "tests/test_readme_commands.py::ReadmePretrainingValueTest",
+    "tests/test_readme_commands.py::ReadmePretrainingTest",
     "tests/tools/test_run_pretraining.py::RunPretrainingCliTest",
-    "tests/test_readme_commands.py::ReadmeStepByStepTest",
     "tests/training/test_xla_step.py::XlaStepTest",
     "tests/training/test_long_runs.py::LongRunTest",
     "tests/finetune/bam/test_multitask.py::BamEndToEndTest",

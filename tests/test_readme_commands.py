@@ -149,41 +149,15 @@ class PretrainingValueFlagsTest(tf.test.TestCase):
       self.assertIn(message, result.stderr.strip().splitlines()[-1])
 
 
-# The two README runs are separate classes so that pytest-xdist (`--dist loadscope`) can give them
-# to different workers: together they are ~8 minutes, the suite's longest class.
 @testutil.requires(testutil.SHARED_DATA)
-class ReadmePretrainingValueTest(tf.test.TestCase):
+class ReadmePretrainingTest(tf.test.TestCase):
+  """The README's step-by-step commands in order, then its `pretraining_value.py` command on the
+  same folder, as a user who did the steps by hand and then runs the script: the script skips
+  what the steps made (the same layout: vocabulary, records, `mlm_s0`, its BLiMP, probes and
+  SST-2) and does the rest (the random initialisation, held-out figures, CoLA, UD parsing, the
+  representations, the report)."""
 
-  def test_pretraining_value_runs_as_typed(self):
-    # The README's command, only the size flags appended (argparse: the last value wins) and
-    # `--shared_data` pointing at the slices.
-    root = tempfile.mkdtemp()
-    data = os.path.join(root, "shared", "data")
-    slice_shared_data(data)
-    command = readme_pretraining_value_command()
-    self.assertEqual(command[:2], ["python", "benchmarks/pretraining_value.py"])
-    pv = os.path.join(root, "pv")
-    args = ([sys.executable, command[1]] + [a.replace("/tmp/pv", pv) for a in command[2:]]
-            + [f"--shared_data={data}", "--vocab_size=600", "--train_flops_budget=3e10",
-               "--methods=mlm", "--sst2_train_examples=100", "--max_eval_batches=2"])
-    result = subprocess.run(args, cwd=testutil.REPO, capture_output=True, text=True,
-                            timeout=1800, stdin=subprocess.DEVNULL)
-    self.assertEqual(result.returncode, 0, f"{' '.join(args)}\n{result.stdout[-3000:]}"
-                                           f"\n{result.stderr[-3000:]}")
-    for run in ("mlm_s0", "mlm_random"):
-      self.assertTrue(os.path.isfile(f"{pv}/{run}/export/encoder_config.json"), run)
-      self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/sst2/eval_results.json"), run)
-      self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/context.json"), run)
-    self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/probes.json"))
-    self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/ud/eval_results.json"))
-    self.assertIn("UD EWT fine-tuned (LAS)", result.stdout)
-    self.assertIn("mlm", result.stdout)
-
-
-@testutil.requires(testutil.SHARED_DATA)
-class ReadmeStepByStepTest(tf.test.TestCase):
-
-  def test_step_by_step_runs_as_typed(self):
+  def test_step_by_step_then_pretraining_value_run_as_typed(self):
     root = tempfile.mkdtemp()
     data = os.path.join(root, "shared", "data")
     slice_shared_data(data)
@@ -211,6 +185,29 @@ class ReadmeStepByStepTest(tf.test.TestCase):
       probes = json.load(f)
     self.assertTrue(any("pos" in key for key in json.dumps(probes).split('"')), probes)
     self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/sst2/eval_results.json"))
+
+    # The README's script command, only the size flags appended (the last value wins) and
+    # `--shared_data` pointing at the slices.
+    command = readme_pretraining_value_command()
+    self.assertEqual(command[:2], ["python", "benchmarks/pretraining_value.py"])
+    args = ([sys.executable, command[1]] + [a.replace("/tmp/pv", pv) for a in command[2:]]
+            + [f"--shared_data={data}", "--vocab_size=600", "--train_flops_budget=3e10",
+               "--methods=mlm", "--sst2_train_examples=100", "--max_eval_batches=2"])
+    result = subprocess.run(args, cwd=testutil.REPO, capture_output=True, text=True,
+                            timeout=1800, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 0, f"{' '.join(args)}\n{result.stdout[-3000:]}"
+                                           f"\n{result.stderr[-3000:]}")
+    self.assertNotIn("start build_vocab", result.stdout)  # the steps' outputs are reused
+    self.assertNotIn("start mlm_s0 (", result.stdout)
+    for run in ("mlm_s0", "mlm_random"):
+      self.assertTrue(os.path.isfile(f"{pv}/{run}/export/encoder_config.json"), run)
+      self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/sst2/eval_results.json"), run)
+      self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/context.json"), run)
+      self.assertTrue(os.path.isfile(f"{pv}/{run}/eval_results.jsonl"), run)
+    self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/ud/eval_results.json"))
+    self.assertTrue(os.path.isfile(f"{pv}/eval/mlm_s0/cola/eval_results.json"))
+    self.assertIn("UD EWT fine-tuned (LAS)", result.stdout)
+    self.assertIn("mlm", result.stdout)
 
 
 if __name__ == "__main__":
