@@ -37,7 +37,10 @@ import common
 import rtd_figures
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IMPLEMENTATIONS = ("ours", "huggingface", "ours_t5")
+# huggingface_relative_key: the PyTorch side with a relative prior in every attention layer and
+# no absolute position embeddings (`electra_torch.py --position_embedding_type=relative_key`), the
+# nearest Hugging Face has to the recipe's T5 relative biases (ours_t5).
+IMPLEMENTATIONS = ("ours", "huggingface", "ours_t5", "huggingface_relative_key")
 flags.DEFINE_string("work_dir", None, "Where each budget's and seed's folder goes.")
 flags.DEFINE_string("records", None, "Training records (create_pretraining_data, the recipe's).")
 flags.DEFINE_string("heldout", None, "Held-out masked records.")
@@ -240,11 +243,12 @@ def train_ours(budget: str, seed: str, implementation: str, output: str) -> None
   os.replace(os.path.join(output, "curve.jsonl.partial"), os.path.join(output, "curve.jsonl"))
 
 
-def train_huggingface(budget: str, seed: str, output: str) -> None:
+def train_huggingface(budget: str, seed: str, output: str, position_embedding_type: str) -> None:
   env = dict(os.environ, USE_TF="0", CUDA_VISIBLE_DEVICES="")
   subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "electra_torch.py"),
                   f"--run_dir={run_dir(budget, seed)}", f"--output={output}", f"--seed={seed}",
-                  f"--threads={FLAGS.threads}"], env=env, check=True)
+                  f"--threads={FLAGS.threads}",
+                  f"--position_embedding_type={position_embedding_type}"], env=env, check=True)
 
 
 def report() -> None:
@@ -285,8 +289,10 @@ def main(_):
           if os.path.isfile(os.path.join(output, "curve.jsonl")):
             continue
           watch = common.Stopwatch()
-          if implementation == "huggingface":
-            train_huggingface(budget, seed, output)
+          if implementation.startswith("huggingface"):
+            train_huggingface(budget, seed, output,
+                              implementation.split("_", 1)[1] if "_" in implementation
+                              else "absolute")
           else:
             train_ours(budget, seed, implementation, output)
           print(f"{budget} seed {seed} {implementation}: {watch.seconds:.0f} s", flush=True)

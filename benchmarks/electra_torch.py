@@ -43,10 +43,16 @@ flags.DEFINE_string("run_dir", None, "Holds config.json, batches.npz, heldout.np
 flags.DEFINE_string("output", None, "Where curve.jsonl goes.")
 flags.DEFINE_integer("seed", 0, "torch's seed (the models' initialisation, the generator's samples).")
 flags.DEFINE_integer("threads", 1, "torch threads.", lower_bound=1)
+flags.DEFINE_enum("position_embedding_type", "absolute",
+                  ["absolute", "relative_key", "relative_key_query"],
+                  "Hugging Face's position encoding for both networks: absolute position "
+                  "embeddings (ELECTRA's), or a relative prior in every attention layer (learned "
+                  "embeddings of the clipped distance in the keys' scores; Shaw et al. 2018), with "
+                  "no absolute ones.")
 FLAGS = flags.FLAGS
 
 
-def build(config, torch, transformers):
+def build(config, torch, transformers, position_embedding_type="absolute"):
   """(generator, discriminator, the discriminator's masked-LM head or None, decayed parameters,
   undecayed ones) with the embeddings shared and the LM heads tied to them."""
   shared_sizes = dict(vocab_size=config["vocab_size"], embedding_size=config["embedding_size"],
@@ -54,7 +60,8 @@ def build(config, torch, transformers):
                 type_vocab_size=config["type_vocab_size"], hidden_act="gelu",
                 hidden_dropout_prob=config["dropout_rate"],
                 attention_probs_dropout_prob=config["attention_dropout_rate"],
-                initializer_range=config["initializer_range"], layer_norm_eps=1e-12)
+                initializer_range=config["initializer_range"], layer_norm_eps=1e-12,
+                position_embedding_type=position_embedding_type)
   generator = transformers.ElectraForMaskedLM(transformers.ElectraConfig(
       hidden_size=config["generator"]["hidden_size"], num_hidden_layers=config["generator"]["num_layers"],
       num_attention_heads=config["generator"]["num_attention_heads"],
@@ -97,8 +104,8 @@ def main(_):
     config = json.load(f)
   batches = np.load(os.path.join(FLAGS.run_dir, "batches.npz"))
   heldout = np.load(os.path.join(FLAGS.run_dir, "heldout.npz"))
-  generator, discriminator, discriminator_lm, decayed, undecayed = build(config, torch,
-                                                                         transformers)
+  generator, discriminator, discriminator_lm, decayed, undecayed = build(
+      config, torch, transformers, FLAGS.position_embedding_type)
   rtd_start = config.get("rtd_start_step", 0)
   mu = config.get("discriminator_mlm_weight", 0.0)
   mu_steps = config.get("discriminator_mlm_steps", 0)
