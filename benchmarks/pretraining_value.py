@@ -201,8 +201,12 @@ def stage_pretrain(args):
     if os.path.isdir(os.path.join(model_dir, "export")):
       continue
     if seed is None:  # the initial weights: one step whose learning rate is 0 (warmup from 0)
+      # (and no masked-LM warm-up, which a 1-step run could not start: the encoder is the same)
       extra = ["--noonset_monitor", "--gin_param=TrainConfig.num_train_steps = 1",
-               "--gin_param=TrainConfig.train_flops_budget = 0.0"]
+               "--gin_param=TrainConfig.train_flops_budget = 0.0"] + [
+                   f"--gin_param=masked_lm_warmup.{binding}" for binding in (
+                       "rtd_start_step = 0", "masked_warmup = False",
+                       "discriminator_mlm_weight = 0.0", "discriminator_mlm_steps = 0")]
     else:
       extra = [f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
                f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",

@@ -20,6 +20,7 @@ from official_rtd.data import tokenizer as tokenizer_lib
 from official_rtd.data import vocab as vocab_lib
 from official_rtd.interop import run_dir
 from official_rtd.methods import base
+from official_rtd.methods import objectives
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.probes import probe
@@ -256,6 +257,7 @@ def build_trainer(model_dir: str, input_path: str, strategy: tf.distribute.Strat
           inputs.token_counts, strategies.is_chief(strategy), log)}
       model = (model_fn or registry.pretraining_model)(
           encoder_config=inputs.encoder_config, **resources)
+      objectives.check_warmup_taken(model)
       model(base.dummy_inputs(train_config.max_seq_length, train_config.max_predictions_per_seq),
             training=False)  # creates the variables
     train_config = _apply_flops_budget(train_config, inputs, model, log)
@@ -301,18 +303,19 @@ def _check_detection_start(train_config, inputs, model, log):
   start, steps = model.detection_start_step(), train_config.num_train_steps
   if not start:
     return
+  setting = f"{getattr(model, 'warmup_settings', 'masked_lm_warmup')}.rtd_start_step"
   fits = inputs.train_flops(int(math.ceil(start / (1 - MIN_DETECTION_SHARE))), model)
   length = (f"the run's {steps} steps (TrainConfig.train_flops_budget = "
             f"{train_config.train_flops_budget:.3g})" if train_config.train_flops_budget
             else f"TrainConfig.num_train_steps = {steps}")
   if start >= steps:
     raise trainer_lib.TrainingSetupError(
-        f"build_electra_pretrainer.rtd_start_step = {start} is not before {length}: the "
+        f"{setting} = {start} is not before {length}: the "
         f"discriminator's replaced-token detection would never train (a train_flops_budget of "
         f"{fits:.3g} gives it {MIN_DETECTION_SHARE:.0%} of the steps), or lower rtd_start_step")
   if steps - start < MIN_DETECTION_SHARE * steps:
     log(f"WARNING: replaced-token detection starts at step {start} "
-        f"(build_electra_pretrainer.rtd_start_step) and trains for {steps - start} of "
+        f"({setting}) and trains for {steps - start} of "
         f"{length}, {(steps - start) / steps:.0%}: a train_flops_budget of {fits:.3g} or more "
         f"gives it {MIN_DETECTION_SHARE:.0%}")
 

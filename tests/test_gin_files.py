@@ -91,7 +91,7 @@ class GinFilesTest(tf.test.TestCase):
                       "gin/recipes/masked_lm_warmup.gin",
                       "gin/recipes/one_machine_sentences.gin"], [], log=lambda _: None)
       self.assertEqual(gin.query_parameter(f"build_electra_pretrainer.{key}"), value, task)
-      self.assertEqual([gin.query_parameter(f"build_electra_pretrainer.{name}") for name in (
+      self.assertEqual([gin.query_parameter(f"masked_lm_warmup.{name}") for name in (
           "rtd_start_step", "discriminator_mlm_steps", "discriminator_mlm_weight",
           "masked_warmup")], [3000, 6000, 1.0, True], task)
     gin.clear_config()

@@ -55,6 +55,9 @@ class AmosPretrainer(objectives.GeneratorDiscriminator):
   """`call` returns ELECTRA's outputs (`mlm_logits` are the mixture's, `[batch, P, vocab]`) plus
   `depth_mlm_logits` (`[K, batch, P, vocab]`, one per head) and `mixture_weights` γ
   (`[batch, P, K]`)."""
+  # Its own `call` feeds the discriminator relaxed embeddings: the warm-up's masked input and
+  # head are not wired in.
+  supports_warmup = False
 
   def __init__(self, generator: TransformerEncoder, discriminator: TransformerEncoder,
                mlm_layers: Sequence[int], mixture: str = "adversarial",
@@ -227,4 +230,5 @@ def build_amos_pretrainer(encoder_config: EncoderConfig, mlm_layers: Sequence[in
   return AmosPretrainer(generator, discriminator, mlm_layers, mixture=mixture,
                         temperature=temperature, adversarial_scale=adversarial_scale,
                         adversarial_mlm_scale=adversarial_mlm_scale,
-                        layer_switch_steps=layer_switch_steps, rtd_weight=rtd_weight, name="amos")
+                        layer_switch_steps=layer_switch_steps, rtd_weight=rtd_weight, name="amos",
+                        **objectives.masked_lm_warmup())

@@ -33,6 +33,9 @@ from official_rtd.ops import losses as losses_lib
 
 class AdversarialElectraPretrainer(objectives.GeneratorDiscriminator):
   """ELECTRA's outputs plus `baseline_logits` (`[batch, P]`, wᵀh_q at the masked positions)."""
+  # The generator's reward is the discriminator's loss, which the warm-up switches off: not
+  # composed.
+  supports_warmup = False
 
   def __init__(self, generator, discriminator, adversarial_weight: float = 1.0,
                mle_weight: float = 0.0, **kwargs):
@@ -96,4 +99,5 @@ def build_adversarial_electra_pretrainer(
       objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings))
   return AdversarialElectraPretrainer(
       generator, discriminator, adversarial_weight=adversarial_weight, mle_weight=mle_weight,
-      rtd_weight=rtd_weight, temperature=temperature, name="electra_adversarial")
+      rtd_weight=rtd_weight, temperature=temperature, name="electra_adversarial",
+      **objectives.masked_lm_warmup())

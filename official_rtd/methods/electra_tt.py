@@ -44,14 +44,14 @@ class ElectraTTPretrainer(objectives.GeneratorDiscriminator):
   def compute_losses(self, inputs, outputs):
     cloze = losses_lib.weighted_mean_loss(-outputs["log_q_data"], inputs["input_mask"])
     rtd = objectives.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
+    total = cloze.value + self.detection_weight(self.rtd_weight) * rtd.value
     # `mlm_loss` is the generator's loss at the masked positions, comparable with ELECTRA's.
-    return {"total_loss": losses_lib.combined_loss(cloze.value + self.rtd_weight * rtd.value,
-                                                   inputs),
-            "cloze_loss": cloze, "rtd_loss": rtd,
-            "mlm_loss": objectives.mlm_loss(inputs, outputs["mlm_logits"])}
+    return self.with_discriminator_mlm(inputs, outputs, {
+        "total_loss": losses_lib.combined_loss(total, inputs), "cloze_loss": cloze,
+        "rtd_loss": rtd, "mlm_loss": objectives.mlm_loss(inputs, outputs["mlm_logits"])})
 
   def build_metrics(self):
-    return dict(objectives.mlm_and_rtd_metrics(),
+    return dict(super().build_metrics(),
                 cloze_loss=tf_keras.metrics.Mean("cloze_loss"))
 
   def train_flops_per_example(self, seq_len, num_predictions):
@@ -88,4 +88,5 @@ def build_electra_tt_pretrainer(encoder_config: EncoderConfig, generator_size: f
       encoder_config.scaled(generator_size, generator_layers),
       embeddings=discriminator.embeddings if tie_embeddings else None, name="two_tower")
   return ElectraTTPretrainer(generator, discriminator, mask_prob=mask_prob,
-                             rtd_weight=rtd_weight, temperature=temperature, name="electra_tt")
+                             rtd_weight=rtd_weight, temperature=temperature, name="electra_tt",
+                             **objectives.masked_lm_warmup())

@@ -34,8 +34,9 @@ class NoiseGeneratorElectra(objectives.GeneratorDiscriminator):
 
   def compute_losses(self, inputs, outputs):
     rtd = objectives.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
-    return {"total_loss": losses_lib.combined_loss(self.rtd_weight * rtd.value, inputs),
-            "rtd_loss": rtd}
+    total = self.detection_weight(self.rtd_weight) * rtd.value
+    return self.with_discriminator_mlm(inputs, outputs, {
+        "total_loss": losses_lib.combined_loss(total, inputs), "rtd_loss": rtd})
 
   def train_flops_per_example(self, seq_len, num_predictions):
     disc = self.discriminator.config
@@ -70,4 +71,4 @@ def build_noise_generator_electra(encoder_config: EncoderConfig, vocab=None, tok
   return NoiseGeneratorElectra(
       TransformerEncoder(encoder_config, name="discriminator"),
       noise_log_probs(distribution, vocab, token_counts), rtd_weight=rtd_weight,
-      name=f"electra_{distribution}_generator")
+      name=f"electra_{distribution}_generator", **objectives.masked_lm_warmup())

@@ -11,9 +11,21 @@ A position counts as "replaced" only if the sampled token differs from the origi
 p_G in float32, `sampling.sample`) is under stop-gradient: no discriminator gradient reaches G.
 Sign convention: `rtd_logits` > 0 means "replaced"; D(x, t) above is the probability of
 "original", 1 − σ(logit).
+
+The masked-LM warm-up every member that runs this class's `call` can take (the one-machine
+recipe's, `gin/recipes/masked_lm_warmup.gin`): the detection losses count from `rtd_start_step`
+(λ_t = 0 before), the discriminator's own masked LM at the masked positions is added,
+
+  L_DMLM = E[ Σ_{t∈m} −log p_D(x_t | x^corrupt) ] / |m|     (Replace MLM's loss, §5.4.3)
+  min L_method(λ_t) + μ_t L_DMLM,  μ_t = μ · max(0, 1 − t / T_μ)  (μ constant when T_μ = 0)
+
+and with `masked_warmup` the discriminator reads the masked input before `rtd_start_step` (a plain
+BERT then). From step T_μ on the head is neither run nor counted in FLOPs.
 """
+import functools
 from typing import Dict, Optional
 
+import gin
 from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
@@ -46,9 +58,15 @@ class GeneratorDiscriminator(base.PretrainingModel):
   `sampling_seed` (`[2]` ints) draws the noise statelessly (reproducible evaluation).
   """
 
+  # Where the masked-LM warm-up's settings are bound (named in errors), and whether the member's
+  # `call` and losses apply it (a member that does not refuses its settings).
+  warmup_settings = "masked_lm_warmup"
+  supports_warmup = True
+
   def __init__(self, generator, discriminator: TransformerEncoder, rtd_weight: float = 50.0,
                temperature: float = 1.0, disallow_correct: bool = False, rtd_prior: float = 0.5,
-               **kwargs):
+               rtd_start_step: int = 0, discriminator_mlm_weight: float = 0.0,
+               discriminator_mlm_steps: int = 0, masked_warmup: bool = False, **kwargs):
     super().__init__(**kwargs)
     self.generator = generator
     self.discriminator = discriminator
@@ -56,6 +74,21 @@ class GeneratorDiscriminator(base.PretrainingModel):
     self.temperature = temperature
     self.disallow_correct = disallow_correct
     config = discriminator.config
+    self._check_warmup(rtd_start_step, discriminator_mlm_weight, discriminator_mlm_steps,
+                       masked_warmup)
+    self.rtd_start_step = rtd_start_step
+    self.discriminator_mlm_weight = float(discriminator_mlm_weight)
+    self.discriminator_mlm_steps = discriminator_mlm_steps
+    self.masked_warmup = masked_warmup
+    self.discriminator_lm = None
+    if self.discriminator_mlm_weight:
+      self.discriminator_lm = layers.MaskedLM(
+          embedding_table=discriminator.get_embedding_table(),
+          # The same GELU as the encoders' without its custom gradient, which cannot sit inside
+          # the tf.cond that skips this head once μ_t = 0.
+          activation=functools.partial(tf.nn.gelu, approximate=True),
+          initializer=transformer_encoder.initializer(config), output="logits",
+          name="discriminator_masked_lm")
     self.masked_lm = None  # generators that are not masked-LM encoders supply their own logits
     if isinstance(generator, TransformerEncoder):
       self.masked_lm = layers.MaskedLM(
@@ -66,6 +99,95 @@ class GeneratorDiscriminator(base.PretrainingModel):
         config.hidden_size, transformer_encoder.gelu, transformer_encoder.initializer(config),
         prior=rtd_prior, name="discriminator_rtd_head")
 
+  def _check_warmup(self, rtd_start_step, discriminator_mlm_weight, discriminator_mlm_steps,
+                    masked_warmup):
+    for name, value in (("rtd_start_step", rtd_start_step),
+                        ("discriminator_mlm_steps", discriminator_mlm_steps)):
+      if not isinstance(value, int) or value < 0:
+        raise ValueError(f"{self.warmup_settings}.{name} = {value!r} must be an integer >= 0")
+    if not discriminator_mlm_weight >= 0:
+      raise ValueError(f"{self.warmup_settings}.discriminator_mlm_weight = "
+                       f"{discriminator_mlm_weight!r} must be >= 0")
+    if not self.supports_warmup and (rtd_start_step or discriminator_mlm_weight or masked_warmup):
+      raise ValueError(f"{self.name} does not take the masked-LM warm-up "
+                       f"({self.warmup_settings}.rtd_start_step, discriminator_mlm_weight, "
+                       "masked_warmup): leave them unbound with this method")
+    if masked_warmup and not (rtd_start_step and discriminator_mlm_weight):
+      raise ValueError(f"{self.warmup_settings}.masked_warmup needs rtd_start_step > 0 and "
+                       "discriminator_mlm_weight > 0 (it is what the discriminator reads before "
+                       "replaced-token detection starts)")
+    if masked_warmup and 0 < discriminator_mlm_steps <= rtd_start_step:
+      raise ValueError(
+          f"{self.warmup_settings}.discriminator_mlm_steps = {discriminator_mlm_steps} must be "
+          f"0 (constant) or > rtd_start_step = {rtd_start_step} with masked_warmup: its weight "
+          "would reach 0 before replaced-token detection starts, leaving the discriminator no "
+          "loss")
+
+  # --- the masked-LM warm-up -----------------------------------------------------------------------
+  def detection_start_step(self) -> int:
+    return self.rtd_start_step
+
+  def flops_change_steps(self):
+    return (self.discriminator_mlm_steps,) if self._discriminator_mlm_ends() else ()
+
+  def _discriminator_mlm_ends(self) -> bool:
+    """Whether μ_t reaches 0 (at T_μ), after which the head is not run."""
+    return self.discriminator_lm is not None and self.discriminator_mlm_steps > 0
+
+  def discriminator_mlm_active(self) -> tf.Tensor:
+    """Scalar bool: μ_t > 0 at this step (the discriminator's masked-LM head runs)."""
+    if not self._discriminator_mlm_ends():
+      return tf.constant(self.discriminator_lm is not None)
+    return self.training_step() < self.discriminator_mlm_steps
+
+  def discriminator_mlm_logits(self, discriminator_output, inputs) -> Dict[str, tf.Tensor]:
+    """`discriminator_mlm_logits` (`[batch, num_predictions, vocab]`) at the masked positions, or
+    zeros (not computed) once μ_t = 0; {} without the head."""
+    if self.discriminator_lm is None:
+      return {}
+    sequence, positions = discriminator_output["sequence_output"], inputs["masked_lm_positions"]
+    head = lambda: tf.cast(self.discriminator_lm(sequence, positions), tf.float32)
+    if not self._discriminator_mlm_ends():
+      return {"discriminator_mlm_logits": head()}
+    vocab = self.discriminator.get_embedding_table().shape[0]
+    return {"discriminator_mlm_logits": tf.cond(
+        self.discriminator_mlm_active(), head,
+        lambda: tf.zeros([tf.shape(positions)[0], tf.shape(positions)[1], vocab], tf.float32))}
+
+  def detection_weight(self, weight: float) -> tf.Tensor:
+    """A detection loss's weight at this step: 0 before `rtd_start_step` (λ_t), `weight` after."""
+    if not self.rtd_start_step:
+      return tf.constant(weight, tf.float32)
+    return tf.where(self.training_step() >= self.rtd_start_step, weight, 0.0)
+
+  def with_discriminator_mlm(self, inputs, outputs, losses: Dict[str, Loss]) -> Dict[str, Loss]:
+    """`losses` (whose total already weights detection by `detection_weight`) plus μ_t L_DMLM
+    and its `discriminator_mlm_loss` entry, when the member has the head."""
+    if self.discriminator_lm is None:
+      return losses
+    d_mlm = mlm_loss(inputs, outputs["discriminator_mlm_logits"])
+    # Not logged once the head stops: a zero count leaves the metric's row out.
+    d_mlm = d_mlm._replace(weight=d_mlm.weight * tf.cast(self.discriminator_mlm_active(),
+                                                         d_mlm.weight.dtype))
+    mu = self.discriminator_mlm_weight
+    if self.discriminator_mlm_steps:
+      remaining = 1.0 - tf.cast(self.training_step(), tf.float32) / float(
+          self.discriminator_mlm_steps)
+      mu = self.discriminator_mlm_weight * tf.maximum(remaining, 0.0)
+    return dict(losses, discriminator_mlm_loss=d_mlm, total_loss=losses_lib.combined_loss(
+        losses["total_loss"].value + mu * d_mlm.value, inputs))
+
+  def train_flops_per_example_at(self, step, seq_len, num_predictions):
+    """The method's FLOPs plus the discriminator's masked-LM head while it runs."""
+    total = self.train_flops_per_example(seq_len, num_predictions)
+    if self.discriminator_lm is None or (self._discriminator_mlm_ends()
+                                         and step >= self.discriminator_mlm_steps):
+      return total
+    disc = self.discriminator.config
+    return total + 2.0 * flops.mlm_head_flops(disc.hidden_size, disc.embedding_size,
+                                              disc.vocab_size, num_predictions)
+
+  # --- the method ----------------------------------------------------------------------------------
   def generator_logits(self, inputs, original_ids, training=None) -> Dict[str, tf.Tensor]:
     """The generator's `mlm_logits` (`[batch, num_predictions, vocab]`) at the masked positions,
     from the masked input (subclasses may use another generator and add outputs)."""
@@ -91,12 +213,16 @@ class GeneratorDiscriminator(base.PretrainingModel):
     outputs.update(sampled_ids=sampled_ids, original_ids=original_ids,
                    corrupted_ids=corrupted_ids, rtd_labels=rtd_labels)
     outputs.update(self.discriminator_heads(discriminator_output, inputs, outputs, training))
+    outputs.update(self.discriminator_mlm_logits(discriminator_output, inputs))
     return outputs
 
   def discriminator_input_ids(self, inputs, corrupted_ids) -> tf.Tensor:
-    """`[batch, seq_len]` what the discriminator reads: the corrupted sequence."""
-    del inputs
-    return corrupted_ids
+    """`[batch, seq_len]` what the discriminator reads: the corrupted sequence, or with
+    `masked_warmup` the masked input before `rtd_start_step` (a plain masked LM then)."""
+    if not self.masked_warmup:
+      return corrupted_ids
+    return tf.where(self.training_step() < self.rtd_start_step, inputs["input_word_ids"],
+                    corrupted_ids)
 
   def discriminator_heads(self, discriminator_output, inputs, outputs, training=None
                           ) -> Dict[str, tf.Tensor]:
@@ -105,13 +231,27 @@ class GeneratorDiscriminator(base.PretrainingModel):
     return {"rtd_logits": self.rtd_head(discriminator_output["sequence_output"])}
 
   def compute_losses(self, inputs, outputs) -> Dict[str, Loss]:
-    return mlm_and_rtd_losses(inputs, outputs, self.rtd_weight)
+    return self.with_discriminator_mlm(inputs, outputs, mlm_and_rtd_losses(
+        inputs, outputs, self.detection_weight(self.rtd_weight)))
 
   def build_metrics(self):
-    return mlm_and_rtd_metrics()
+    """ELECTRA's metrics and, with the warm-up's head, its loss and accuracy (members extend
+    this)."""
+    metrics = mlm_and_rtd_metrics()
+    if self.discriminator_lm is not None:
+      metrics.update(
+          discriminator_mlm_loss=tf_keras.metrics.Mean("discriminator_mlm_loss"),
+          discriminator_mlm_accuracy=tf_keras.metrics.SparseCategoricalAccuracy(
+              "discriminator_mlm_accuracy"))
+    return metrics
 
   def update_metrics(self, metrics, inputs, outputs, losses):
     update_mlm_and_rtd_metrics(metrics, inputs, outputs, losses)
+    if self.discriminator_lm is not None:
+      active = tf.cast(self.discriminator_mlm_active(), inputs["masked_lm_weights"].dtype)
+      metrics["discriminator_mlm_accuracy"].update_state(
+          inputs["masked_lm_ids"], outputs["discriminator_mlm_logits"],
+          sample_weight=inputs["masked_lm_weights"] * active)
 
   @property
   def exported_encoder(self):
@@ -143,6 +283,38 @@ class GeneratorDiscriminator(base.PretrainingModel):
 
   def masked_language_model(self):
     return (self.generator, self.masked_lm) if self.masked_lm is not None else None
+
+
+@gin.configurable
+def masked_lm_warmup(rtd_start_step: int = 0, discriminator_mlm_weight: float = 0.0,
+                     discriminator_mlm_steps: int = 0, masked_warmup: bool = False) -> dict:
+  """The masked-LM warm-up's settings (see the module docstring), for every generator/
+  discriminator builder (`gin/recipes/masked_lm_warmup.gin` binds them).
+
+  Args:
+    rtd_start_step: the detection losses count (λ_t > 0) from this training step on.
+    discriminator_mlm_weight: μ, the weight of the discriminator's own masked LM (L_DMLM: the
+      original tokens at the masked positions); 0: none.
+    discriminator_mlm_steps: T_μ, the steps over which μ decays linearly to 0 (0: constant).
+    masked_warmup: before `rtd_start_step` the discriminator reads the masked input (`[MASK]` at
+      the masked positions), a plain masked LM of L_DMLM, instead of the corrupted one.
+  """
+  return dict(rtd_start_step=rtd_start_step, discriminator_mlm_weight=discriminator_mlm_weight,
+              discriminator_mlm_steps=discriminator_mlm_steps, masked_warmup=masked_warmup)
+
+
+def check_warmup_taken(model) -> None:
+  """Refuses `masked_lm_warmup` bindings for a model that is not a generator/discriminator (BERT
+  MLM, SCRIPT, Electric), which would otherwise be silently unread.
+
+  Raises:
+    ValueError: naming the method and the settings.
+  """
+  bound = {k: v for k, v in masked_lm_warmup().items() if v}
+  if bound and not isinstance(model, GeneratorDiscriminator):
+    raise ValueError(f"masked_lm_warmup ({', '.join(f'{k} = {v}' for k, v in bound.items())}) "
+                     f"applies to generator/discriminator methods, not {model.name}: leave it "
+                     "unbound (drop gin/recipes/masked_lm_warmup.gin)")
 
 
 def masked_lm_pll(encoder, masked_lm, input_word_ids, input_mask, input_type_ids, mask_id,

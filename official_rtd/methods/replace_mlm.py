@@ -27,6 +27,8 @@ class ReplaceMlmPretrainer(objectives.GeneratorDiscriminator):
   """ELECTRA's generator outputs plus `replace_mlm_logits` (`[batch, P, vocab]`), or with
   `all_tokens` `all_tokens_log_probs` (`[batch, seq_len]` log p of the original tokens) and
   `copy_logits` (`[batch, seq_len]`)."""
+  # No detector to warm up: its discriminator is a masked LM throughout.
+  supports_warmup = False
 
   def __init__(self, generator, discriminator, all_tokens: bool = False, **kwargs):
     super().__init__(generator, discriminator, **kwargs)
@@ -102,4 +104,5 @@ def build_replace_mlm_pretrainer(encoder_config: EncoderConfig, all_tokens: bool
       embedding_sharing=objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings))
   return ReplaceMlmPretrainer(generator, discriminator, all_tokens=all_tokens,
                               temperature=temperature,
-                              name="all_tokens_mlm" if all_tokens else "replace_mlm")
+                              name="all_tokens_mlm" if all_tokens else "replace_mlm",
+                              **objectives.masked_lm_warmup())

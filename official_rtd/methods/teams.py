@@ -103,22 +103,22 @@ class TeamsPretrainer(objectives.GeneratorDiscriminator):
     return heads
 
   def compute_losses(self, inputs, outputs):
-    losses = objectives.mlm_and_rtd_losses(inputs, outputs, self.rtd_weight)
+    losses = objectives.mlm_and_rtd_losses(inputs, outputs, self.detection_weight(self.rtd_weight))
     # eq. 8: the original is candidate 0.
     per_position = -tf.nn.log_softmax(outputs["mws_logits"], axis=-1)[..., 0]
     mws = losses_lib.weighted_mean_loss(per_position, inputs["masked_lm_weights"])
     losses["mws_loss"] = mws
-    losses["total_loss"] = losses_lib.combined_loss(  # eq. 9
-        losses["total_loss"].value + self.mws_weight * mws.value, inputs)
-    return losses
+    losses["total_loss"] = losses_lib.combined_loss(  # eq. 9 (λ1_t, λ2_t: 0 in a warm-up)
+        losses["total_loss"].value + self.detection_weight(self.mws_weight) * mws.value, inputs)
+    return self.with_discriminator_mlm(inputs, outputs, losses)
 
   def build_metrics(self):
     m = tf_keras.metrics
-    return dict(objectives.mlm_and_rtd_metrics(), mws_loss=m.Mean("mws_loss"),
+    return dict(super().build_metrics(), mws_loss=m.Mean("mws_loss"),
                 mws_accuracy=m.Mean("mws_accuracy"))
 
   def update_metrics(self, metrics, inputs, outputs, losses):
-    objectives.update_mlm_and_rtd_metrics(metrics, inputs, outputs, losses)
+    super().update_metrics(metrics, inputs, outputs, losses)
     correct = tf.cast(tf.equal(tf.argmax(outputs["mws_logits"], -1), 0), tf.float32)
     metrics["mws_accuracy"].update_state(correct, sample_weight=inputs["masked_lm_weights"])
 
@@ -183,4 +183,4 @@ def build_teams_pretrainer(encoder_config: EncoderConfig, vocab=None,
                          num_candidates=num_candidates, candidate_mode=candidate_mode,
                          task_heads=task_heads, mws_weight=mws_weight,
                          export_branch=export_branch, rtd_weight=rtd_weight,
-                         temperature=temperature, name="teams")
+                         temperature=temperature, name="teams", **objectives.masked_lm_warmup())

@@ -11,12 +11,13 @@ methods on `methods/objectives.py`: `rtd_`; SCRIPT's critic: `critic_`).
 """
 from typing import Callable, Optional, Tuple
 
-# What this project measured to learn where joint training collapses (README, "Pre-training on
+# What this project measured to learn where joint training collapses (docs/pretraining.md, "On
 # one machine"; benchmarks/results/pretraining.md).
-REMEDY = ("let the discriminator learn as a plain BERT first: gin/recipes/electra_one_machine.gin "
-          "(build_electra_pretrainer.masked_warmup, discriminator_mlm_weight, rtd_start_step, "
-          "discriminator_mlm_steps); below about 1e16 train FLOPs BERT-MLM (gin/tasks/mlm.gin) "
-          "does better downstream at this model size (README, 'ELECTRA on one machine')")
+REMEDY = ("let the discriminator learn as a plain BERT first: gin/recipes/masked_lm_warmup.gin "
+          "after the task file (masked_lm_warmup.masked_warmup, discriminator_mlm_weight, "
+          "rtd_start_step, discriminator_mlm_steps; for ELECTRA gin/recipes/"
+          "electra_one_machine.gin); below about 1e16 train FLOPs BERT-MLM (gin/tasks/mlm.gin) "
+          "does better downstream at this model size (docs/pretraining.md, 'On one machine')")
 # For a run that already has the masked-LM warm-up: one seed of gin/recipes/electra_one_machine.gin
 # at 1e14 called every token original for ~1,800 steps after RTD's start, then learned.
 REMEDY_WITH_WARMUP = (
@@ -24,21 +25,21 @@ REMEDY_WITH_WARMUP = (
     "gin/recipes/electra_one_machine.gin stalled like this for about 1,800 steps after "
     "replaced-token detection started and then learned. If it lasts, a later rtd_start_step gives "
     "the warm-up longer, or BERT-MLM (gin/tasks/mlm.gin) does better downstream below about 1e16 "
-    "train FLOPs (README, 'ELECTRA on one machine')")
+    "train FLOPs (docs/pretraining.md, 'On one machine')")
 
 
-# For a method without the warm-up's switches (SCRIPT, Electric, ...).
+# For a method without the warm-up (SCRIPT, Electric, AMOS, ...).
 REMEDY_OTHER_METHOD = (
-    "this method has no masked-LM warm-up here (only ELECTRA's builder has one: "
-    "gin/recipes/electra_one_machine.gin); below about 1e16 train FLOPs BERT-MLM "
-    "(gin/tasks/mlm.gin) does better downstream at this model size (README, 'ELECTRA on one "
+    "this method takes no masked-LM warm-up here (the generator/discriminator methods that do: "
+    "gin/recipes/masked_lm_warmup.gin); below about 1e16 train FLOPs BERT-MLM "
+    "(gin/tasks/mlm.gin) does better downstream at this model size (docs/pretraining.md, 'On one "
     "machine')")
 
 
 def remedy_for(model) -> str:
-  """The advice that fits `model`'s run: the masked-LM warm-up (ELECTRA), what to do when it
-  has one, or, for a method without it, BERT-MLM."""
-  if not hasattr(model, "masked_warmup"):
+  """The advice that fits `model`'s run: the masked-LM warm-up, what to do when it has one, or,
+  for a method without it, BERT-MLM."""
+  if not getattr(model, "supports_warmup", False):
     return REMEDY_OTHER_METHOD
   return REMEDY_WITH_WARMUP if model.masked_warmup else REMEDY
 
