@@ -339,10 +339,12 @@ def load_model(model_dir: str, weight_average: bool = False):
   config_path = os.path.join(model_dir, run_dir.OPERATIVE_CONFIG)
   if not os.path.isfile(config_path):
     if os.path.isfile(os.path.join(model_dir, "encoder_config.json")):
-      raise run_dir.RunDirError(f"{model_dir} is an export (the encoder alone, without the heads that "
-                        f"score text): give the run directory it was exported from "
-                        f"({os.path.dirname(os.path.abspath(model_dir))} if it is <model_dir>/export)")
-    raise run_dir.RunDirError(f"{model_dir} is not a run_pretraining directory: no {run_dir.OPERATIVE_CONFIG}")
+      raise run_dir.RunDirError(
+          f"{model_dir} is an export (the encoder alone, without the heads that score text): give "
+          f"the run directory it was exported from "
+          f"({os.path.dirname(os.path.abspath(model_dir))} if it is <model_dir>/export)")
+    raise run_dir.RunDirError(
+        f"{model_dir} is not a run_pretraining directory: no {run_dir.OPERATIVE_CONFIG}")
   latest = checkpoint_files.latest(model_dir)
   if not latest:
     raise run_dir.RunDirError(f"no checkpoint in {model_dir}")

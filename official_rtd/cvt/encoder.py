@@ -102,8 +102,8 @@ def lstmp_recurrence(x_gates, keep, recurrent_kernel, projection):
 def run_lstmp(inputs, mask, input_kernel, bias, recurrent_kernel, projection):
   """Z stacked LSTMPs over `inputs` `[Z, batch, time, features]` (`mask` `[batch, time]`, False
   at padding): the input's share of the gates for every step as one matmul (rows in time-major
-  order, so the recurrence slices each step's gates without a transpose), then `lstmp_recurrence`. Returns
-  `[Z, batch, time, projection]`."""
+  order, so the recurrence slices each step's gates without a transpose), then
+  `lstmp_recurrence`. Returns `[Z, batch, time, projection]`."""
   z, batch, time = tf.shape(inputs)[0], tf.shape(inputs)[1], tf.shape(inputs)[2]
   inputs = tf.transpose(inputs, [0, 2, 1, 3])  # [Z, time, batch, features]
   x_gates = tf.matmul(tf.reshape(inputs, [z, time * batch, -1]), input_kernel) + bias

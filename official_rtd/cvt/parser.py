@@ -162,8 +162,9 @@ class ParsingTask(task_lib.PerWordTask):
       best[:, 1:] = log_p.max(-1).T
       relation[:, 1:] = log_p.argmax(-1).T
       heads, relations = mst.decode(arc, best, relation, t + 1, "mst")
-      predicted.append(conllu.Sentence(sentence.words, heads, [self.relations[i] for i in relations],
-                                       sentence.upos, sentence.xpos, sentence.sent_id))
+      predicted.append(conllu.Sentence(sentence.words, heads,
+                                       [self.relations[i] for i in relations], sentence.upos,
+                                       sentence.xpos, sentence.sent_id))
     return predicted
 
   def write_predictions(self, path, sentences, rows):

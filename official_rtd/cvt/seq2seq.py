@@ -22,7 +22,8 @@ class Attention(tf_keras.layers.Layer):
     width, dec = input_shape[0][-1], input_shape[1][-1]
     self.w_alpha = self.add_weight("w_alpha", [width, dec], initializer="glorot_uniform")
     self.w_a = self.add_weight("w_a", [width + dec, self.hidden_size], initializer="glorot_uniform")
-    self.w_s = self.add_weight("w_s", [self.hidden_size, self.vocab_size], initializer="glorot_uniform")
+    self.w_s = self.add_weight("w_s", [self.hidden_size, self.vocab_size],
+                               initializer="glorot_uniform")
     self.b_s = self.add_weight("b_s", [self.vocab_size], initializer="zeros")
     super().build(input_shape)
 
@@ -62,7 +63,8 @@ class TranslatorModules(tf_keras.layers.Layer):
                                             initializer="glorot_uniform")
     self.bias = self.add_weight("bias", [1, 1, 4 * self.units], initializer="zeros")
     self.projection_kernel = self.add_weight("projection_kernel",
-                                             [1, self.units, self.projection], initializer="glorot_uniform")
+                                             [1, self.units, self.projection],
+                                             initializer="glorot_uniform")
     super().build(input_shape)
 
   @staticmethod

@@ -231,7 +231,8 @@ def detect_format(path: str, max_lines: int = 2000) -> Tuple[Optional[str], str]
     return "conll", "-DOCSTART- rows"
   widths = collections.Counter(len(line.split()) for line in filled)
   width, count = widths.most_common(1)[0]
-  blocks = sum(1 for before, line in zip([""] + lines, lines) if line.strip() and not before.strip())
+  blocks = sum(1 for before, line in zip([""] + lines, lines)
+               if line.strip() and not before.strip())
   if count >= 0.95 * len(filled) and len(filled) >= 2 * blocks and len(lines) > len(filled):
     return "conll", f"rows of {width} column(s) in blocks between blank lines"
   return "text", "lines of running text"

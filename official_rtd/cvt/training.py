@@ -101,7 +101,8 @@ def remove_words(inputs, keep, removed_id: int):
   token (§4.3.2): its word id and its characters (all padding), so neither the word embedding nor
   the character CNN still sees the word."""
   return dict(inputs, words=tf.where(keep, inputs["words"], removed_id),
-              chars=tf.where(keep[..., tf.newaxis], inputs["chars"], tf.zeros_like(inputs["chars"])))
+              chars=tf.where(keep[..., tf.newaxis], inputs["chars"],
+                             tf.zeros_like(inputs["chars"])))
 
 
 class CvtSteps:

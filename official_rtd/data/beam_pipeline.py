@@ -263,8 +263,9 @@ def run(config, units: list, processor_class, log: Callable[[str], None] = print
     processed = (pipeline
                  | "Units" >> beam.Create(list(enumerate(units)))
                  | "Spread" >> beam.Reshuffle()
-                 | "Process" >> beam.ParDo(_ProcessUnit(config, staging, processor_class)).with_outputs(
-                     "counts", main="parts"))
+                 | "Process" >> beam.ParDo(
+                     _ProcessUnit(config, staging, processor_class)).with_outputs(
+                         "counts", main="parts"))
     _ = (processed.parts
          | "ByShard" >> beam.GroupByKey()
          | "WriteShards" >> beam.ParDo(_WriteShard(staging, names, compression)))

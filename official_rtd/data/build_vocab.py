@@ -175,7 +175,8 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
   try:
     first = next(lines)
   except StopIteration:
-    raise corpus_lib.CorpusError(f"the corpus is empty: no text in {', '.join(files[:3])}") from None
+    raise corpus_lib.CorpusError(
+        f"the corpus is empty: no text in {', '.join(files[:3])}") from None
 
   def all_lines():
     yield first

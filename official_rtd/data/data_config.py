@@ -1,5 +1,6 @@
 """Settings of one `create_pretraining_data` run (`DataConfig`, the tool's flags): a light module
-(TensorFlow is imported only to validate), so the tool can read its flags before TensorFlow loads."""
+(TensorFlow is imported only to validate), so the tool can read its flags before TensorFlow
+loads."""
 import dataclasses
 import re
 from typing import Optional

@@ -217,8 +217,9 @@ def create_pretraining_data(config: DataConfig, log: Callable[[str], None] = pri
   vocab = vocab_lib.load_vocab(config.vocab_file)
   if config.do_lower_case is None:  # unset: follow the vocabulary
     config = dataclasses.replace(config, do_lower_case=vocab.default_lower_case())
-    log(f"create_pretraining_data: {'lower-casing' if config.do_lower_case else 'keeping the case of'}"
-        f" the text, as {vocab.path} ({vocab.kind}) implies (set --[no]do_lower_case to choose)")
+    case = "lower-casing" if config.do_lower_case else "keeping the case of"
+    log(f"create_pretraining_data: {case} the text, as {vocab.path} ({vocab.kind}) implies "
+        "(set --[no]do_lower_case to choose)")
   vocab.check_casing(config.do_lower_case)
   check_replaced_records(config, vocab)
   plan = plan_input(config)

@@ -41,7 +41,8 @@ def shard_name(index: int, num_shards: int, compression: str) -> str:
   return f"{SHARD_PREFIX}-{index:05d}-of-{num_shards:05d}.tfrecord{suffix}"
 
 
-def feature_spec(seq_length: int, max_predictions_per_seq: Optional[int]) -> Dict[str, tf.io.FixedLenFeature]:
+def feature_spec(seq_length: int, max_predictions_per_seq: Optional[int]
+                 ) -> Dict[str, tf.io.FixedLenFeature]:
   """Parsing spec; `max_predictions_per_seq=None` for unmasked (dynamic-masking) records."""
   spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in SEQUENCE_FEATURES}
   if max_predictions_per_seq is not None:

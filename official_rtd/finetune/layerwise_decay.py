@@ -24,7 +24,8 @@ def learning_rate_multipliers(model, encoder, decay: float,
                               convention: str = "electra") -> Dict[str, float]:
   """`{variable name: multiplier}` for every trainable variable of `model`."""
   if convention not in CONVENTIONS:
-    raise ValueError(f"layer-wise decay convention must be one of {CONVENTIONS}, got {convention!r}")
+    raise ValueError(
+        f"layer-wise decay convention must be one of {CONVENTIONS}, got {convention!r}")
   num_layers = len(encoder.transformer_layers)
   depth = {}
   below = [encoder.embeddings] + ([encoder.embedding_projection]
@@ -72,7 +73,8 @@ class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
     return scaled
 
   def _resource_apply_dense(self, grad, var, apply_state=None):
-    return super()._resource_apply_dense(grad, var, apply_state=self._scaled_state(var, apply_state))
+    return super()._resource_apply_dense(grad, var,
+                                         apply_state=self._scaled_state(var, apply_state))
 
   def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
     return super()._resource_apply_sparse(grad, var, indices,

@@ -1,4 +1,5 @@
-"""Export of the fine-tunable encoder: `<model_dir>/export/{encoder.*, encoder_config.json, vocab.txt}`."""
+"""Export of the fine-tunable encoder: `<model_dir>/export/{encoder.*, encoder_config.json,
+vocab.txt}`."""
 import os
 import shutil
 
@@ -57,8 +58,9 @@ def _read_config_and_vocab(export_dir: str):
   except vocab_lib.VocabError as e:
     raise ExportError(str(e)) from None
   if vocab.sha256 != config["vocab_sha256"] or vocab.size != config["encoder"]["vocab_size"]:
-    raise ExportError(f"{export_dir}: {os.path.basename(vocab.path)} does not match the encoder (vocab size "
-                      f"{vocab.size} vs {config['encoder']['vocab_size']}, or a changed file)")
+    raise ExportError(f"{export_dir}: {os.path.basename(vocab.path)} does not match the encoder "
+                      f"(vocab size {vocab.size} vs {config['encoder']['vocab_size']}, or a "
+                      "changed file)")
   return config, vocab
 
 

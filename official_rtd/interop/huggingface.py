@@ -2,13 +2,13 @@
 ways: export of our models, import of transformers checkpoints (`import_huggingface`).
 
 Our encoders are Model Garden blocks; transformers' ELECTRA is BERT-style. Per block the mapping is
-a reshape/transpose (`Slot`): Model Garden's `query` kernel `[H, heads, head_size]` is `query.weight`
-`[H, H]` transposed (PyTorch `Linear` weights are `[out, in]`), `attention_output` `[heads,
-head_size, H]` is `attention.output.dense`, the FFN kernels are transposed, LayerNorm gamma/beta
-are weight/bias. Cross-layer sharing (ALE) is unrolled into copies. The activation is
-`gelu_new` (BERT's tanh approximation, which our encoders use). Measured with transformers 4.49's
-TF classes on a random tiny model: hidden states and RTD logits equal ours within 2e-7, generator
-MLM logits within 3e-6 (tests/interop/test_huggingface.py).
+a reshape/transpose (`Slot`): Model Garden's `query` kernel `[H, heads, head_size]` is
+`query.weight` `[H, H]` transposed (PyTorch `Linear` weights are `[out, in]`), `attention_output`
+`[heads, head_size, H]` is `attention.output.dense`, the FFN kernels are transposed, LayerNorm
+gamma/beta are weight/bias. Cross-layer sharing (ALE) is unrolled into copies. The activation is
+`gelu_new` (BERT's tanh approximation, which our encoders use). Measured with transformers 4.49's TF
+classes on a random tiny model: hidden states and RTD logits equal ours within 2e-7, generator MLM
+logits within 3e-6 (tests/interop/test_huggingface.py).
 """
 import json
 import os
@@ -149,7 +149,8 @@ IMPORT_VOCAB_NAMES = ("vocab.txt", TOKENIZER_JSON_NAME, SENTENCEPIECE_NAME, "spi
 
 def _write_tokenizer(directory: str, vocab: vocab_lib.Vocab, do_lower_case: bool,
                      max_seq_length: int):
-  specials = {f"{role}_token": vocab.token_of(role) for role in ("unk", "sep", "pad", "cls", "mask")}
+  specials = {f"{role}_token": vocab.token_of(role)
+              for role in ("unk", "sep", "pad", "cls", "mask")}
   options = {"model_max_length": max_seq_length}
   if vocab.kind == "wordpiece":
     shutil.copyfile(vocab.path, os.path.join(directory, "vocab.txt"))
@@ -416,8 +417,8 @@ def checkpoint_vocab(directory: str) -> str:
     path = os.path.join(directory, name)
     if os.path.isfile(path):
       return path
-  raise HuggingFaceImportError(f"{directory} has no tokenizer file ({' / '.join(IMPORT_VOCAB_NAMES)}"
-                               "): pass --vocab_file")
+  raise HuggingFaceImportError(f"{directory} has no tokenizer file "
+                               f"({' / '.join(IMPORT_VOCAB_NAMES)}): pass --vocab_file")
 
 
 def tokenizer_options(directory: str) -> dict:

@@ -1,6 +1,6 @@
-"""Import of Model Garden ELECTRA checkpoints (`models.ElectraPretrainer` over `networks.BertEncoder`
-generator and discriminator, as `official/nlp/tasks/electra_task.py` trains and saves them with
-`tf.train.Checkpoint(model=...)`).
+"""Import of Model Garden ELECTRA checkpoints (`models.ElectraPretrainer` over
+`networks.BertEncoder` generator and discriminator, as `official/nlp/tasks/electra_task.py` trains
+and saves them with `tf.train.Checkpoint(model=...)`).
 
 Model Garden's encoders are built from the same layers as ours, so weights copy layer by layer.
 Model Garden ties only the token embeddings: the generator's position/segment embeddings and
@@ -96,7 +96,8 @@ def _embedding_hint(message: str) -> str:
   if not found:
     return ""
   return (f"; its word embeddings are {found.group(1)} × {found.group(2)}: a vocabulary of "
-          f"{found.group(1)} entries, not {found.group(3)} (give the checkpoint's own --vocab_file)")
+          f"{found.group(1)} entries, not {found.group(3)} (give the checkpoint's own "
+          "--vocab_file)")
 
 
 def _restore_error(message: str) -> str:

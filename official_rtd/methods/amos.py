@@ -4,9 +4,11 @@ One generator of depth d_K with an MLM head (shared parameters) after each layer
 {d_1 < … < d_K}; the gradient stops between blocks at each d < d_K, so block k trains only on its
 own head's loss:
 
-  p_MLM(x_t | h_i^(d)) = softmax(E h_i^(d)),  L_GEN = E[ Σ_{i∈m} Σ_{d∈𝒟} −log p_MLM(x_i | h_i^(d)) ]   (eq. 2)
-  γ_i^(d) = softmax_d(vᵀ f_i^(d)),  h̄_i = Σ_d γ_i^(d) h_i^(d),  p_MLM(x_t | h̄_i) = softmax(E h̄_i)       (eq. 3)
-  θ_GEN, v ← argmin L_GEN − λ L_DISC;   θ_DISC ← argmin L_DISC                                  (eq. 4)
+  (eq. 2)  p_MLM(x_t | h_i^(d)) = softmax(E h_i^(d)),
+           L_GEN = E[ Σ_{i∈m} Σ_{d∈𝒟} −log p_MLM(x_i | h_i^(d)) ]
+  (eq. 3)  γ_i^(d) = softmax_d(vᵀ f_i^(d)),  h̄_i = Σ_d γ_i^(d) h_i^(d),
+           p_MLM(x_t | h̄_i) = softmax(E h̄_i)
+  (eq. 4)  θ_GEN, v ← argmin L_GEN − λ L_DISC;   θ_DISC ← argmin L_DISC
 
 f^(d) is layer d's output, h^(d) the MLM head's projection of it. Because the output layer is
 affine and Σ_d γ^(d) = 1, E h̄ + b = Σ_d γ^(d) (E h^(d) + b): the mixture is taken over the heads'

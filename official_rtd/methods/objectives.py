@@ -123,7 +123,7 @@ class GeneratorDiscriminator(base.PretrainingModel):
           "would reach 0 before replaced-token detection starts, leaving the discriminator no "
           "loss")
 
-  # --- the masked-LM warm-up -----------------------------------------------------------------------
+  # --- the masked-LM warm-up ---------------------------------------------------------------------
   def detection_start_step(self) -> int:
     return self.rtd_start_step
 
@@ -187,7 +187,7 @@ class GeneratorDiscriminator(base.PretrainingModel):
     return total + 2.0 * flops.mlm_head_flops(disc.hidden_size, disc.embedding_size,
                                               disc.vocab_size, num_predictions)
 
-  # --- the method ----------------------------------------------------------------------------------
+  # --- the method --------------------------------------------------------------------------------
   def generator_logits(self, inputs, original_ids, training=None) -> Dict[str, tf.Tensor]:
     """The generator's `mlm_logits` (`[batch, num_predictions, vocab]`) at the masked positions,
     from the masked input (subclasses may use another generator and add outputs)."""

@@ -2,7 +2,8 @@
 
 A single encoder with a softmax output layer (tied to the token embeddings, no extra parameters):
 
-  MLM pass on x̂ (15% masked, 80/10/10):  π_t = p_θ(x_t | x̂),  L_MLM = E[−log π_t(x_t)] over masked t
+  MLM pass on x̂ (15% masked, 80/10/10):  π_t = p_θ(x_t | x̂),
+      L_MLM = E[−log π_t(x_t)] over masked t
   sampling (eq. 3): x̄_t = argmax_v (log π_tv + g_v), g ~ Gumbel(0, 1), at masked positions only
   critic pass on x̄ with the same weights, logits s_t = W e_t over the vocabulary (eq. 4–5):
       p(t⁻ | x̄) = 1 / (Σ_v exp(s_tv) + 1) = σ(−LSE(s_t)),   p(t⁺ | x̄) = σ(LSE(s_t))

@@ -31,7 +31,8 @@ STRATEGIES = {"electra": (0.85, 0.0), "bert": (0.8, 0.1), "mask_only": (1.0, 0.0
 
 # Valid values of MaskingConfig's numbers (`ranges.Range`; None, an unset final rate, passes).
 MASKING_CONFIG_RANGES = {"mask_prob": (0, 1, False), "final_mask_prob": (0, 1, False),
-                         "schedule_steps": (0, None, True), "max_predictions_per_seq": (1, None, True)}
+                         "schedule_steps": (0, None, True),
+                         "max_predictions_per_seq": (1, None, True)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,9 +2,9 @@
 vectors alone.
 
 Each sentence of a CoNLL-U treebank is encoded whole (`parsing_data.EncodedTreebank`: sentences
-longer than the window are left out and counted); a word's vector is the encoder's sequence output at its first
-piece, ROOT's is the `[CLS]` output. The probe is a low-rank bilinear head selector trained on
-these frozen, standardised vectors (the encoder never changes):
+longer than the window are left out and counted); a word's vector is the encoder's sequence
+output at its first piece, ROOT's is the `[CLS]` output. The probe is a low-rank bilinear head
+selector trained on these frozen, standardised vectors (the encoder never changes):
 
   s(h, d) = (A x_h)ᵀ (B x_d) + uᵀ x_h,   p(head of d = h) = softmax_h s(h, d)
 

@@ -381,9 +381,10 @@ def claim_output_dir(path: str, overwrite: bool, flag: str = "--output_dir") -> 
   if not os.path.isdir(path) or not os.listdir(path):
     return
   if not overwrite:
-    raise ValueError(f"{flag}={path} already holds files ({', '.join(sorted(os.listdir(path))[:4])}"
-                     f"{', ...' if len(os.listdir(path)) > 4 else ''}): nothing was written; give a "
-                     "new directory, or --overwrite to move this one aside")
+    names = sorted(os.listdir(path))
+    raise ValueError(f"{flag}={path} already holds files ({', '.join(names[:4])}"
+                     f"{', ...' if len(names) > 4 else ''}): nothing was written; give a new "
+                     "directory, or --overwrite to move this one aside")
   aside = f"{path.rstrip('/')}.replaced-{time.strftime('%Y%m%d-%H%M%S')}"
   os.replace(path, aside)
   logging.info("moved the existing %s aside to %s (--overwrite)", path, aside)

@@ -1,12 +1,13 @@
 """Flags of the fine-tuning tools (`run_glue`, `run_squad`, `run_tagging`,
-`run_multiple_choice`, `run_parsing`, `run_cvt`): their help texts; names, types and defaults are the fields of
-the tool's config dataclass (`finetune/configs.py`), as every tool's (`cli.Flags`); and the
-`run()` they share (`tool`)."""
+`run_multiple_choice`, `run_parsing`, `run_cvt`): their help texts; names, types and defaults
+are the fields of the tool's config dataclass (`finetune/configs.py`), as every tool's
+(`cli.Flags`); and the `run()` they share (`tool`)."""
 import functools
 
 # Help of every field of `configs.FinetuneConfig` (the flags every fine-tuning tool shares).
 COMMON_HELP = {
-    "init_checkpoint": "An encoder export (<pretraining model_dir>/export, or import_checkpoint's).",
+    "init_checkpoint": "An encoder export (<pretraining model_dir>/export, or "
+                       "import_checkpoint's).",
     "model_dir": "Where trials, results and predictions go.",
     "random_init": "Same encoder shape, randomly initialized (a baseline).",
     "model_size": "Picks the Table 5.2 defaults; auto: by hidden size (<=256 small, <=768 base).",
@@ -84,7 +85,9 @@ def epochs_defaults_from_registry(config_class) -> str:
               for p in task_lib.get(name).protocols}
   protocols = ", ".join(f"{p} {n:g}" for p, n in sorted(configs.PROTOCOL_EPOCHS.items())
                         if p in accepted)
-  return text + (f"; --protocol={protocols.replace(', ', ', --protocol=')}" if protocols else "") + "."
+  if protocols:
+    text += f"; --protocol={protocols.replace(', ', ', --protocol=')}"
+  return text + "."
 
 
 # Which tool fine-tunes the tasks built from each config (named in a refusal).

@@ -11,8 +11,8 @@ model (generator included when the source has one) that `run_pretraining --warm_
       --generator=electra-small-generator --output_dir=/runs/hf_small
 
 `electra_tf1`: google-research/electra checkpoints (sizes read from the checkpoint; attention heads
-default to hidden / 64). `model_garden`: Model Garden `ElectraPretrainer` checkpoints of the sizes in
-`--gin_file` (and `--generator_size`). `huggingface`: transformers' ELECTRA directories
+default to hidden / 64). `model_garden`: Model Garden `ElectraPretrainer` checkpoints of the sizes
+in `--gin_file` (and `--generator_size`). `huggingface`: transformers' ELECTRA directories
 (`config.json` + `model.safetensors` or `tf_model.h5`, `vocab.txt`): `--checkpoint` an
 `ElectraForPreTraining` (or `ElectraModel`), `--generator` an `ElectraForMaskedLM`; sizes from
 `config.json`, embeddings shared when both hold the same tables. Missing or mis-shaped variables

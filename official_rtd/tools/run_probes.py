@@ -59,7 +59,8 @@ COMMAND_LINE = cli.Flags(RunProbesConfig, {
                   "first) as <name>_best_layer_index; --noall_layers: the last block only.",
     "output_file": "Where the JSON results go.",
     "overwrite": cli.OVERWRITE_HELP.format(what="--output_file"),
-}, ranges={"glue_max_train_examples": (1, None, True), "ud_max_train_sentences": (0, None, True), "pos_max_train_sentences": (0, None, True),
+}, ranges={"glue_max_train_examples": (1, None, True), "ud_max_train_sentences": (0, None, True),
+           "pos_max_train_sentences": (0, None, True),
            "max_seq_length": (3, None, True), "random_init_seeds": (0, None, True)})
 
 

@@ -1,4 +1,5 @@
-r"""Scores minimal pairs (BLiMP) with a pre-trained model: accuracy per paradigm, phenomenon, overall.
+r"""Scores minimal pairs (BLiMP) with a pre-trained model: accuracy per paradigm, phenomenon,
+overall.
 
   score_pairs --run_dir=/runs/electra --pairs=../shared/data/blimp --output_dir=/tmp/blimp
   score_pairs --run_dir=/runs/electra --pairs='blimp/*.jsonl' --score=discriminator ...

@@ -65,7 +65,8 @@ class CollapseMonitor:
     prefix = self.prefix_of(row)
     original = row.get(prefix + "accuracy_original")
     replaced = row.get(prefix + "accuracy_replaced")
-    if original is None or replaced is None or row.get("replaced_fraction", 1.0) < self.min_replaced:
+    replaced_fraction = row.get("replaced_fraction", 1.0)
+    if original is None or replaced is None or replaced_fraction < self.min_replaced:
       return None
     if original >= self.threshold and replaced <= 1.0 - self.threshold:
       return "original"

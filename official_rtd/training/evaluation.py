@@ -61,7 +61,8 @@ class Evaluator:
     probe: optional callable `exported encoder -> {figure: value}` run at every evaluation.
   """
 
-  def __init__(self, model, vocab, input_config, eval_input: str, config: Optional[EvalConfig] = None,
+  def __init__(self, model, vocab, input_config, eval_input: str,
+               config: Optional[EvalConfig] = None,
                probe: Optional[Callable[[tf_keras.layers.Layer], Dict[str, float]]] = None):
     self.config = config or EvalConfig()
     self.model, self.vocab = model, vocab

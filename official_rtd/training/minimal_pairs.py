@@ -78,7 +78,8 @@ def read_pairs(specs: Sequence[str]) -> List[Pair]:
           raise scoring.ScoringError(f"{where}: not a JSON object ({e.msg})") from None
         if not isinstance(row, dict):
           raise scoring.ScoringError(f"{where}: not a JSON object")
-        missing = [k for k in REQUIRED_KEYS if not isinstance(row.get(k), str) or not row[k].strip()]
+        missing = [k for k in REQUIRED_KEYS
+                   if not isinstance(row.get(k), str) or not row[k].strip()]
         if missing:
           raise scoring.ScoringError(f"{where}: missing or empty {', '.join(missing)}")
         pairs.append(Pair(row["UID"], str(row.get("linguistics_term") or row["UID"]),

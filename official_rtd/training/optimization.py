@@ -112,7 +112,8 @@ def schedule_warning(config: OptimizerConfig, num_train_steps: int):
 def build_optimizer(config: OptimizerConfig, num_train_steps: int):
   """Returns a Model Garden (legacy Keras 2) optimizer with its learning-rate schedule."""
   if config.optimizer not in ("adamw", "lamb"):
-    raise ValueError(f"OptimizerConfig.optimizer must be 'adamw' or 'lamb', got {config.optimizer!r}")
+    raise ValueError(
+        f"OptimizerConfig.optimizer must be 'adamw' or 'lamb', got {config.optimizer!r}")
   params = {"beta_1": config.beta_1, "beta_2": config.beta_2, "epsilon": config.epsilon,
             "weight_decay_rate": config.weight_decay_rate,
             "exclude_from_weight_decay": NO_DECAY}

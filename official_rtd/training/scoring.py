@@ -154,7 +154,8 @@ def word_errors(hypothesis: str, reference: str) -> Tuple[int, int]:
 
 def rerank(nbest, plls: Dict[Tuple[str, int], float], lm_weight: float) -> Dict[str, int]:
   """{id: index of the best hypothesis} by first-pass score + λ·PLL."""
-  return {key: max(range(len(hyps)), key=lambda i, k=key, h=hyps: h[i][1] + lm_weight * plls[(k, i)])
+  return {key: max(range(len(hyps)),
+                  key=lambda i, k=key, h=hyps: h[i][1] + lm_weight * plls[(k, i)])
           for key, hyps in nbest.items()}
 
 

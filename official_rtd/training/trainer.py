@@ -42,8 +42,9 @@ EMA_EXPORT_DIR = "export_ema"
 MAX_CHUNK_SECONDS = 10.0
 
 
-# Re-exported: the run's settings live in `train_config.py`, the errors in `errors.py`, the milestone helpers in `checkpointing.py`, the
-# inputs (phases, the masking configurable) in `run_inputs.py`.
+# Re-exported: the run's settings live in `train_config.py`, the errors in `errors.py`, the
+# milestone helpers in `checkpointing.py`, the inputs (phases, the masking configurable) in
+# `run_inputs.py`.
 TrainConfig = train_config_lib.TrainConfig
 TrainingSetupError = errors.TrainingSetupError
 NonFiniteError = errors.NonFiniteError

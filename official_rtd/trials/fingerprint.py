@@ -5,8 +5,8 @@ that changes results (the config's fields but `RESUMABLE`) and a digest of the c
 data input: the settings the config class declares in its `INPUTS` (the export, the data files or
 folders), never another string because a folder of that name happens to exist (`--task=rte` beside
 an `rte/` folder is a task name). Run directories inside an input folder (the run's own
-`--model_dir`, or any folder holding a run's fingerprint) are not the input's content. A re-run resumes only the same run; otherwise it stops before
-writing anything, naming what differs.
+`--model_dir`, or any folder holding a run's fingerprint) are not the input's content. A re-run
+resumes only the same run; otherwise it stops before writing anything, naming what differs.
 """
 import contextlib
 import dataclasses
@@ -136,7 +136,8 @@ def check_or_record(model_dir: str, current: Dict, defaults: Optional[Dict] = No
         raise RunMismatchError(f"{path}: not JSON ({e.msg}); move the directory aside") from None
     changed = differences(old, current, defaults, extendable)
     if changed:
-      shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more" if len(changed) > 4 else "")
+      shown = "; ".join(changed[:4]) + (f"; and {len(changed) - 4} more"
+                                        if len(changed) > 4 else "")
       raise RunMismatchError(
           f"--model_dir={model_dir} holds another run ({shown}): its results were left as they "
           "are; give a new --model_dir (or move this one aside) to start this run")

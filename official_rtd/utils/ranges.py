@@ -1,7 +1,8 @@
 """Valid ranges of numeric settings, checked before any work starts and stated in `--help`.
 
 A range is `(lowest, highest, whether the lowest is allowed)`, optionally with a fourth item,
-whether the highest is allowed (default True); `highest` None is unbounded. A value of None means "unset" (a default resolved later) and is not checked.
+whether the highest is allowed (default True); `highest` None is unbounded. A value of None means
+"unset" (a default resolved later) and is not checked.
 """
 import numbers
 from typing import Dict, Tuple

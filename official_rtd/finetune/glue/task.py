@@ -1,10 +1,10 @@
 """GLUE fine-tuning with the ELECTRA protocol (dissertation Table 5.2): N trials, median + spread.
 
 Per trial: the exported encoder + ELECTRA's head, AdamW (ε 1e-6, weight decay 0 by default) with
-layer-wise learning-rate decay, 10% linear warmup then linear decay, gradient clipping 1.0, batch 32,
-3 epochs (10 for RTE and STS-B); evaluation on dev at the end. A task is a `task.Head`: run alone
-it is a one-member run of `multihead.HeadsRun`, and the same class is its part of a multi-task
-(BAM) run (`bam/multitask.py`).
+layer-wise learning-rate decay, 10% linear warmup then linear decay, gradient clipping 1.0,
+batch 32, 3 epochs (10 for RTE and STS-B); evaluation on dev at the end. A task is a
+`task.Head`: run alone it is a one-member run of `multihead.HeadsRun`, and the same class is its
+part of a multi-task (BAM) run (`bam/multitask.py`).
 """
 import dataclasses
 import os

@@ -198,7 +198,7 @@ class ContextTokenizer:
     return out
 
 
-# --- windowed features -----------------------------------------------------------------------------
+# --- windowed features ----------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class FeatureConfig:
   max_seq_length: int = 512

@@ -1,10 +1,11 @@
 """Token tagging (POS, chunking, NER) with the ELECTRA fine-tuning protocol of `run_glue`.
 
 Per trial: the exported encoder + a tagging head (a `task.Head`, run alone as a one-member
-`multihead.HeadsRun`; `--crf` adds a linear-chain CRF, `tagger.py`, decoded with Viterbi), AdamW with layer-wise LR decay, 10% warmup, 3 epochs; dev evaluation at the
-end: token accuracy (POS) or conlleval span precision/recall/F1, overall and per type (chunk,
-NER). Span tasks train on `--tag_scheme` tags (BIOES by default, as google-research/electra);
-predictions are written back as IOB2, which conlleval reads next to the gold file's IOB1 or IOB2.
+`multihead.HeadsRun`; `--crf` adds a linear-chain CRF, `tagger.py`, decoded with Viterbi), AdamW
+with layer-wise LR decay, 10% warmup, 3 epochs; dev evaluation at the end: token accuracy (POS)
+or conlleval span precision/recall/F1, overall and per type (chunk, NER). Span tasks train on
+`--tag_scheme` tags (BIOES by default, as google-research/electra); predictions are written back
+as IOB2, which conlleval reads next to the gold file's IOB1 or IOB2.
 Finished trials are kept in `<model_dir>/trial_<k>/` (results.json, predictions.txt), so a killed
 run resumes with the next unfinished trial; `<model_dir>/predictions.txt` is the best trial's.
 With `--write_train_predictions`, each training word's tag logits (`train_predictions_<task>.npz`):
@@ -127,8 +128,8 @@ class TokenTagging(task_lib.Head):
 
   def check_dev_tags(self, train):
     """Dev tags (span types) absent from the training sentences are refused, or with
-    --allow_unseen_dev_tags (a multi-task member's `member_config`) logged: the model cannot predict them,
-    so they count as errors."""
+    --allow_unseen_dev_tags (a multi-task member's `member_config`) logged: the model cannot
+    predict them, so they count as errors."""
     unseen = tagging_data.unseen_dev_tags(train, self.dev_sentences, self.spec.spans)
     if not unseen:
       return

@@ -70,7 +70,8 @@ class TransformerEncoder(tf_keras.layers.Layer):
   Args:
     config: sizes; `config.vocab_size` must be set.
     embeddings: an `Embeddings` layer to share (e.g. the discriminator's) or a
-      `DisentangledEmbeddings` over one (GDES); built from `config` when None. With `embedding_size != hidden_size` each encoder owns its projection.
+      `DisentangledEmbeddings` over one (GDES); built from `config` when None. With
+      `embedding_size != hidden_size` each encoder owns its projection.
     transformer_layers: blocks to share (e.g. `tie_all`); built when None, as `num_layers`
       blocks or, with `config.share_layers` (ALBERT), one block applied `num_layers` times.
     embedding_projection: an E→H projection to share (e.g. an encoder view over another's layers).
