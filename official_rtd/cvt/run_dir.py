@@ -1,15 +1,16 @@
 """A trained `run_cvt` directory: its layout, and any trial's kept weights loaded back, through the
 task registry, for prediction (`cvt_predict`, `cvt_translate`).
 
-  <model_dir>/run_fingerprint.json   the run's settings (`trials.fingerprint`)
   <model_dir>/vocab.json             words, characters, each task's labels, the model's sizes
   <model_dir>/trial_<k>/model        the dev-selected EMA weights of trial k (counted from 0)
-  <model_dir>/eval_results.json      the finished run's figures
+  <model_dir>/trial_<k>/selection.json  its dev curve and best evaluation (`selection.py`)
+
+beside the layout every run directory has (`trials/run.py`).
 """
 import dataclasses
 import os
 import re
-from typing import Dict, List
+from typing import Dict
 
 import tensorflow as tf
 
@@ -20,22 +21,12 @@ from official_rtd.cvt import model as model_lib
 from official_rtd.cvt import settings as settings_lib
 from official_rtd.cvt import task as task_lib
 from official_rtd.trials import fingerprint
+from official_rtd.trials import run as trial_run
 from official_rtd.utils import textio
 
 VOCAB_NAME = "vocab.json"
 SELECTION_NAME = "selection.json"
-
-
-def trial_dir(model_dir: str, trial: int, *names: str) -> str:
-  return os.path.join(model_dir, f"trial_{trial}", *names)
-
-
-def trials(model_dir: str) -> List[int]:
-  """The trials of `model_dir` that have a folder, in order."""
-  if not os.path.isdir(model_dir):
-    return []
-  return sorted(int(n[len("trial_"):]) for n in os.listdir(model_dir)
-                if n.startswith("trial_") and n[len("trial_"):].isdigit())
+MODEL_NAME = "model"  # trial_<k>/model: its dev-selected EMA weights
 
 
 @dataclasses.dataclass
@@ -61,13 +52,13 @@ def load(model_dir: str, trial: int = 0, overrides: Dict[str, object] = None) ->
   if re.fullmatch(r"trial_\d+", folder) and os.path.isfile(os.path.join(parent, VOCAB_NAME)):
     raise ValueError(f"--model_dir={model_dir} is a trial's folder: give the run's folder, "
                      f"--model_dir={parent} (--trial={folder.split('_')[1]} picks this trial)")
-  existing = trials(model_dir)
+  existing = trial_run.trials(model_dir)
   if existing and trial not in existing:
     raise ValueError(f"--trial={trial}: --model_dir={model_dir} holds trial_"
                      f"{', trial_'.join(map(str, existing))} (--trial counts from 0, as the "
                      "folders and the log do)")
   vocab_path = os.path.join(model_dir, VOCAB_NAME)
-  weights = trial_dir(model_dir, trial, "model")
+  weights = trial_run.trial_dir(model_dir, trial, MODEL_NAME)
   if not os.path.isfile(vocab_path) or not tf.io.gfile.exists(weights + ".index"):
     raise ValueError(f"--model_dir={model_dir}: no {VOCAB_NAME} or trial_{trial}/model (a "
                      "finished or evaluated run_cvt run is needed)")

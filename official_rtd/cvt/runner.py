@@ -31,7 +31,7 @@ from official_rtd.cvt import selection as selection_lib
 from official_rtd.cvt import settings
 from official_rtd.cvt import training
 from official_rtd.trials import fingerprint
-from official_rtd.trials import loop as trial_loop
+from official_rtd.trials import run as trial_run
 from official_rtd.trials import steps as trial_steps
 from official_rtd.utils import checkpoint_files
 from official_rtd.utils import textio
@@ -82,7 +82,7 @@ class CvtRunner:
     """`eval_results.json` of `model_dir` when it holds this same run (its fingerprint, a budget
     no larger) with every trial finished under the current budget; else None."""
     cfg = self.config
-    results = os.path.join(cfg.model_dir, "eval_results.json")
+    results = trial_run.summary_path(cfg.model_dir)
     recorded = os.path.join(cfg.model_dir, fingerprint.FILE)
     if not (os.path.isfile(results) and os.path.isfile(recorded)):
       return None
@@ -114,9 +114,9 @@ class CvtRunner:
     model, steps = self._build(trial)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=steps.optimizer,
                                      ema=steps.ema.shadows, ema_updates=steps.ema.updates)
-    checkpoint_dir = trial_loop.trial_dir(cfg.model_dir, trial, "checkpoint")
+    checkpoint_dir = trial_run.checkpoint_dir(cfg.model_dir, trial)
     selection = selection_lib.DevSelection(
-        trial_loop.trial_dir(cfg.model_dir, trial, run_dir.SELECTION_NAME), cfg.patience)
+        trial_run.trial_dir(cfg.model_dir, trial, run_dir.SELECTION_NAME), cfg.patience)
 
     def begin(done):
       labeled = self.inputs.labeled_batches(trial)
@@ -141,22 +141,23 @@ class CvtRunner:
       self.log(f"trial_{trial} step {step}: dev {json.dumps(dev)}")
       new_best = selection.record(step, dev, self.selection_score(dev))
       for task in self.tasks.values():
-        path = trial_loop.trial_dir(cfg.model_dir, trial, task.predictions_name())
+        path = trial_run.trial_dir(cfg.model_dir, trial, task.predictions_name())
         if new_best:
           os.replace(path + ".last", path)
         else:
           os.remove(path + ".last")
       if new_best:
-        self._save_weights(model, steps, trial_loop.trial_dir(cfg.model_dir, trial, "model"))
+        self._save_weights(model, steps,
+                           trial_run.trial_dir(cfg.model_dir, trial, run_dir.MODEL_NAME))
       if selection.exhausted():
         self.log(f"trial_{trial}: no better dev figure in {cfg.patience} evaluations; "
                  f"stopping at step {step} (best: step {selection.best['step']})")
       return selection.exhausted()
 
-    losses = trial_steps.run_steps(begin, cfg.train_steps, self.log, cfg.log_every_steps,
-                                   f"trial_{trial} of {cfg.num_trials}", checkpoint,
-                                   checkpoint_dir, cfg.save_checkpoints_steps, evaluate_now,
-                                   cfg.eval_every_steps, save_at_end=True)
+    losses = trial_steps.run_steps(begin, trial_steps.StepLoop(
+        cfg.train_steps, self.log, cfg.log_every_steps, f"trial_{trial} of {cfg.num_trials}",
+        checkpoint, checkpoint_dir, cfg.save_checkpoints_steps, evaluate_now,
+        cfg.eval_every_steps, save_at_end=True))
     evaluated_at_end = bool(selection.curve) and selection.curve[-1]["step"] == cfg.train_steps
     if not (selection.exhausted() or evaluated_at_end):  # (a resumed run may have it already)
       evaluate_now(cfg.train_steps)
@@ -190,7 +191,7 @@ class CvtRunner:
           data_lib.predict_rows(self.inputs.encoded_dev[name],
                                 lambda x, n=name: steps.predict(x, n),
                                 self.log, f"{name}: predicted"),
-          trial_loop.trial_dir(self.config.model_dir, trial, task.predictions_name() + ".last"),
+          trial_run.trial_dir(self.config.model_dir, trial, task.predictions_name() + ".last"),
           self.log) for name, task in self.tasks.items()}
     finally:
       steps.ema.swap()
@@ -217,10 +218,10 @@ class CvtRunner:
     earlier version's) is refused before anything is written."""
     cfg = self.config
     for trial in range(cfg.num_trials):
-      path = trial_loop.trial_dir(cfg.model_dir, trial, "results.json")
+      path = trial_run.trial_results(cfg.model_dir, trial)
       if not os.path.isfile(path) or converged(textio.load_json(path)):
         continue
-      if not tf.train.latest_checkpoint(trial_loop.trial_dir(cfg.model_dir, trial, "checkpoint")):
+      if not tf.train.latest_checkpoint(trial_run.checkpoint_dir(cfg.model_dir, trial)):
         raise ValueError(
             f"--train_steps={cfg.train_steps}: trial_{trial} in {cfg.model_dir} ended at its "
             f"budget of {recorded} steps without keeping a checkpoint (an earlier version's "
@@ -238,10 +239,10 @@ class CvtRunner:
         or textio.load_json(path).get("labeled_batches") == LABELED_BATCHES):
       return
     for trial in range(cfg.num_trials):
-      results = trial_loop.trial_dir(cfg.model_dir, trial, "results.json")
+      results = trial_run.trial_results(cfg.model_dir, trial)
       if os.path.isfile(results) and self._finished(textio.load_json(results)):
         continue
-      if tf.train.latest_checkpoint(trial_loop.trial_dir(cfg.model_dir, trial, "checkpoint")):
+      if tf.train.latest_checkpoint(trial_run.checkpoint_dir(cfg.model_dir, trial)):
         raise ValueError(
             f"--model_dir={cfg.model_dir}: trial_{trial} began with length-sorted labeled "
             "batches (an earlier version's run); continuing it would change its batches midway. "
@@ -254,15 +255,15 @@ class CvtRunner:
         "tasks": {n: t.vocabulary_json() for n, t in self.tasks.items()},
         "model": dataclasses.asdict(self.model_config)})
     primary = {n: t.primary_metric for n, t in self.tasks.items()}
-    trials = trial_loop.run_trials(
+    trials = trial_run.run_trials(
         cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
         lambda r: ", ".join(f"{t} {primary[t]}={r['dev'][t][primary[t]]:.4f}" for t in primary)
         + f" (best of {len(r['dev_curve'])} evaluations, step {r['best_step']})",
         finished=self._finished)
-    median, spread = trial_loop.median_and_spread(
+    median, spread = trial_run.median_and_spread(
         [{task: t["dev"][task] for task in primary} for t in trials])
     summary = {"tasks": list(primary), "primary_metrics": primary, "mode": cfg.mode,
                "median": median, "spread": spread, "trials": trials,
                "flags": dataclasses.asdict(cfg), "vocab_words": len(self.inputs.vocab.words)}
-    textio.write_json_atomic(os.path.join(cfg.model_dir, "eval_results.json"), summary)
+    textio.write_json_atomic(trial_run.summary_path(cfg.model_dir), summary)
     return summary

@@ -15,12 +15,9 @@ from official_rtd.finetune import task as task_lib
 from official_rtd.interop import export as export_lib
 from official_rtd.training import precision
 from official_rtd.trials import fingerprint
-from official_rtd.trials import loop as trial_loop
+from official_rtd.trials import run as trial_run
 from official_rtd.trials import steps as trial_steps
 from official_rtd.utils import textio
-
-RESULTS_NAME = "eval_results.json"
-
 
 class Runner:
   """Runs `config`'s task (`config.task_name` in the registry, or `task_class`).
@@ -81,7 +78,7 @@ class Runner:
       self.log(f"trial_{trial} step {step}: {self.task.brief(dev)}")
 
     eval_every_steps = getattr(cfg, "eval_every_steps", 0)
-    checkpoint_dir = trial_loop.trial_dir(cfg.model_dir, trial, "checkpoint")
+    checkpoint_dir = trial_run.checkpoint_dir(cfg.model_dir, trial)
     final_loss = trial_steps.train(model, optimizer, dataset, self.steps, self.task.loss, self.log,
                                   cfg.log_every_steps, f"trial_{trial} of {cfg.num_trials}",
                                   cfg.jit_compile, checkpoint_dir, cfg.save_checkpoints_steps,
@@ -90,7 +87,7 @@ class Runner:
     shutil.rmtree(checkpoint_dir, ignore_errors=True)  # the trial's results replace it
     result = {"trial": trial, "seed": seed, "train_steps": self.steps,
               "final_train_loss": final_loss,
-              "dev": self.task.evaluate(model, trial_loop.trial_dir(cfg.model_dir, trial))}
+              "dev": self.task.evaluate(model, trial_run.trial_dir(cfg.model_dir, trial))}
     if eval_every_steps:
       result["dev_curve"] = curve
     return result
@@ -107,19 +104,19 @@ class Runner:
 
   def _trials_and_summary(self) -> dict:
     cfg = self.config
-    trials = trial_loop.run_trials(cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
+    trials = trial_run.run_trials(cfg.model_dir, cfg.num_trials, self.run_trial, self.log,
                                    lambda result: self.task.brief(result["dev"]))
     best = max(trials, key=lambda t: self.task.primary(t["dev"]))
     self.publish(best["trial"], self.task.published)
     self.task.finish(trials, best, cfg.model_dir)
     summary = self.summary(trials, best)
-    textio.write_json_atomic(os.path.join(cfg.model_dir, RESULTS_NAME), summary)
+    textio.write_json_atomic(trial_run.summary_path(cfg.model_dir), summary)
     return summary
 
   def summary(self, trials: List[dict], best: dict) -> dict:
     """The results file: the task's fields, median and spread of each dev split's metrics (or of
     the flat `dev` dict), the trials, the flags and the resolved defaults."""
-    median, spread = trial_loop.median_and_spread([t["dev"] for t in trials])
+    median, spread = trial_run.median_and_spread([t["dev"] for t in trials])
     return {**self.task.summary_fields(median), "primary_metric": self.task.primary_metric,
             "best_trial": best["trial"],
             "init_checkpoint": os.path.abspath(self.config.init_checkpoint),
@@ -134,5 +131,5 @@ class Runner:
     """Copies `trial_<trial>/<name>` to `<model_dir>/<name>`, each replaced atomically."""
     for name in names:
       tmp = os.path.join(self.config.model_dir, f"{name}.tmp-{os.getpid()}")
-      shutil.copyfile(trial_loop.trial_dir(self.config.model_dir, trial, name), tmp)
+      shutil.copyfile(trial_run.trial_dir(self.config.model_dir, trial, name), tmp)
       os.replace(tmp, os.path.join(self.config.model_dir, name))

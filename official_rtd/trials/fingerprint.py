@@ -10,12 +10,12 @@ resumes only the same run; otherwise it stops before writing anything, naming wh
 """
 import contextlib
 import dataclasses
-import glob
 import hashlib
 import json
 import os
 from typing import Callable, Dict, List, Optional, Tuple
 
+from official_rtd.trials import run as trial_run
 from official_rtd.utils import run_lock
 from official_rtd.utils import textio
 
@@ -157,8 +157,7 @@ def check_or_record(model_dir: str, current: Dict, defaults: Optional[Dict] = No
 def has_progress(model_dir: str) -> bool:
   """Whether a fine-tuning directory holds something a failed run must keep: a finished trial's
   results or a trial checkpoint to resume from."""
-  return bool(glob.glob(os.path.join(model_dir, "trial_*", "results.json"))
-              or glob.glob(os.path.join(model_dir, "trial_*", "checkpoint", "checkpoint")))
+  return trial_run.holds_trials(model_dir)
 
 
 def holding(model_dir: str, log: Callable[[str], None] = print):

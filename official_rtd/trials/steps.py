@@ -1,5 +1,6 @@
 """A trial's resumable step loop (`run_steps`, and `train` for a Keras model and a loss), restore of
 a checkpoint written under any layout, and batched prediction: shared by fine-tuning and CVT."""
+import dataclasses
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -67,68 +68,62 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
   checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
   older = {marker: tf.train.Checkpoint(model=view, optimizer=optimizer)
            for marker, view in (older_layouts or {}).items()}
-  losses = run_steps(begin, num_steps, log, log_every_steps, label, checkpoint, checkpoint_dir,
-                     save_every_steps, callback, callback_every_steps, older)["loss"]
+  losses = run_steps(begin, StepLoop(
+      num_steps, log, log_every_steps, label, checkpoint, checkpoint_dir, save_every_steps,
+      callback, callback_every_steps, older))["loss"]
   return float(np.mean(losses[-10:])) if losses else float("nan")
 
 
-def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_every_steps: int,
-              label: str, checkpoint: tf.train.Checkpoint = None, checkpoint_dir: str = "",
-              save_every_steps: int = 0, callback=None, callback_every_steps: int = 0,
-              older_checkpoints: Optional[Dict[str, tf.train.Checkpoint]] = None,
-              save_at_end: bool = False) -> Dict[str, List[float]]:
+@dataclasses.dataclass
+class StepLoop:
+  """How `run_steps` runs a trial's steps: `num_steps` in all, a progress line every
+  `log_every_steps` (prefixed with `label`); with `checkpoint_dir` and `save_every_steps`,
+  `checkpoint` saved there (and at the last step with `save_at_end`) and restored on a re-run,
+  through one of `older_checkpoints` (`{key marker: checkpoint}`) when an older layout wrote it;
+  `callback(step)` every `callback_every_steps` steps before the last, ending the loop by returning
+  True."""
+  num_steps: int
+  log: Callable[[str], None]
+  log_every_steps: int
+  label: str
+  checkpoint: Optional[tf.train.Checkpoint] = None
+  checkpoint_dir: str = ""
+  save_every_steps: int = 0
+  callback: Optional[Callable[[int], Optional[bool]]] = None
+  callback_every_steps: int = 0
+  older_checkpoints: Dict[str, tf.train.Checkpoint] = dataclasses.field(default_factory=dict)
+  save_at_end: bool = False
+
+  def manager(self) -> Optional[tf.train.CheckpointManager]:
+    if self.checkpoint is None or not (self.checkpoint_dir and self.save_every_steps):
+      return None
+    return tf.train.CheckpointManager(self.checkpoint, self.checkpoint_dir, max_to_keep=1)
+
+
+def run_steps(begin: Callable, loop: StepLoop) -> Dict[str, List[float]]:
   """The resumable step loop of every fine-tuning trial (`train`) and of CVT, its cadences
   `training.periodic` actions (log, callback, save) as in the pre-training loop.
 
   `begin(done)` gets the number of steps already done (0, or the step of the checkpoint in
-  `checkpoint_dir`, restored into `checkpoint` first) and returns `step(k) -> ({name: value},
-  examples)` for steps k = done + 1 .. num_steps (the caller replays its data from `done`).
-  Logs each value's running mean, examples/s (when counted) and an ETA every `log_every_steps`;
-  `callback(k)` runs every `callback_every_steps` steps before the last (e.g. a dev evaluation)
-  and ends the loop by returning True; `checkpoint` is saved every `save_every_steps` steps
-  before the last, and at the last with `save_at_end` (unless the callback stopped the loop), so
-  a larger `num_steps` continues from there. Each step runs whole (Ctrl-C and SIGTERM are held
-  until it ends); an interrupt (KeyboardInterrupt, as `tools/cli.py` raises SIGTERM too) saves
-  the last step done before it propagates, unless a callback due at that step has not run. A
-  checkpoint holding a key that starts with one of `older_checkpoints`' markers was written with
-  an older layout and is restored through that checkpoint (the same objects under their older
-  names). Returns every value of each name, in order (this process's steps).
+  `loop.checkpoint_dir`, restored first) and returns `step(k) -> ({name: value}, examples)` for
+  steps k = done + 1 .. num_steps (the caller replays its data from `done`). Logs each value's
+  running mean, examples/s (when counted) and an ETA. A stopped loop saves nothing more; else the
+  checkpoint is saved every `save_every_steps` steps before the last, and at the last with
+  `save_at_end`, so a larger `num_steps` continues from there. Each step runs whole (Ctrl-C and
+  SIGTERM are held until it ends); an interrupt (KeyboardInterrupt, as `tools/cli.py` raises
+  SIGTERM too) saves the last step done before it propagates, unless a callback due at that step
+  has not run. Returns every value of each name, in order (this process's steps).
   """
-  done, manager = 0, None
-  if checkpoint is not None and checkpoint_dir and save_every_steps:
-    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
-    if manager.latest_checkpoint:
-      restore_any_layout(checkpoint, manager.latest_checkpoint, older_checkpoints or {})
-      done = checkpoint_step(manager.latest_checkpoint)
-      log(f"{label}: resuming at step {done} from {manager.latest_checkpoint}")
+  manager = loop.manager()
+  done = _restore(loop, manager)
   step_fn = begin(done)
   history: Dict[str, List[float]] = {}
   clock = {"start": time.time(), "examples": 0}
   stopped = []
-
-  def log_row(step):
-    elapsed = max(time.time() - clock["start"], 1e-9)
-    shown = " ".join(f"{name}={np.mean(values[-log_every_steps:]):.4f}"
-                     for name, values in history.items())
-    rate = f" examples/s={clock['examples'] / elapsed:.1f}" if clock["examples"] else ""
-    eta = progress.format_duration((num_steps - step) * elapsed / max(step - done - 1, 1))
-    log(f"{label} step {step}/{num_steps} {shown}{rate} ETA {eta}")
-
-  # Callback and save come before the last step only (the caller evaluates and keeps the end
-  # itself; `save_at_end` saves it too); a stopped loop saves nothing more.
-  actions = [periodic.PeriodicAction("log", log_row, periods=(log_every_steps,))]
-  if callback and callback_every_steps:  # the caller stops the loop (e.g. early stopping on dev)
-    actions.append(periodic.PeriodicAction(
-        "callback", lambda step: stopped.append(step) if callback(step) else None,
-        periods=(callback_every_steps,), at_end=False, skip=lambda step: step == num_steps))
-  if manager:
-    actions.append(periodic.PeriodicAction(
-        "save", lambda step: checkpoint_files.save(manager, step), periods=(save_every_steps,),
-        at_end=save_at_end,
-        skip=lambda step: bool(stopped) or (step == num_steps and not save_at_end)))
+  actions = _actions(loop, manager, history, clock, stopped, done)
   completed = {"step": done, "acted": True}  # the last step done; whether its actions all ran
   try:
-    for step in range(done + 1, num_steps + 1):
+    for step in range(done + 1, loop.num_steps + 1):
       with interruptible.uninterrupted():  # a step (labeled + unlabeled in CVT) runs whole
         values, batch_examples = step_fn(step)
         completed.update(step=step, acted=False)
@@ -138,22 +133,63 @@ def run_steps(begin: Callable, num_steps: int, log: Callable[[str], None], log_e
         clock["start"] = time.time()
       else:
         clock["examples"] += batch_examples
-      periodic.run_due(actions, step, num_steps)
+      periodic.run_due(actions, step, loop.num_steps)
       completed["acted"] = True
       if stopped:
         break
   except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one (tools/cli.py): keep the steps done
-    # Not a step whose due evaluation has not run: its resumed run could not repeat it.
-    owes_callback = not completed["acted"] and any(
-        action.name == "callback" and action.due(completed["step"], num_steps)
-        for action in actions)
-    saved = checkpoint_step(manager.latest_checkpoint) if (
-        manager and manager.latest_checkpoint) else done
-    if manager and completed["step"] > saved and not owes_callback:
-      checkpoint_files.save(manager, completed["step"])
-      log(f"{label}: interrupted; step {completed['step']} saved, the same command resumes there")
+    _save_interrupted(loop, manager, actions, completed, done)
     raise
   return history
+
+
+def _restore(loop: StepLoop, manager) -> int:
+  """The step of the checkpoint restored into `loop.checkpoint` (0: none)."""
+  if manager is None or not manager.latest_checkpoint:
+    return 0
+  restore_any_layout(loop.checkpoint, manager.latest_checkpoint, loop.older_checkpoints)
+  done = checkpoint_step(manager.latest_checkpoint)
+  loop.log(f"{loop.label}: resuming at step {done} from {manager.latest_checkpoint}")
+  return done
+
+
+def _actions(loop: StepLoop, manager, history, clock, stopped, done):
+  """The loop's periodic actions: the progress line, the callback and the save (the callback and
+  the save come before the last step only, the save at it too with `save_at_end`)."""
+  def log_row(step):
+    elapsed = max(time.time() - clock["start"], 1e-9)
+    shown = " ".join(f"{name}={np.mean(values[-loop.log_every_steps:]):.4f}"
+                     for name, values in history.items())
+    rate = f" examples/s={clock['examples'] / elapsed:.1f}" if clock["examples"] else ""
+    eta = progress.format_duration((loop.num_steps - step) * elapsed / max(step - done - 1, 1))
+    loop.log(f"{loop.label} step {step}/{loop.num_steps} {shown}{rate} ETA {eta}")
+
+  actions = [periodic.PeriodicAction("log", log_row, periods=(loop.log_every_steps,))]
+  if loop.callback and loop.callback_every_steps:  # it may stop the loop (early stopping on dev)
+    actions.append(periodic.PeriodicAction(
+        "callback", lambda step: stopped.append(step) if loop.callback(step) else None,
+        periods=(loop.callback_every_steps,), at_end=False,
+        skip=lambda step: step == loop.num_steps))
+  if manager:
+    actions.append(periodic.PeriodicAction(
+        "save", lambda step: checkpoint_files.save(manager, step),
+        periods=(loop.save_every_steps,), at_end=loop.save_at_end,
+        skip=lambda step: bool(stopped) or (step == loop.num_steps and not loop.save_at_end)))
+  return actions
+
+
+def _save_interrupted(loop: StepLoop, manager, actions, completed, done) -> None:
+  """On an interrupt, saves the last step done, unless a callback due at it has not run (its
+  resumed run could not repeat it) or it is saved already."""
+  owes_callback = not completed["acted"] and any(
+      action.name == "callback" and action.due(completed["step"], loop.num_steps)
+      for action in actions)
+  saved = checkpoint_step(manager.latest_checkpoint) if (
+      manager and manager.latest_checkpoint) else done
+  if manager and completed["step"] > saved and not owes_callback:
+    checkpoint_files.save(manager, completed["step"])
+    loop.log(f"{loop.label}: interrupted; step {completed['step']} saved, the same command "
+             "resumes there")
 
 
 def checkpoint_step(path: str) -> int:

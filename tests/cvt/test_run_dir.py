@@ -67,7 +67,7 @@ class CvtPredictTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, r"--trial=2: --model_dir=.* holds trial_0 "):
       predict(model_dir, text, os.path.join(self.tmp, "x.out"), task="pos", trial=2)
     with self.assertRaisesRegex(ValueError, r"--model_dir=.* is not a run of dep \(its tasks: "
-                                "chunk, ner, pos\)"):
+                                r"chunk, ner, pos\)"):
       predict(model_dir, text, os.path.join(self.tmp, "x.out"), task="dep")
     empty = testutil.write_text(os.path.join(self.tmp, "empty.txt"), "\n\n")
     with self.assertRaisesRegex(ValueError, r"empty.txt: no sentences \(read as "

@@ -12,7 +12,7 @@ import tf_keras
 from official_rtd.finetune import protocol
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
-from official_rtd.trials import loop as trial_loop
+from official_rtd.trials import run as trial_run
 from official_rtd.trials import steps as trial_steps
 from tests.finetune import toy_classifier
 
@@ -158,7 +158,7 @@ class SummaryTest(tf.test.TestCase):
     devs = [{"acc": 0.5, "mnli": {"m": 1.0, "mm": 4.0}},
             {"acc": 0.9, "mnli": {"m": 3.0, "mm": 2.0}},
             {"acc": 0.7, "mnli": {"m": 2.0, "mm": 6.0}}]
-    median, spread = trial_loop.median_and_spread(devs)
+    median, spread = trial_run.median_and_spread(devs)
     self.assertAllClose(median, {"acc": 0.7, "mnli": {"m": 2.0, "mm": 4.0}})
     self.assertAllClose(spread["acc"], {"mean": 0.7, "min": 0.5, "max": 0.9,
                                         "std": np.sqrt(0.08 / 3), "n": 3})
@@ -181,8 +181,8 @@ class CadenceTest(tf.test.TestCase):
     begin = lambda done: (lambda k: ({"loss": float(k)}, 2))
     with mock.patch.object(trial_steps.checkpoint_files, "save",
                            lambda manager, step: saved.append(step)):
-      history = trial_steps.run_steps(begin, num_steps, logs.append, 3, "t", checkpoint,
-                                      tempfile.mkdtemp(), 2, callback, 4)
+      history = trial_steps.run_steps(begin, trial_steps.StepLoop(
+          num_steps, logs.append, 3, "t", checkpoint, tempfile.mkdtemp(), 2, callback, 4))
     return calls, saved, [line.split()[2] for line in logs], history["loss"]
 
   def test_every_k_before_the_last_step(self):
@@ -221,8 +221,9 @@ class InterruptTest(tf.test.TestCase):
         signal.raise_signal(signal.SIGINT)
 
     with self.assertRaises(KeyboardInterrupt):
-      trial_steps.run_steps(begin, 12, lambda _: None, 100, "t", tf.train.Checkpoint(v=counter),
-                            checkpoint_dir, 2, callback, 4)
+      trial_steps.run_steps(begin, trial_steps.StepLoop(
+          12, lambda _: None, 100, "t", tf.train.Checkpoint(v=counter), checkpoint_dir, 2,
+          callback, 4))
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     restored = tf.Variable(0.0)
     tf.train.Checkpoint(v=restored).restore(latest).assert_existing_objects_matched()

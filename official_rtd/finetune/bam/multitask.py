@@ -16,9 +16,8 @@ import tensorflow as tf
 from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune import multihead
-from official_rtd.finetune import runner as runner_lib
 from official_rtd.finetune import task as task_lib
-from official_rtd.trials import loop as trial_loop
+from official_rtd.trials import run as trial_run
 from official_rtd.utils import checkpoint_files
 from official_rtd.utils import textio
 
@@ -116,15 +115,15 @@ class MultiTask(multihead.HeadsRun):
 
 def source_checkpoint(model_dir: str, names: Sequence[str]) -> str:
   """The best trial's weights of a multi-task run, checked to cover every task of `names`."""
-  path = os.path.join(model_dir, runner_lib.RESULTS_NAME)
+  path = trial_run.summary_path(model_dir)
   if not os.path.isfile(path):
-    raise ValueError(f"--single_task_finetune={model_dir} holds no {runner_lib.RESULTS_NAME}"
+    raise ValueError(f"--single_task_finetune={model_dir} holds no {trial_run.SUMMARY_NAME}"
                      " (a finished multi-task run_glue --tasks=... model_dir)")
   source = textio.load_json(path)
   missing = [name for name in names if name not in source.get("tasks", [])]
   if missing:
     raise ValueError(f"--single_task_finetune={model_dir} was not trained on {missing}")
-  return trial_loop.trial_dir(model_dir, source["best_trial"], MODEL_NAME)
+  return trial_run.trial_dir(model_dir, source["best_trial"], MODEL_NAME)
 
 
 def task_names(config: configs.GlueConfig) -> List[str]:

@@ -18,7 +18,7 @@ from official_rtd.finetune import configs
 from official_rtd.finetune import distillation
 from official_rtd.finetune import metrics as metrics_lib
 from official_rtd.finetune import task as task_lib
-from official_rtd.trials import loop as trial_loop
+from official_rtd.trials import run as trial_run
 from official_rtd.utils import textio
 
 PROTOCOLS = ("electra", "bam")
@@ -217,7 +217,7 @@ class GlueTask(task_lib.Head):
     if not self.test_splits:
       return
     predictions = textio.load_json(
-        trial_loop.trial_dir(model_dir, best["trial"], TEST_PREDICTIONS_NAME))
+        trial_run.trial_dir(model_dir, best["trial"], TEST_PREDICTIONS_NAME))
     for split, examples in self.test_splits:
       suffix = {"test_matched": "-m", "test_mismatched": "-mm"}.get(split, "")
       path = os.path.join(model_dir, f"{self.spec.submission_name}{suffix}.tsv")

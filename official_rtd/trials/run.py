@@ -1,6 +1,14 @@
-"""N resumable trials of one run, each in its own `trial_<k>/` folder, summarised by their median
-and spread: the trial machinery of the fine-tuning runner and of CVT."""
+"""A run directory: N resumable trials of one run, each in its own folder, summarised by their
+median and spread; the trial machinery of the fine-tuning runner and of CVT. Its layout, each
+name written here once:
+
+  <model_dir>/run_fingerprint.json      the run's settings (`fingerprint.py`)
+  <model_dir>/eval_results.json         the finished run's summary (SUMMARY_NAME)
+  <model_dir>/trial_<k>/results.json    trial k's result, counted from 0 (TRIAL_RESULTS_NAME)
+  <model_dir>/trial_<k>/checkpoint/     its last checkpoint while it trains (CHECKPOINT_NAME)
+"""
 import os
+import re
 from typing import Callable, Dict, List
 
 import numpy as np
@@ -20,7 +28,7 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
   os.makedirs(model_dir, exist_ok=True)
   trials = []
   for trial in range(num_trials):
-    path = trial_dir(model_dir, trial, "results.json")
+    path = trial_results(model_dir, trial)
     recorded = textio.load_json(path) if os.path.isfile(path) else None
     if recorded is not None and finished(recorded):
       trials.append(recorded)
@@ -39,8 +47,40 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
   return trials
 
 
+SUMMARY_NAME = "eval_results.json"
+TRIAL_RESULTS_NAME = "results.json"
+CHECKPOINT_NAME = "checkpoint"
+TRIAL_FOLDER = re.compile(r"trial_(\d+)")
+
+
 def trial_dir(model_dir: str, trial: int, *names: str) -> str:
   return os.path.join(model_dir, f"trial_{trial}", *names)
+
+
+def trial_results(model_dir: str, trial: int) -> str:
+  return trial_dir(model_dir, trial, TRIAL_RESULTS_NAME)
+
+
+def checkpoint_dir(model_dir: str, trial: int) -> str:
+  return trial_dir(model_dir, trial, CHECKPOINT_NAME)
+
+
+def summary_path(model_dir: str) -> str:
+  return os.path.join(model_dir, SUMMARY_NAME)
+
+
+def trials(model_dir: str) -> List[int]:
+  """The trials of `model_dir` that have a folder, in order."""
+  if not os.path.isdir(model_dir):
+    return []
+  return sorted(int(m.group(1)) for m in map(TRIAL_FOLDER.fullmatch, os.listdir(model_dir)) if m)
+
+
+def holds_trials(model_dir: str) -> bool:
+  """Whether a trial of `model_dir` has a result or a checkpoint."""
+  return any(os.path.isfile(trial_results(model_dir, t))
+             or os.path.isfile(os.path.join(checkpoint_dir(model_dir, t), "checkpoint"))
+             for t in trials(model_dir))
 
 
 def median_and_spread(values_by_trial: List[Dict]):
