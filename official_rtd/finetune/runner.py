@@ -19,6 +19,7 @@ from official_rtd.trials import run as trial_run
 from official_rtd.trials import steps as trial_steps
 from official_rtd.utils import textio
 
+
 class Runner:
   """Runs `config`'s task (`config.task_name` in the registry, or `task_class`).
 
