@@ -3,9 +3,9 @@ task registry, for prediction (`cvt_predict`, `cvt_translate`).
 
   <model_dir>/vocab.json             words, characters, each task's labels, the model's sizes
   <model_dir>/trial_<k>/model        the dev-selected EMA weights of trial k (counted from 0)
-  <model_dir>/trial_<k>/selection.json  its dev curve and best evaluation (`selection.py`)
 
-beside the layout every run directory has (`trials/run.py`).
+beside the layout every run directory has (`trials/run.py`: its summary, each trial's results,
+checkpoint and dev selection).
 """
 import dataclasses
 import os
@@ -25,7 +25,6 @@ from official_rtd.trials import run as trial_run
 from official_rtd.utils import textio
 
 VOCAB_NAME = "vocab.json"
-SELECTION_NAME = "selection.json"
 MODEL_NAME = "model"  # trial_<k>/model: its dev-selected EMA weights
 
 

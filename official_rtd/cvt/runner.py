@@ -27,11 +27,11 @@ from official_rtd.cvt import data as data_lib
 from official_rtd.cvt import inputs as inputs_lib
 from official_rtd.cvt import model as model_lib
 from official_rtd.cvt import run_dir
-from official_rtd.cvt import selection as selection_lib
 from official_rtd.cvt import settings
 from official_rtd.cvt import training
 from official_rtd.trials import fingerprint
 from official_rtd.trials import run as trial_run
+from official_rtd.trials import selection as selection_lib
 from official_rtd.trials import steps as trial_steps
 from official_rtd.utils import checkpoint_files
 from official_rtd.utils import textio
@@ -115,8 +115,8 @@ class CvtRunner:
     checkpoint = tf.train.Checkpoint(model=model, optimizer=steps.optimizer,
                                      ema=steps.ema.shadows, ema_updates=steps.ema.updates)
     checkpoint_dir = trial_run.checkpoint_dir(cfg.model_dir, trial)
-    selection = selection_lib.DevSelection(
-        trial_run.trial_dir(cfg.model_dir, trial, run_dir.SELECTION_NAME), cfg.patience)
+    selection = selection_lib.DevSelection(trial_run.selection_path(cfg.model_dir, trial),
+                                           cfg.patience)
 
     def begin(done):
       labeled = self.inputs.labeled_batches(trial)

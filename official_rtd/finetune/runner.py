@@ -16,6 +16,7 @@ from official_rtd.interop import export as export_lib
 from official_rtd.training import precision
 from official_rtd.trials import fingerprint
 from official_rtd.trials import run as trial_run
+from official_rtd.trials import selection as selection_lib
 from official_rtd.trials import steps as trial_steps
 from official_rtd.utils import textio
 
@@ -71,11 +72,12 @@ class Runner:
     optimizer = protocol.build_optimizer(
         model, encoder, self.learning_rate, self.decay, self.convention, self.steps,
         cfg.warmup_proportion, cfg.weight_decay_rate, cfg.mixed_precision)
-    curve = []
+    # The dev curve is kept on disk, so a resumed trial keeps the evaluations before its restart.
+    selection = selection_lib.DevSelection(trial_run.selection_path(cfg.model_dir, trial))
 
     def evaluate_now(step):
       dev = self.task.evaluate(model, None)
-      curve.append({"step": step, **dev})
+      selection.record(step, dev, self.task.primary(dev))
       self.log(f"trial_{trial} step {step}: {self.task.brief(dev)}")
 
     eval_every_steps = getattr(cfg, "eval_every_steps", 0)
@@ -90,7 +92,7 @@ class Runner:
               "final_train_loss": final_loss,
               "dev": self.task.evaluate(model, trial_run.trial_dir(cfg.model_dir, trial))}
     if eval_every_steps:
-      result["dev_curve"] = curve
+      result["dev_curve"] = selection.curve
     return result
 
   # --- all trials --------------------------------------------------------------------------------

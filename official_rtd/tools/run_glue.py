@@ -33,7 +33,8 @@ COMMAND_LINE = finetune_flags.common_spec(configs.GlueConfig, {
                                "(train_predictions_<task>.json): a distillation teacher.",
     "task_sampling_exponent": "Multi-task: sample task t with probability |D_t|^x (0 uniform, "
                               "1 proportional).",
-    "eval_every_steps": "Multi-task: dev evaluation every N steps (0: at the end only).",
+    "eval_every_steps": "Multi-task: dev evaluation every N steps (0: at the end only); the dev "
+                        "curve is kept in trial_<k>/selection.json, so a resumed trial keeps it.",
     "teacher_dirs": "Distillation: task:dir,... of run_glue (or, for a tagging task, "
                     "run_tagging) runs, single- or multi-task, with "
                     "--write_train_predictions.",

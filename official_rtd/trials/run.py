@@ -6,6 +6,8 @@ name written here once:
   <model_dir>/eval_results.json         the finished run's summary (SUMMARY_NAME)
   <model_dir>/trial_<k>/results.json    trial k's result, counted from 0 (TRIAL_RESULTS_NAME)
   <model_dir>/trial_<k>/checkpoint/     its last checkpoint while it trains (CHECKPOINT_NAME)
+  <model_dir>/trial_<k>/selection.json  its dev curve and best evaluation (SELECTION_NAME,
+                                        `selection.py`)
 """
 import os
 import re
@@ -50,6 +52,7 @@ def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict]
 SUMMARY_NAME = "eval_results.json"
 TRIAL_RESULTS_NAME = "results.json"
 CHECKPOINT_NAME = "checkpoint"
+SELECTION_NAME = "selection.json"
 TRIAL_FOLDER = re.compile(r"trial_(\d+)")
 
 
@@ -63,6 +66,10 @@ def trial_results(model_dir: str, trial: int) -> str:
 
 def checkpoint_dir(model_dir: str, trial: int) -> str:
   return trial_dir(model_dir, trial, CHECKPOINT_NAME)
+
+
+def selection_path(model_dir: str, trial: int) -> str:
+  return trial_dir(model_dir, trial, SELECTION_NAME)
 
 
 def summary_path(model_dir: str) -> str:

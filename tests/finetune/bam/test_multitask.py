@@ -379,7 +379,8 @@ class BamEndToEndTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "label space has 3 classes but rte has 2"):
       runner_lib.Runner(self.config(self.tmp, tasks="rte,sts-b",
                                     teacher_dirs=f"rte:{bad}"), lambda _: None)
-    # Student: Single→Multi with teacher annealing, interrupted at step 3 and resumed there.
+    # Student: Single→Multi with teacher annealing, interrupted at step 5 (after its dev
+    # evaluation at step 4) and resumed there: the evaluation stays on the trial's dev curve.
     student_dir = os.path.join(self.tmp, "student")
     config = self.config(student_dir, tasks="rte,sts-b",
                          teachers_from=os.path.join(self.tmp, "teachers"),
@@ -387,7 +388,7 @@ class BamEndToEndTest(tf.test.TestCase):
                          write_train_predictions=True)
 
     def killing_log(line):
-      if " step 3/" in line:
+      if " step 5/" in line:
         raise KeyboardInterrupt
 
     runner = runner_lib.Runner(config, killing_log)
@@ -398,7 +399,7 @@ class BamEndToEndTest(tf.test.TestCase):
     self.assertTrue(os.path.isdir(os.path.join(student_dir, "trial_0", "checkpoint")))
     logs = []
     summary = runner_lib.Runner(config, logs.append).run()
-    self.assertTrue(any("resuming at step 3" in line for line in logs), logs)  # saved at Ctrl-C
+    self.assertTrue(any("resuming at step 5" in line for line in logs), logs)  # saved at Ctrl-C
     self.assertFalse(os.path.exists(os.path.join(student_dir, "trial_0", "checkpoint")))
     self.assertEqual(summary["tasks"], ["rte", "sts-b"])
     self.assertEqual(summary["teachers"], ["rte"])

@@ -1,11 +1,11 @@
-"""Dev selection and patience of a CVT trial, followed by hand over a scripted curve, and kept across
-a resume."""
+"""Dev selection and patience of a trial, followed by hand over a scripted curve, and kept across
+a resume (and an evaluation a resumed trial repeats replaces the one it had recorded)."""
 import os
 import tempfile
 
 import tensorflow as tf
 
-from official_rtd.cvt import selection
+from official_rtd.trials import selection
 
 
 class DevSelectionTest(tf.test.TestCase):
@@ -29,6 +29,12 @@ class DevSelectionTest(tf.test.TestCase):
     self.assertFalse(resumed.record(1000, {"f1": 0.65}, 0.65))
     self.assertTrue(resumed.exhausted())
     self.assertFalse(selection.DevSelection(path, patience=0).exhausted())  # 0: never stops
+    # Without resume_at (fine-tuning, whose step loop restores inside `trial_steps.train`), an
+    # evaluation repeated after a restart replaces the recorded one and those after it.
+    again = selection.DevSelection(path)
+    again.record(750, {"f1": 0.5}, 0.5)
+    self.assertEqual([(p["step"], p["f1"]) for p in again.curve],
+                     [(250, 0.5), (500, 0.7), (750, 0.5)])
 
   def test_a_new_file_has_no_best(self):
     chosen = selection.DevSelection(os.path.join(tempfile.mkdtemp(), "s.json"), patience=1)

@@ -1,6 +1,7 @@
-"""Dev selection and patience of one CVT trial: the curve of dev evaluations, the best one so far
-(by a score, higher is better) and when to stop, kept in `trial_<k>/selection.json` so a resumed
-trial goes on with the same best and the same count of evaluations since it."""
+"""Dev selection and patience of one trial (fine-tuning's and CVT's): the curve of dev
+evaluations, the best one so far (by a score, higher is better) and when to stop, kept in
+`trial_<k>/selection.json` (`run.SELECTION_NAME`) so a resumed trial goes on with the same curve,
+the same best and the same count of evaluations since it."""
 import os
 from typing import Dict, List, Optional
 
@@ -22,8 +23,10 @@ class DevSelection:
     self.curve = [point for point in self.curve if point["step"] <= step]
 
   def record(self, step: int, dev: Dict, score: float) -> bool:
-    """Adds `dev` (its selection `score`) at `step` to the curve and writes the file; True if it
-    is the best so far (the first evaluation always is)."""
+    """Adds `dev` (its selection `score`) at `step` to the curve (replacing what a resumed trial
+    had recorded from `step` on) and writes the file; True if it is the best so far (the first
+    evaluation always is)."""
+    self.curve = [point for point in self.curve if point["step"] < step]
     self.curve.append({"step": step, **dev})
     new_best = self.best is None or score > self.best["score"]
     if new_best:
