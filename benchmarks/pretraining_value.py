@@ -194,6 +194,13 @@ def pretrain_argv(args, method, model_dir, extra=()):
              f"--model_dir={model_dir}"] + list(extra))
 
 
+# A random initialisation is built without the masked-LM warm-up, which a 1-step run could not
+# start (its encoder is the same); every job that builds its model from the gin files says so too.
+RANDOM_INIT_PARAMS = tuple(f"--gin_param=masked_lm_warmup.{binding}" for binding in (
+    "rtd_start_step = 0", "masked_warmup = False", "discriminator_mlm_weight = 0.0",
+    "discriminator_mlm_steps = 0"))
+
+
 def stage_pretrain(args):
   jobs = []
   for name, method, seed in runs(args):
@@ -201,12 +208,8 @@ def stage_pretrain(args):
     if os.path.isdir(os.path.join(model_dir, "export")):
       continue
     if seed is None:  # the initial weights: one step whose learning rate is 0 (warmup from 0)
-      # (and no masked-LM warm-up, which a 1-step run could not start: the encoder is the same)
       extra = ["--noonset_monitor", "--gin_param=TrainConfig.num_train_steps = 1",
-               "--gin_param=TrainConfig.train_flops_budget = 0.0"] + [
-                   f"--gin_param=masked_lm_warmup.{binding}" for binding in (
-                       "rtd_start_step = 0", "masked_warmup = False",
-                       "discriminator_mlm_weight = 0.0", "discriminator_mlm_steps = 0")]
+               "--gin_param=TrainConfig.train_flops_budget = 0.0", *RANDOM_INIT_PARAMS]
     else:
       extra = [f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
                f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",
@@ -225,7 +228,8 @@ def stage_evaluate(args):
     if not os.path.exists(os.path.join(model_dir, "eval_results.jsonl")):
       jobs.append((f"{name} held-out", pretrain_argv(args, method, model_dir, [
           "--mode=eval", f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
-          f"--gin_param=EvalConfig.max_eval_batches = {args.max_eval_batches}"]),
+          f"--gin_param=EvalConfig.max_eval_batches = {args.max_eval_batches}",
+          *(RANDOM_INIT_PARAMS if seed is None else ())]),
           os.path.join(out, "heldout.log")))
     scores = ["pll"] + (["discriminator"] if method != "mlm" else [])
     for score in scores:

@@ -7,6 +7,7 @@ The checkpoint holds the model, the optimizer (with its step), the train step's 
 folder of their own (every worker must take part in a save), removed after each save.
 """
 import os
+import re
 import shutil
 from typing import Callable, Iterator, List, Optional
 
@@ -73,13 +74,7 @@ class Checkpointer:
       with checkpoint_files.quiet_restore_warnings():
         self.checkpoint.restore(latest).assert_consumed()
     except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
-      damaged = checkpoint_files.damaged_message(latest)
-      if damaged:
-        raise TrainingSetupError(damaged) from None
-      first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
-      raise TrainingSetupError(
-          f"{latest} does not restore into this model (a run of other sizes or another "
-          f"method?): {first[:300]}; the directory was left as it is") from None
+      raise restore_error(latest, e) from None
     return latest
 
   def rollback(self) -> Optional[str]:
@@ -146,7 +141,7 @@ class Checkpointer:
           self.checkpoint.restore(path).assert_existing_objects_matched()
       except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
         if not all_checkpoints:
-          raise
+          raise restore_error(path, e) from None
         # Diagnosed only on failure: `problem` reads every value once.
         what = checkpoint_files.problem(path) or next(
             (line for line in str(e).splitlines() if line.strip()), type(e).__name__)
@@ -157,3 +152,20 @@ class Checkpointer:
     if not restored:
       raise TrainingSetupError(f"none of the {len(paths)} checkpoints in {self.model_dir} reads "
                                "back")
+
+
+def restore_error(path: str, error: BaseException) -> TrainingSetupError:
+  """One line for a checkpoint that does not restore: damaged (naming the newest intact one), or
+  of another model (other sizes, another method or other method settings than the gin files
+  now give)."""
+  damaged = checkpoint_files.damaged_message(path)
+  if damaged:
+    return TrainingSetupError(damaged)
+  missing = re.findall(r"tf\.Variable '([^']+)'", str(error))
+  detail = (f"this model's {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''} "
+            "are not in it" if missing else
+            next((line for line in str(error).splitlines() if line.strip()),
+                 type(error).__name__)[:300])
+  return TrainingSetupError(
+      f"{path} does not restore into this model (a run of other sizes, another method or other "
+      f"method settings?): {detail}; the directory was left as it is")

@@ -194,6 +194,31 @@ class RunPretrainingCliTest(RecordsTestCase):
     self.assertIn("(step 2)", result.stderr)
 
 
+  def test_an_evaluation_with_other_method_settings_is_one_line(self):
+    """`--mode=eval` of a run trained without the masked-LM warm-up, with gin files that add
+    its head: the checkpoint cannot fill the head, said in one line naming its variables."""
+    model_dir = os.path.join(self.tmp, "other_settings")
+    params = ["TrainConfig.train_batch_size = 8", "TrainConfig.save_checkpoints_steps = 2",
+              "EncoderConfig.num_layers = 1", "TrainConfig.num_train_steps = 2"]
+    try:
+      runs.run_pretraining(GIN_FILES, params, self.records, model_dir, log=lambda _: None)
+    finally:
+      gin.clear_config()
+    before = testutil.md5_tree(model_dir)
+    try:
+      with self.assertRaisesRegex(
+          cli.USER_ERRORS, rf"^{model_dir}/ckpt-2 does not restore into this model \(a run of "
+          r"other sizes, another method or other method settings\?\): this model's "
+          r"electra/discriminator_masked_lm/\S+, .* are not in it; the directory was left as it "
+          r"is$"):
+        runs.run_pretraining(GIN_FILES,
+                             params + ["masked_lm_warmup.discriminator_mlm_weight = 1.0"],
+                             self.records, model_dir, log=lambda _: None, mode="eval",
+                             eval_input=self.records)
+    finally:
+      gin.clear_config()
+    self.assertEqual(testutil.md5_tree(model_dir), before)
+
   def test_damaged_checkpoints_and_records_of_another_vocabulary_are_one_line(self):
     model_dir = os.path.join(self.tmp, "damaged")
     params = ["TrainConfig.train_batch_size = 8", "TrainConfig.save_checkpoints_steps = 2",
