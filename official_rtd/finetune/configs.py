@@ -112,6 +112,7 @@ class GlueConfig(FinetuneConfig):
   write_train_predictions: bool = False
   task_sampling_exponent: float = 0.75
   eval_every_steps: int = 0
+  patience: int = 0
   teacher_dirs: str = ""
   teachers_from: str = ""
   teacher_annealing: str = "linear"
@@ -119,6 +120,14 @@ class GlueConfig(FinetuneConfig):
   single_task_finetune: str = ""
   protocol: str = "electra"
   task_data_dirs: str = ""
+
+  def __post_init__(self):
+    super().__post_init__()
+    if self.patience < 0:
+      raise ValueError(f"--patience={self.patience} must be >= 0")
+    if self.patience and not self.eval_every_steps:
+      raise ValueError(f"--patience={self.patience} counts dev evaluations: give "
+                       "--eval_every_steps too")
 
   @property
   def task_name(self) -> str:

@@ -73,12 +73,18 @@ class Runner:
         model, encoder, self.learning_rate, self.decay, self.convention, self.steps,
         cfg.warmup_proportion, cfg.weight_decay_rate, cfg.mixed_precision)
     # The dev curve is kept on disk, so a resumed trial keeps the evaluations before its restart.
-    selection = selection_lib.DevSelection(trial_run.selection_path(cfg.model_dir, trial))
+    selection = selection_lib.DevSelection(trial_run.selection_path(cfg.model_dir, trial),
+                                           getattr(cfg, "patience", 0))
 
     def evaluate_now(step):
+      """Dev figures at `step`; True: stop (no better one in `patience` evaluations)."""
       dev = self.task.evaluate(model, None)
       selection.record(step, dev, self.task.primary(dev))
       self.log(f"trial_{trial} step {step}: {self.task.brief(dev)}")
+      if selection.exhausted():
+        self.log(f"trial_{trial}: no better dev figure in {selection.patience} evaluations; "
+                 f"stopping at step {step} (best: step {selection.best['step']})")
+      return selection.exhausted()
 
     eval_every_steps = getattr(cfg, "eval_every_steps", 0)
     checkpoint_dir = trial_run.checkpoint_dir(cfg.model_dir, trial)
@@ -93,6 +99,8 @@ class Runner:
               "dev": self.task.evaluate(model, trial_run.trial_dir(cfg.model_dir, trial))}
     if eval_every_steps:
       result["dev_curve"] = selection.curve
+      result["stopped_by"] = "patience" if selection.exhausted() else "budget"
+      result["steps_run"] = selection.curve[-1]["step"] if selection.exhausted() else self.steps
     return result
 
   # --- all trials --------------------------------------------------------------------------------

@@ -33,8 +33,11 @@ COMMAND_LINE = finetune_flags.common_spec(configs.GlueConfig, {
                                "(train_predictions_<task>.json): a distillation teacher.",
     "task_sampling_exponent": "Multi-task: sample task t with probability |D_t|^x (0 uniform, "
                               "1 proportional).",
-    "eval_every_steps": "Multi-task: dev evaluation every N steps (0: at the end only); the dev "
-                        "curve is kept in trial_<k>/selection.json, so a resumed trial keeps it.",
+    "eval_every_steps": "Dev evaluation every N steps (0: at the end only); the dev curve is "
+                        "kept in trial_<k>/selection.json, so a resumed trial keeps it.",
+    "patience": "Stop a trial after this many dev evaluations (--eval_every_steps) in a row "
+                "without a better primary figure (0: never); its dev figures are then those of "
+                "the weights it stopped with.",
     "teacher_dirs": "Distillation: task:dir,... of run_glue (or, for a tagging task, "
                     "run_tagging) runs, single- or multi-task, with "
                     "--write_train_predictions.",

@@ -73,6 +73,25 @@ class RunGlueTest(tf.test.TestCase):
     self.assertEqual(sum("already done" in l for l in logs), 2)
     self.assertLen(again["trials"], 3)
 
+  def test_patience_stops_a_trial_whose_dev_figure_does_not_improve(self):
+    """A learning rate of 1e-12 leaves the dev predictions as they are: the evaluation at step 2
+    ties step 1's (a tie is no better), so with --patience=1 the trial stops there, of 4."""
+    with self.assertRaisesRegex(ValueError, "--patience=1 counts dev evaluations: give "
+                                            "--eval_every_steps too"):
+      self._config("rte", "unused", patience=1)
+    logs = []
+    summary = runner_lib.Runner(self._config(
+        "rte", os.path.join(self.tmp, "patience"), num_trials=1, eval_every_steps=1, patience=1,
+        learning_rate=1e-12), log=logs.append).run()
+    trial = summary["trials"][0]
+    self.assertEqual([point["step"] for point in trial["dev_curve"]], [1, 2])
+    self.assertEqual((trial["stopped_by"], trial["steps_run"], trial["train_steps"]),
+                     ("patience", 2, 4))
+    self.assertIn("trial_0: no better dev figure in 1 evaluations; stopping at step 2 (best: "
+                  "step 1)", logs)
+    # The dev figures are the stopped weights', as the last evaluation saw them.
+    self.assertEqual(trial["dev"], {k: v for k, v in trial["dev_curve"][-1].items() if k != "step"})
+
   def test_a_model_dir_never_mixes_two_runs(self):
     model_dir = os.path.join(self.tmp, "mixed")
     own_data = os.path.join(self.tmp, "RTE_own")
