@@ -65,7 +65,9 @@ class CvtRunner:
       raise ValueError("--unlabeled_start_step applies to --mode=cvt or word_dropout, not "
                        "--mode=supervised (which has no unlabeled steps)")
     self.model_config = config.model_config()
-    self.recorded = self._recorded_summary()
+    self.recorded = trial_run.finished_summary(config.model_dir, type(self).__name__, config,
+                                               config.num_trials, self._finished,
+                                               extendable=("train_steps",))
     if self.recorded is not None:  # nothing to train: the data are not read again
       log(f"run_cvt ({config.mode}): {config.model_dir} holds this run, its "
           f"{config.num_trials} trial(s) finished: results read back")
@@ -77,24 +79,6 @@ class CvtRunner:
   def _finished(self, result: dict) -> bool:
     """Whether a trial's recorded result stands under this run's budget."""
     return result["train_steps"] >= self.config.train_steps or converged(result)
-
-  def _recorded_summary(self):
-    """`eval_results.json` of `model_dir` when it holds this same run (its fingerprint, a budget
-    no larger) with every trial finished under the current budget; else None."""
-    cfg = self.config
-    results = trial_run.summary_path(cfg.model_dir)
-    recorded = os.path.join(cfg.model_dir, fingerprint.FILE)
-    if not (os.path.isfile(results) and os.path.isfile(recorded)):
-      return None
-    if fingerprint.differences(textio.load_json(recorded),
-                               fingerprint.fingerprint(type(self).__name__, cfg),
-                               fingerprint.field_defaults(cfg), ("train_steps",)):
-      return None  # another run: `run()` refuses it
-    summary = textio.load_json(results)
-    trials = summary["trials"]
-    if len(trials) != cfg.num_trials or not all(self._finished(t) for t in trials):
-      return None
-    return summary
 
   def _build(self, trial: int):
     cfg, inputs = self.config, self.inputs
@@ -208,7 +192,7 @@ class CvtRunner:
     self._check_batching()
     # A re-run resumes only this same run (or raises its budget); another run's directory is
     # refused, nothing written.
-    with fingerprint.this_run_only(cfg.model_dir, type(self).__name__, cfg, self.log,
+    with trial_run.this_run_only(cfg.model_dir, type(self).__name__, cfg, self.log,
                                    extendable=("train_steps",)):
       return self._trials_and_summary()
 
@@ -217,15 +201,12 @@ class CvtRunner:
     checkpoint it kept (those stopped by patience stay as they are); one that kept none (an
     earlier version's) is refused before anything is written."""
     cfg = self.config
-    for trial in range(cfg.num_trials):
-      path = trial_run.trial_results(cfg.model_dir, trial)
-      if not os.path.isfile(path) or converged(textio.load_json(path)):
-        continue
-      if not tf.train.latest_checkpoint(trial_run.checkpoint_dir(cfg.model_dir, trial)):
-        raise ValueError(
-            f"--train_steps={cfg.train_steps}: trial_{trial} in {cfg.model_dir} ended at its "
-            f"budget of {recorded} steps without keeping a checkpoint (an earlier version's "
-            "run), so it cannot continue; give a new --model_dir")
+    for trial, result, _ in (t for t in trial_run.resumable_trials(cfg.model_dir, cfg.num_trials)
+                             if t[1] is not None and not converged(t[1]) and not t[2]):
+      raise ValueError(
+          f"--train_steps={cfg.train_steps}: trial_{trial} in {cfg.model_dir} ended at its "
+          f"budget of {recorded} steps without keeping a checkpoint (an earlier version's "
+          "run), so it cannot continue; give a new --model_dir")
     self.log(f"--train_steps raised from {recorded} to {cfg.train_steps}: trials that ended at "
              "their budget continue from their last checkpoint, those stopped by patience stay")
 
@@ -238,15 +219,12 @@ class CvtRunner:
     if (not os.path.isfile(path)
         or textio.load_json(path).get("labeled_batches") == LABELED_BATCHES):
       return
-    for trial in range(cfg.num_trials):
-      results = trial_run.trial_results(cfg.model_dir, trial)
-      if os.path.isfile(results) and self._finished(textio.load_json(results)):
-        continue
-      if tf.train.latest_checkpoint(trial_run.checkpoint_dir(cfg.model_dir, trial)):
-        raise ValueError(
-            f"--model_dir={cfg.model_dir}: trial_{trial} began with length-sorted labeled "
-            "batches (an earlier version's run); continuing it would change its batches midway. "
-            "Give a new --model_dir (or move this one aside)")
+    for trial, result, _ in (t for t in trial_run.resumable_trials(cfg.model_dir, cfg.num_trials)
+                             if t[2] and not (t[1] is not None and self._finished(t[1]))):
+      raise ValueError(
+          f"--model_dir={cfg.model_dir}: trial_{trial} began with length-sorted labeled "
+          "batches (an earlier version's run); continuing it would change its batches midway. "
+          "Give a new --model_dir (or move this one aside)")
 
   def _trials_and_summary(self) -> dict:
     cfg = self.config

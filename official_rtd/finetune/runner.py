@@ -14,7 +14,6 @@ from official_rtd.finetune import protocol
 from official_rtd.finetune import task as task_lib
 from official_rtd.interop import export as export_lib
 from official_rtd.training import precision
-from official_rtd.trials import fingerprint
 from official_rtd.trials import run as trial_run
 from official_rtd.trials import selection as selection_lib
 from official_rtd.trials import steps as trial_steps
@@ -109,7 +108,7 @@ class Runner:
     this same run (`fingerprint`: another run's directory is refused before anything is
     written); then the best trial's files, the task's finish and `eval_results.json`."""
     cfg = self.config
-    with fingerprint.this_run_only(cfg.model_dir, self.task.run_name or type(self.task).__name__,
+    with trial_run.this_run_only(cfg.model_dir, self.task.run_name or type(self.task).__name__,
                                    cfg, self.log):
       return self._trials_and_summary()
 

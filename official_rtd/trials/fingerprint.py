@@ -8,14 +8,12 @@ an `rte/` folder is a task name). Run directories inside an input folder (the ru
 `--model_dir`, or any folder holding a run's fingerprint) are not the input's content. A re-run
 resumes only the same run; otherwise it stops before writing anything, naming what differs.
 """
-import contextlib
 import dataclasses
 import hashlib
 import json
 import os
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from official_rtd.trials import run as trial_run
 from official_rtd.utils import run_lock
 from official_rtd.utils import textio
 
@@ -152,26 +150,3 @@ def check_or_record(model_dir: str, current: Dict, defaults: Optional[Dict] = No
   os.makedirs(model_dir, exist_ok=True)
   textio.write_json_atomic(path, current)
   return False
-
-
-def has_progress(model_dir: str) -> bool:
-  """Whether a fine-tuning directory holds something a failed run must keep: a finished trial's
-  results or a trial checkpoint to resume from."""
-  return trial_run.holds_trials(model_dir)
-
-
-def holding(model_dir: str, log: Callable[[str], None] = print):
-  """The run's lock on `model_dir` (`run_lock.holding`): a second run into it is refused, and a
-  start that fails before any trial progress leaves the directory as it was (or absent)."""
-  return run_lock.holding(model_dir, "--model_dir", keep=has_progress, log=log)
-
-
-@contextlib.contextmanager
-def this_run_only(model_dir: str, tool: str, config, log: Callable[[str], None] = print,
-                  extendable: Tuple[str, ...] = ()):
-  """Holds `model_dir` (`holding`) for a run of `tool` with `config`, after checking that a
-  directory already there was written by this same run, or by it with a smaller `extendable`
-  setting (`check_or_record`; another run's is refused before anything is written)."""
-  with holding(model_dir, log):
-    check_or_record(model_dir, fingerprint(tool, config), field_defaults(config), extendable)
-    yield

@@ -9,12 +9,15 @@ name written here once:
   <model_dir>/trial_<k>/selection.json  its dev curve and best evaluation (SELECTION_NAME,
                                         `selection.py`)
 """
+import contextlib
 import os
 import re
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from official_rtd.trials import fingerprint
+from official_rtd.utils import run_lock
 from official_rtd.utils import textio
 
 
@@ -83,10 +86,14 @@ def trials(model_dir: str) -> List[int]:
   return sorted(int(m.group(1)) for m in map(TRIAL_FOLDER.fullmatch, os.listdir(model_dir)) if m)
 
 
+def has_checkpoint(model_dir: str, trial: int) -> bool:
+  """Whether the trial has a checkpoint to continue from (its manager's index file)."""
+  return os.path.isfile(os.path.join(checkpoint_dir(model_dir, trial), "checkpoint"))
+
+
 def holds_trials(model_dir: str) -> bool:
   """Whether a trial of `model_dir` has a result or a checkpoint."""
-  return any(os.path.isfile(trial_results(model_dir, t))
-             or os.path.isfile(os.path.join(checkpoint_dir(model_dir, t), "checkpoint"))
+  return any(os.path.isfile(trial_results(model_dir, t)) or has_checkpoint(model_dir, t)
              for t in trials(model_dir))
 
 
@@ -104,3 +111,51 @@ def median_and_spread(values_by_trial: List[Dict]):
                       "max": float(values.max()), "std": float(values.std()),
                       "n": int(len(values))}
   return median, spread
+
+
+# --- one run per directory --------------------------------------------------------------------
+def holding(model_dir: str, log: Callable[[str], None] = print):
+  """The run's lock on `model_dir` (`run_lock.holding`): a second run into it is refused, and a
+  start that fails before any trial progress (`holds_trials`) leaves the directory as it was (or
+  absent)."""
+  return run_lock.holding(model_dir, "--model_dir", keep=holds_trials, log=log)
+
+
+@contextlib.contextmanager
+def this_run_only(model_dir: str, tool: str, config, log: Callable[[str], None] = print,
+                  extendable: Tuple[str, ...] = ()):
+  """Holds `model_dir` (`holding`) for a run of `tool` with `config`, after checking that a
+  directory already there was written by this same run, or by it with a smaller `extendable`
+  setting (`fingerprint.check_or_record`; another run's is refused before anything is
+  written)."""
+  with holding(model_dir, log):
+    fingerprint.check_or_record(model_dir, fingerprint.fingerprint(tool, config),
+                                fingerprint.field_defaults(config), extendable)
+    yield
+
+
+def finished_summary(model_dir: str, tool: str, config, num_trials: int,
+                     finished: Callable[[dict], bool],
+                     extendable: Tuple[str, ...] = ()) -> Optional[dict]:
+  """The summary of `model_dir` when it holds this same run (its fingerprint; `extendable`
+  settings no larger) with `num_trials` trials, each `finished` under the current settings: a
+  re-run returns it without reading its data again. Else None (`this_run_only` then refuses
+  another run's directory)."""
+  summary, recorded = summary_path(model_dir), os.path.join(model_dir, fingerprint.FILE)
+  if not (os.path.isfile(summary) and os.path.isfile(recorded)):
+    return None
+  if fingerprint.differences(textio.load_json(recorded), fingerprint.fingerprint(tool, config),
+                             fingerprint.field_defaults(config), extendable):
+    return None
+  results = textio.load_json(summary)
+  if len(results["trials"]) != num_trials or not all(finished(t) for t in results["trials"]):
+    return None
+  return results
+
+
+def resumable_trials(model_dir: str, num_trials: int) -> List[Tuple[int, Optional[dict], bool]]:
+  """(trial, its recorded result or None, whether it holds a checkpoint to continue from) of
+  each of `num_trials`: what a re-run's checks (a raised budget, a changed batching) read."""
+  return [(trial, textio.load_json(trial_results(model_dir, trial))
+           if os.path.isfile(trial_results(model_dir, trial)) else None, has_checkpoint(
+               model_dir, trial)) for trial in range(num_trials)]
