@@ -161,6 +161,10 @@ class CvtTask(abc.ABC):
     self.predict(head, states, inputs)
 
   input_formats: Sequence[str] = ("text",)
+  # What `cvt_predict` writes one of per input sentence, and the run's settings its decoding reads
+  # (which `cvt_predict`'s flags may override; named in its log).
+  output_unit: str = "sentences"
+  decoding_settings: Sequence[str] = ()
 
   def predict_file(self, run, input_path: str, output_path: str, input_format: str,
                    log: Callable[[str], None]) -> int:

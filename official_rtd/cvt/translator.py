@@ -49,6 +49,8 @@ class TranslationTask(task_lib.CvtTask):
   """Multi30k-style parallel text (`--data_dir` holding translation/multi30k/ or its files:
   train.en, train.de, val.en, val.de), English → German."""
   primary_metric = "bleu"
+  output_unit = "lines"
+  decoding_settings = ("beam_size", "max_decode_length")
   label_kind = "target words"
   split_unlabeled = staticmethod(split_lines)
   target_spec = {"targets": tf.TensorSpec([None, None], tf.int32),
@@ -88,8 +90,7 @@ class TranslationTask(task_lib.CvtTask):
     """Detokenized German of each line of raw English (an empty line stays empty)."""
     del input_format  # text only
     lines = [line.rstrip("\n") for _, line in textio.numbered_lines(input_path)]
-    out = translate_lines(lines, run.vocab, run.model, self.vocab, self.beam_size,
-                          self.max_decode_length, log)
+    out = self.translate_lines(lines, run, log)
     textio.write_lines_atomic(output_path, out)
     return len(out)
 
@@ -134,6 +135,26 @@ class TranslationTask(task_lib.CvtTask):
     return beam_search(head, memory, tf.sequence_mask(inputs["lengths"], tf.shape(memory)[1]),
                        self.beam_size, self.max_decode_length, ids[BOS], ids[EOS],
                        banned=(ids[PAD], ids[UNK], ids[BOS]))
+
+  def translate_lines(self, lines: Sequence[str], run, log, batch_size: int = 64) -> List[str]:
+    """Detokenized German of each English line with `run` (`run_dir.TrainedRun`; an empty line
+    stays empty), by the teacher's beam search (`_search`), batched by length, with progress
+    and an ETA every 30 s."""
+    head = run.model.heads[self.name]
+    search = tf.function(lambda inputs: self._search(head, run.model(inputs), inputs)[:2])
+    tokens = [tokenize(line, SOURCE) for line in lines]
+    todo = [i for i, t in enumerate(tokens) if t]
+    out = [""] * len(lines)
+
+    def run_batch(chunk):
+      ids, _ = search(data_lib.make_batch([tokens[i] for i in chunk], run.vocab).inputs())
+      for row, i in zip(ids.numpy(), chunk):
+        out[i] = detokenize(self.vocab.decode(row), TARGET)
+
+    seconds = data_lib.run_in_length_batches(todo, lambda i: len(tokens[i]), batch_size,
+                                             run_batch, log, "translated")
+    log(f"translated {len(todo)} sentences in {seconds:.1f} s")
+    return out
 
   def teacher(self, head, states, inputs):
     tokens, lengths, _ = self._search(head, states, inputs)
@@ -185,33 +206,3 @@ class TranslationTask(task_lib.CvtTask):
     log(f"{self.name}: BLEU {scores['bleu']:.2f} ({scores.pop('signature')}), tokenized BLEU "
         f"{scores['tokenized_bleu']:.2f}")
     return scores
-
-
-def translate_lines(lines: Sequence[str], vocab, model, target_vocab: TargetVocab,
-                    beam_size: int, max_decode_length: int, log, batch_size: int = 64
-                    ) -> List[str]:
-  """Detokenized German of each English line (an empty line stays empty), batched by length,
-  with progress and an ETA every 30 s."""
-  head = model.heads["translate"]
-
-  @tf.function
-  def search(inputs):
-    memory = TranslatorModules.memory(model(inputs))
-    ids = target_vocab.ids
-    return beam_search(head, memory, tf.sequence_mask(inputs["lengths"], tf.shape(memory)[1]),
-                       beam_size, max_decode_length, ids[BOS], ids[EOS],
-                       banned=(ids[PAD], ids[UNK], ids[BOS]))[:2]
-
-  tokens = [tokenize(line, SOURCE) for line in lines]
-  todo = [i for i, t in enumerate(tokens) if t]
-  out = [""] * len(lines)
-
-  def run_batch(chunk):
-    ids, _ = search(data_lib.make_batch([tokens[i] for i in chunk], vocab).inputs())
-    for row, i in zip(ids.numpy(), chunk):
-      out[i] = detokenize(target_vocab.decode(row), TARGET)
-
-  seconds = data_lib.run_in_length_batches(todo, lambda i: len(tokens[i]), batch_size,
-                                           run_batch, log, "translated")
-  log(f"translated {len(todo)} sentences in {seconds:.1f} s")
-  return out

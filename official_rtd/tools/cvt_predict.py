@@ -107,10 +107,11 @@ def predict(config, log: Callable[[str], None] = logging.info, only: str = "") -
   if input_format not in task.input_formats:
     raise ValueError(f"{config.input_file} reads as --input_format={input_format}: {name} reads "
                      f"{', '.join(task.input_formats)}")
-  if name == "translate":
-    log("decoding with " + ", ".join(f"{k}={v} ({source})" for k, (v, source) in chosen.items()))
+  if task.decoding_settings:
+    log("decoding with " + ", ".join(f"{k}={v} ({source})" for k, (v, source) in chosen.items()
+                                      if k in task.decoding_settings))
   count = task.predict_file(run, config.input_file, config.output_file, input_format, log)
-  log(f"wrote {count} {'lines' if name == 'translate' else 'sentences'} to {config.output_file}")
+  log(f"wrote {count} {task.output_unit} to {config.output_file}")
 
 
 def main(config):
