@@ -119,6 +119,9 @@ def checked_flags():
     refuse(f"--output_file={FLAGS.output_file} exists: give --overwrite to replace it")
   if FLAGS.train_flops_budget <= 0 or FLAGS.parallel < 1 or FLAGS.sst2_train_examples < 1:
     refuse("--train_flops_budget, --parallel and --sst2_train_examples must be positive")
+  if FLAGS.figures_dir and os.path.exists(FLAGS.figures_dir) and not os.path.isdir(
+      FLAGS.figures_dir):
+    refuse(f"--figures_dir={FLAGS.figures_dir} is a file, not a folder")
   if FLAGS.vocab_size < 0:
     refuse(f"--vocab_size={FLAGS.vocab_size} must be >= 0")
   unknown = [m for m in FLAGS.methods.split(",")

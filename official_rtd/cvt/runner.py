@@ -201,10 +201,12 @@ class CvtRunner:
     checkpoint it kept (those stopped by patience stay as they are); one that kept none (an
     earlier version's) is refused before anything is written."""
     cfg = self.config
-    for trial, result, _ in (t for t in trial_run.resumable_trials(cfg.model_dir, cfg.num_trials)
-                             if t[1] is not None and not converged(t[1]) and not t[2]):
+    stuck = [trial for trial, result, resumable in trial_run.resumable_trials(
+        cfg.model_dir, cfg.num_trials) if result is not None and not converged(result)
+             and not resumable]
+    if stuck:
       raise ValueError(
-          f"--train_steps={cfg.train_steps}: trial_{trial} in {cfg.model_dir} ended at its "
+          f"--train_steps={cfg.train_steps}: trial_{stuck[0]} in {cfg.model_dir} ended at its "
           f"budget of {recorded} steps without keeping a checkpoint (an earlier version's "
           "run), so it cannot continue; give a new --model_dir")
     self.log(f"--train_steps raised from {recorded} to {cfg.train_steps}: trials that ended at "
@@ -219,10 +221,11 @@ class CvtRunner:
     if (not os.path.isfile(path)
         or textio.load_json(path).get("labeled_batches") == LABELED_BATCHES):
       return
-    for trial, result, _ in (t for t in trial_run.resumable_trials(cfg.model_dir, cfg.num_trials)
-                             if t[2] and not (t[1] is not None and self._finished(t[1]))):
+    continued = [trial for trial, result, resumable in trial_run.resumable_trials(
+        cfg.model_dir, cfg.num_trials) if resumable and not (result and self._finished(result))]
+    if continued:
       raise ValueError(
-          f"--model_dir={cfg.model_dir}: trial_{trial} began with length-sorted labeled "
+          f"--model_dir={cfg.model_dir}: trial_{continued[0]} began with length-sorted labeled "
           "batches (an earlier version's run); continuing it would change its batches midway. "
           "Give a new --model_dir (or move this one aside)")
 

@@ -80,15 +80,6 @@ class GeneratorDiscriminator(base.PretrainingModel):
     self.discriminator_mlm_weight = float(discriminator_mlm_weight)
     self.discriminator_mlm_steps = discriminator_mlm_steps
     self.masked_warmup = masked_warmup
-    self.discriminator_lm = None
-    if self.discriminator_mlm_weight:
-      self.discriminator_lm = layers.MaskedLM(
-          embedding_table=discriminator.get_embedding_table(),
-          # The same GELU as the encoders' without its custom gradient, which cannot sit inside
-          # the tf.cond that skips this head once μ_t = 0.
-          activation=functools.partial(tf.nn.gelu, approximate=True),
-          initializer=transformer_encoder.initializer(config), output="logits",
-          name="discriminator_masked_lm")
     self.masked_lm = None  # generators that are not masked-LM encoders supply their own logits
     if isinstance(generator, TransformerEncoder):
       self.masked_lm = layers.MaskedLM(
@@ -98,6 +89,17 @@ class GeneratorDiscriminator(base.PretrainingModel):
     self.rtd_head = ReplacedTokenDetectionHead(
         config.hidden_size, transformer_encoder.gelu, transformer_encoder.initializer(config),
         prior=rtd_prior, name="discriminator_rtd_head")
+    # Created last, as ELECTRA always did: the seeded initialisation of the other heads stays as
+    # it was in runs made before the warm-up moved here.
+    self.discriminator_lm = None
+    if self.discriminator_mlm_weight:
+      self.discriminator_lm = layers.MaskedLM(
+          embedding_table=discriminator.get_embedding_table(),
+          # The same GELU as the encoders' without its custom gradient, which cannot sit inside
+          # the tf.cond that skips this head once μ_t = 0.
+          activation=functools.partial(tf.nn.gelu, approximate=True),
+          initializer=transformer_encoder.initializer(config), output="logits",
+          name="discriminator_masked_lm")
 
   def _check_warmup(self, rtd_start_step, discriminator_mlm_weight, discriminator_mlm_steps,
                     masked_warmup):

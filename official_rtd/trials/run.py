@@ -21,37 +21,6 @@ from official_rtd.utils import run_lock
 from official_rtd.utils import textio
 
 
-def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],
-               log: Callable[[str], None], brief: Callable[[dict], str],
-               finished: Callable[[dict], bool] = lambda result: True) -> List[dict]:
-  """Runs `run_trial(k)` for k < num_trials, keeping each result in
-  `<model_dir>/trial_<k>/results.json`; finished trials are reused, so a killed run resumes
-  with the first unfinished one. A recorded result that is not `finished` (e.g. a trial that
-  ended at a budget since raised) is run again: `run_trial` continues it."""
-  if num_trials < 1:
-    raise ValueError(f"--num_trials={num_trials} must be >= 1")
-  os.makedirs(model_dir, exist_ok=True)
-  trials = []
-  for trial in range(num_trials):
-    path = trial_results(model_dir, trial)
-    recorded = textio.load_json(path) if os.path.isfile(path) else None
-    if recorded is not None and finished(recorded):
-      trials.append(recorded)
-      log(f"trial_{trial} of {num_trials}: already done, reusing {path}")
-      continue
-    os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there
-    try:
-      result = run_trial(trial)
-    except BaseException:
-      if not os.listdir(os.path.dirname(path)):  # no checkpoint to resume from: no debris
-        os.rmdir(os.path.dirname(path))
-      raise
-    textio.write_json_atomic(path, result)
-    log(f"trial_{trial} of {num_trials}: {brief(result)}")
-    trials.append(result)
-  return trials
-
-
 SUMMARY_NAME = "eval_results.json"
 TRIAL_RESULTS_NAME = "results.json"
 CHECKPOINT_NAME = "checkpoint"
@@ -95,6 +64,37 @@ def holds_trials(model_dir: str) -> bool:
   """Whether a trial of `model_dir` has a result or a checkpoint."""
   return any(os.path.isfile(trial_results(model_dir, t)) or has_checkpoint(model_dir, t)
              for t in trials(model_dir))
+
+
+def run_trials(model_dir: str, num_trials: int, run_trial: Callable[[int], dict],
+               log: Callable[[str], None], brief: Callable[[dict], str],
+               finished: Callable[[dict], bool] = lambda result: True) -> List[dict]:
+  """Runs `run_trial(k)` for k < num_trials, keeping each result in
+  `<model_dir>/trial_<k>/results.json`; finished trials are reused, so a killed run resumes
+  with the first unfinished one. A recorded result that is not `finished` (e.g. a trial that
+  ended at a budget since raised) is run again: `run_trial` continues it."""
+  if num_trials < 1:
+    raise ValueError(f"--num_trials={num_trials} must be >= 1")
+  os.makedirs(model_dir, exist_ok=True)
+  trials = []
+  for trial in range(num_trials):
+    path = trial_results(model_dir, trial)
+    recorded = textio.load_json(path) if os.path.isfile(path) else None
+    if recorded is not None and finished(recorded):
+      trials.append(recorded)
+      log(f"trial_{trial} of {num_trials}: already done, reusing {path}")
+      continue
+    os.makedirs(os.path.dirname(path), exist_ok=True)  # run_trial may write files there
+    try:
+      result = run_trial(trial)
+    except BaseException:
+      if not os.listdir(os.path.dirname(path)):  # no checkpoint to resume from: no debris
+        os.rmdir(os.path.dirname(path))
+      raise
+    textio.write_json_atomic(path, result)
+    log(f"trial_{trial} of {num_trials}: {brief(result)}")
+    trials.append(result)
+  return trials
 
 
 def median_and_spread(values_by_trial: List[Dict]):

@@ -82,6 +82,10 @@ class ReportTest(tf.test.TestCase):
     self.assertIn("| UD EWT fine-tuned (LAS) | 0.6100 | — | 0.6500 | — | -0.04 (one seed) |",
                   result.stdout)
     self.assertTrue(os.path.isfile(os.path.join(kept, "ale+masked_lm_warmup_s0.json")))
+    a_file = os.path.join(kept, "mlm_s0.json")
+    result = self.report(second, "--seeds=0", "--methods=mlm", f"--figures_dir={a_file}")
+    self.assertEqual(result.returncode, 2)
+    self.assertIn(f"--figures_dir={a_file} is a file, not a folder", result.stderr)
 
   def test_a_composed_method_is_one_column_and_each_part_must_exist(self):
     work = self.create_tempdir().full_path

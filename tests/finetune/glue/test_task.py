@@ -79,6 +79,8 @@ class RunGlueTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "--patience=1 counts dev evaluations: give "
                                             "--eval_every_steps too"):
       self._config("rte", "unused", patience=1)
+    with self.assertRaisesRegex(ValueError, r"--patience=-1 must be >= 0"):
+      self._config("rte", "unused", patience=-1, eval_every_steps=1)
     logs = []
     summary = runner_lib.Runner(self._config(
         "rte", os.path.join(self.tmp, "patience"), num_trials=1, eval_every_steps=1, patience=1,
