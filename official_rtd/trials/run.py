@@ -20,7 +20,6 @@ from official_rtd.trials import fingerprint
 from official_rtd.utils import run_lock
 from official_rtd.utils import textio
 
-
 SUMMARY_NAME = "eval_results.json"
 TRIAL_RESULTS_NAME = "results.json"
 CHECKPOINT_NAME = "checkpoint"
