@@ -25,7 +25,8 @@ class CvtInputs:
     if unknown:
       raise ValueError(f"--tasks: unknown {unknown}; one of: {', '.join(task_lib.names())}")
     rng = np.random.default_rng(config.seed)
-    self.tasks: Dict[str, task_lib.CvtTask] = {n: task_lib.get(n)(n, config, rng) for n in names}
+    self.tasks: Dict[str, task_lib.CvtTask] = {
+        n: task_lib.get(n).read(n, config, rng) for n in names}
     splitters = {t.split_unlabeled for t in self.tasks.values()}
     if len(splitters) > 1:
       raise ValueError(f"--tasks={config.tasks}: these tasks read unlabeled text differently "
@@ -105,6 +106,13 @@ class CvtInputs:
     batch = data_lib.pad_batch([self.encoded[name][i] for i in indices])
     return batch.inputs(), task.pad_targets([self.target_ids[name][i] for i in indices])
 
+  def building_batch(self):
+    """(inputs, {task: targets}): two sentences of the first task, with every task's targets
+    shaped for them (`targets_for`), on which the steps create their variables."""
+    first = next(iter(self.tasks))
+    inputs, _ = self.batch(first, [0, min(1, len(self.encoded[first]) - 1)])
+    return inputs, {n: self.targets_for(n, inputs) for n in self.tasks}
+
   def targets_for(self, name: str, inputs):
     """Targets of task `name` shaped for `inputs` (only to create variables): its first
     examples' targets, padded or cut to the batch's length."""
@@ -135,6 +143,16 @@ class CvtInputs:
         order = rng.permutation(len(self.encoded[name])).tolist()
         queues[name] = [order[k:k + size] for k in range(0, len(order), size)]
       yield (name,) + self.batch(name, queues[name].pop())
+
+  def streams(self, trial: int, done: int):
+    """(labeled batches, unlabeled batches or None for a supervised run) of trial `trial`
+    resumed after `done` steps: the labeled stream replayed exactly, the unlabeled one re-seeded
+    by the step."""
+    labeled = self.labeled_batches(trial)
+    for _ in range(done):
+      next(labeled)
+    seed = self.config.seed + trial + 7919 * done
+    return labeled, (self.unlabeled_batches(seed) if self.config.mode != "supervised" else None)
 
   def unlabeled_stream(self, seed: int, passes: Optional[int] = None):
     """Unlabeled sentences (endless, or `passes` over each source): `--unlabeled_data`'s, the

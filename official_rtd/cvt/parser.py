@@ -100,26 +100,20 @@ class ParsingTask(task_lib.PerWordTask):
   label_kind = "relations"
   auxiliary_modules = AUXILIARY
 
-  def __init__(self, name, config, rng):
-    super().__init__(name, config, rng)
-    data_dir = task_lib.task_folder(config, name, [os.path.join(config.data_dir, "parsing",
-                                                                "ud_ewt")], "parsing/ud_ewt")
-    self.train = self.labeled_subset(
-        conllu.read_conllu(parsing_data.treebank_file(data_dir, "train")), rng, config)
-    self.dev = conllu.read_conllu(parsing_data.treebank_file(data_dir, "dev"))
-    self._set_relations(sorted({r for s in self.train for r in s.relations}))
-
-  def _set_relations(self, relations):
-    self.relations = list(relations)
+  def __init__(self, name, labels, settings):
+    super().__init__(name, labels, settings)
+    self.relations = list(labels["relations"])
     self._relation_ids = {r: i for i, r in enumerate(self.relations)}
 
   @classmethod
-  def restored(cls, name, vocabulary, settings):
-    del settings
-    task = cls.__new__(cls)
-    task_lib.CvtTask.__init__(task, name, None, None)
-    task._set_relations(vocabulary["relations"])  # pylint: disable=protected-access
-    return task
+  def read(cls, name, config, rng):
+    data_dir = task_lib.task_folder(config, name, [os.path.join(config.data_dir, "parsing",
+                                                                "ud_ewt")], "parsing/ud_ewt")
+    train, remainder = task_lib.labeled_subset(
+        conllu.read_conllu(parsing_data.treebank_file(data_dir, "train")), rng, config)
+    dev = conllu.read_conllu(parsing_data.treebank_file(data_dir, "dev"))
+    labels = {"relations": sorted({r for s in train for r in s.relations})}
+    return cls(name, labels, config).with_data(train, dev, remainder)
 
   def source_words(self, example):
     return example.words

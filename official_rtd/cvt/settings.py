@@ -184,6 +184,21 @@ class CvtRunConfig(CvtSharedConfig, *TASK_SETTINGS):
       part.check(self)
 
 
+def check_trainable(config: CvtRunConfig) -> None:
+  """What a run's training needs beyond each setting's range (`run_cvt`; a trained run read back
+  for prediction does not train): the unlabeled text its mode reads, and an unlabeled start
+  within the run's steps."""
+  if config.mode != "supervised" and not (config.unlabeled_data or config.unlabeled_remainder):
+    raise ValueError(f"--mode={config.mode} needs --unlabeled_data (a corpus) or "
+                     "--unlabeled_remainder (the training sentences --train_fraction leaves out)")
+  if not 0 <= config.unlabeled_start_step < config.train_steps:
+    raise ValueError(f"--unlabeled_start_step={config.unlabeled_start_step} must be in "
+                     f"[0, --train_steps={config.train_steps})")
+  if config.unlabeled_start_step and config.mode == "supervised":
+    raise ValueError("--unlabeled_start_step applies to --mode=cvt or word_dropout, not "
+                     "--mode=supervised (which has no unlabeled steps)")
+
+
 # Valid values of every number of `CvtRunConfig` (`ranges.Range`), for `run_cvt` and
 # `cvt_predict` alike, and stated in their `--help`.
 RUN_CONFIG_RANGES = {**SHARED_RANGES,

@@ -69,58 +69,48 @@ class TaggerModules(tf_keras.layers.Layer):
     return {name: self.modules[name](inputs[name]) for name in names}
 
 
+def read_sentences(name: str, spec, folder: str):
+  """(train, dev) sentences of task `name` (`spec`, in `folder`); without a dev file the last
+  `CARVED_DEV` training sentences are dev, as `run_tagging` does by default."""
+  try:
+    return tagging_data.load_task(spec, folder, carve_dev_sentences=CARVED_DEV)
+  except tagging_data.CarveError as e:
+    raise ValueError(
+        f"{name}: {os.path.join(folder, spec.train_file)} holds {e.sentences} sentences and the "
+        f"task has no dev file, so run_cvt sets its last {CARVED_DEV} sentences aside as dev: "
+        f"give it more than {CARVED_DEV} training sentences (then --train_fraction or "
+        "--max_train_sentences picks the training subset from the rest)") from None
+
+
 @task_lib.register(*tagging_data.TASKS)
 class TaggingTask(task_lib.PerWordTask):
   """A CoNLL tagging task as `run_tagging` reads it (`--data_dir` holding the task's folder, e.g.
   chunk_conll2000/, or tagging/chunk_conll2000/, or the task's files)."""
   auxiliary_modules = AUXILIARY
 
-  def __init__(self, name, config, rng):
-    super().__init__(name, config, rng)
-    self._set_task(name)
+  def __init__(self, name, labels, settings):
+    super().__init__(name, labels, settings)
+    self.spec = tagging_data.get_task(name)
+    self.primary_metric = self.primary_metric_of(name)
+    self.labels = list(labels["tags"])
+    self._ids = {tag: i for i, tag in enumerate(self.labels)}
+
+  @classmethod
+  def read(cls, name, config, rng):
+    spec = tagging_data.get_task(name)
     folder = task_lib.task_folder(config, name, [
-        os.path.join(config.data_dir, *parts, self.spec.folder) for parts in ((), ("tagging",))],
-                                  self.spec.folder)
-    train, self.dev = self._read(folder)
-    train = self.labeled_subset(train, rng, config)
-    if self.spec.spans:  # §4.3.1: BIOES for chunking and NER
+        os.path.join(config.data_dir, *parts, spec.folder) for parts in ((), ("tagging",))],
+                                  spec.folder)
+    train, dev = read_sentences(name, spec, folder)
+    train, remainder = task_lib.labeled_subset(train, rng, config)
+    if spec.spans:  # §4.3.1: BIOES for chunking and NER
       train = tagging_data.with_scheme(train, "bioes")
-    self.train = train
-    self._set_labels(sorted({t for s in train for t in s.tags}))
+    labels = {"tags": sorted({t for s in train for t in s.tags})}
+    return cls(name, labels, config).with_data(train, dev, remainder)
 
   @classmethod
   def primary_metric_of(cls, name):
     return "f1" if tagging_data.get_task(name).spans else "accuracy"
-
-  def _set_task(self, name):
-    self.spec = tagging_data.get_task(name)
-    self.primary_metric = self.primary_metric_of(name)
-
-  def _set_labels(self, labels):
-    self.labels = list(labels)
-    self._ids = {tag: i for i, tag in enumerate(self.labels)}
-
-  @classmethod
-  def restored(cls, name, vocabulary, settings):
-    del settings
-    task = cls.__new__(cls)
-    task_lib.CvtTask.__init__(task, name, None, None)
-    task._set_task(name)  # pylint: disable=protected-access
-    task._set_labels(vocabulary["tags"])  # pylint: disable=protected-access
-    return task
-
-  def _read(self, folder: str):
-    """(train, dev) sentences; without a dev file the last `CARVED_DEV` training sentences are
-    dev, as `run_tagging` does by default."""
-    try:
-      return tagging_data.load_task(self.spec, folder, carve_dev_sentences=CARVED_DEV)
-    except tagging_data.CarveError as e:
-      raise ValueError(
-          f"{self.name}: {os.path.join(folder, self.spec.train_file)} holds {e.sentences} "
-          f"sentences and the task has no dev file, so run_cvt sets its last {CARVED_DEV} "
-          f"sentences aside as dev: give it more than {CARVED_DEV} training sentences (then "
-          "--train_fraction or --max_train_sentences picks the training subset from the rest)"
-      ) from None
 
   def source_words(self, example):
     return example.words

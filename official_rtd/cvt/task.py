@@ -13,9 +13,11 @@ over the shared encoder's states `encoder.CnnBiLstmEncoder`), its losses and its
   predict(head, states, inputs)                          what `evaluate` decodes
   evaluate(rows, path)                                   dev metrics; writes the predictions file
 
-A trained run's task comes back without its data (`restored`, from the labels its run wrote) to
-label new text: `predict_file` reads a file (one of its `input_formats`), predicts in batches of
-similar lengths with progress and an ETA, and writes the task's own output format (`cvt_predict`).
+A task is built from its label set and the run's settings (`CvtTask(name, labels, settings)`);
+`read` builds it from its data (reading the labels off the training examples), and a trained
+run's task from the labels its run wrote, without data, to label new text: `predict_file` reads
+a file (one of its `input_formats`), predicts in batches of similar lengths with progress and an
+ETA, and writes the task's own output format (`cvt_predict`).
 
 A new task is one module (a `CvtTask` subclass decorated with `register`) and its import line in
 `all_tasks.py`.
@@ -57,9 +59,10 @@ def get(name: str) -> type:
 
 
 class CvtTask(abc.ABC):
-  """One task of a CVT run. Subclasses set `primary_metric` and `label_kind` and fill
-  `self.train` / `self.dev` (examples) in `__init__`; `split_unlabeled` (optional) says how a
-  line of the unlabeled text becomes sentences (default: paragraphs split into sentences)."""
+  """One task of a CVT run. Subclasses set `primary_metric` and `label_kind`; `read` gives the
+  task with its data (`self.train` / `self.dev` examples), the constructor the task without data
+  (a trained run's, for `cvt_predict`); `split_unlabeled` (optional) says how a line of the
+  unlabeled text becomes sentences (default: paragraphs split into sentences)."""
   split_unlabeled = None
   primary_metric: str
   label_kind: str = "tags"  # what `num_labels` counts, for the log line
@@ -71,22 +74,25 @@ class CvtTask(abc.ABC):
     del name
     return cls.primary_metric
 
-  def __init__(self, name: str, config, rng: np.random.Generator):
-    """`config`: the run's `runner.CvtRunConfig` (`data_dir`, `train_fraction`,
-    `max_train_sentences` and the task's own settings); `rng` picks the training subset."""
+  def __init__(self, name: str, labels: dict, settings):
+    """The task without data. `labels`: its label set as `vocabulary_json` writes it (what a
+    trained run recorded, or what `read` found in the training data); `settings`: the run's
+    `settings.CvtRunConfig` (the task's own settings among its fields)."""
     self.name = name
     self.train: list = []
     self.dev: list = []
     self.remainder: list = []  # training examples `labeled_subset` left out (labels unused)
-    del config, rng
+    del labels, settings
 
-  def labeled_subset(self, examples: list, rng: np.random.Generator, config) -> list:
-    """The training examples kept (`subset` of `--train_fraction`, `--max_train_sentences`);
-    the others become `self.remainder`, which `--unlabeled_remainder` reads as unlabeled text."""
-    kept = subset(examples, rng, config.train_fraction, config.max_train_sentences)
-    chosen = {id(e) for e in kept}
-    self.remainder = [e for e in examples if id(e) not in chosen]
-    return kept
+  @classmethod
+  def read(cls, name: str, config, rng: np.random.Generator) -> "CvtTask":
+    """The task with its data from `config.data_dir` (`config`: the run's `CvtRunConfig`): the
+    training subset (`labeled_subset`, `rng` picking it), its remainder, and dev."""
+    raise NotImplementedError(f"{cls.__name__} reads no data")
+
+  def with_data(self, train: list, dev: list, remainder: list = ()) -> "CvtTask":
+    self.train, self.dev, self.remainder = list(train), list(dev), list(remainder)
+    return self
 
   # --- data --------------------------------------------------------------------------------------
   @abc.abstractmethod
@@ -149,12 +155,6 @@ class CvtTask(abc.ABC):
     return f"predictions_{self.name}.txt"
 
   # --- a trained run's task, applied to new text (`cvt_predict`) -------------------------------
-  @classmethod
-  def restored(cls, name: str, vocabulary: dict, settings: dict) -> "CvtTask":
-    """The task of a trained run without its data: `vocabulary` is what its `vocabulary_json`
-    wrote, `settings` the run's recorded flags (with any overrides)."""
-    raise NotImplementedError(f"{cls.__name__} cannot be restored from a trained run")
-
   def create_variables(self, head, states, inputs) -> None:
     """Builds what prediction reads in `head` (before a trained run's weights are checked in):
     by default, one `predict` call."""
@@ -175,6 +175,15 @@ class CvtTask(abc.ABC):
   def describe(self) -> str:
     return (f"{self.name} {len(self.train)} train / {len(self.dev)} dev sentences, "
             f"{self.num_labels} {self.label_kind}")
+
+
+def labeled_subset(examples: list, rng: np.random.Generator, config) -> Tuple[list, list]:
+  """(kept, remainder): the training examples kept (`subset` of `--train_fraction`,
+  `--max_train_sentences`) and the others, which `--unlabeled_remainder` reads as unlabeled
+  text."""
+  kept = subset(examples, rng, config.train_fraction, config.max_train_sentences)
+  chosen = {id(e) for e in kept}
+  return kept, [e for e in examples if id(e) not in chosen]
 
 
 # What `--data_dir` must hold when several tasks share one run (named in its errors).

@@ -11,6 +11,7 @@ with words replaced by REMOVED (p 0.1); `supervised` skips unlabeled steps. SGD 
 lr 0.5 / (1 + 0.005·√t), gradient clipping 1.0; an exponential moving average (0.998) of the
 weights is what is evaluated and exported.
 """
+import contextlib
 import dataclasses
 import functools
 from typing import Dict, List
@@ -19,6 +20,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_rtd.cvt import settings
+from official_rtd.utils import checkpoint_files
 
 MODES = settings.MODES
 CvtTrainConfig = settings.CvtTrainConfig  # the training settings (TensorFlow-free)
@@ -168,6 +170,20 @@ class CvtSteps:
       weighted = self.config.unlabeled_loss_weight * loss
     self._apply(tape, weighted)
     return loss
+
+  @contextlib.contextmanager
+  def averaged(self):
+    """The model holds the EMA weights (the ones evaluated and kept) inside the block."""
+    self.ema.swap()
+    try:
+      yield
+    finally:
+      self.ema.swap()
+
+  def save_averages(self, model, path: str) -> None:
+    """Writes `model` with the EMA weights to `path`."""
+    with self.averaged():
+      checkpoint_files.write(tf.train.Checkpoint(model=model), path)
 
   def predict(self, inputs, name: str) -> Dict[str, tf.Tensor]:
     return self._predict[name](inputs)

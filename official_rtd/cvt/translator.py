@@ -56,30 +56,27 @@ class TranslationTask(task_lib.CvtTask):
   target_spec = {"targets": tf.TensorSpec([None, None], tf.int32),
                  "lengths": tf.TensorSpec([None], tf.int32)}
 
-  def __init__(self, name, config, rng):
-    super().__init__(name, config, rng)
+  def __init__(self, name, labels, settings):
+    super().__init__(name, labels, settings)
+    self.vocab = TargetVocab(labels["target_words"])
+    self.beam_size, self.max_decode_length = settings.beam_size, settings.max_decode_length
+    self.attention_dropout = settings.attention_dropout
+    self.auxiliary_decoders = tuple(settings.auxiliary_decoders.split(","))
+    self.teacher_smoothing = 0.1  # §4.3.1: label smoothing on the teacher's hard targets
+    self.dev_lines, self.dev_line_numbers, self.skipped = 0, [], {"train": 0, "dev": 0}
+
+  @classmethod
+  def read(cls, name, config, rng):
     data_dir = task_lib.task_folder(config, name, [
         os.path.join(config.data_dir, "translation", "multi30k")], "translation/multi30k")
     pairs, train_lines = read_parallel(data_dir, "train", config.on_bad_pair)
-    self.train = self.labeled_subset([pair for _, pair in pairs], rng, config)
-    dev, self.dev_lines = read_parallel(data_dir, "val", config.on_bad_pair)
-    self.dev_line_numbers = [number for number, _ in dev]
-    self.dev = [pair for _, pair in dev]
-    self.skipped = {"train": train_lines - len(pairs), "dev": self.dev_lines - len(dev)}
-    self.vocab = TargetVocab.build([t for _, t, _ in self.train], config.target_min_count)
-    self.beam_size, self.max_decode_length = config.beam_size, config.max_decode_length
-    self.attention_dropout = config.attention_dropout
-    self.auxiliary_decoders = tuple(config.auxiliary_decoders.split(","))
-    self.teacher_smoothing = 0.1  # §4.3.1: label smoothing on the teacher's hard targets
-
-  @classmethod
-  def restored(cls, name, vocabulary, settings):
-    task = cls.__new__(cls)
-    task_lib.CvtTask.__init__(task, name, None, None)
-    task.vocab = TargetVocab(vocabulary["target_words"])
-    task.beam_size, task.max_decode_length = settings["beam_size"], settings["max_decode_length"]
-    task.attention_dropout = settings["attention_dropout"]
-    return task
+    train, remainder = task_lib.labeled_subset([pair for _, pair in pairs], rng, config)
+    dev, dev_lines = read_parallel(data_dir, "val", config.on_bad_pair)
+    vocab = TargetVocab.build([t for _, t, _ in train], config.target_min_count)
+    task = cls(name, {"target_words": vocab.words}, config)
+    task.dev_lines, task.dev_line_numbers = dev_lines, [number for number, _ in dev]
+    task.skipped = {"train": train_lines - len(pairs), "dev": dev_lines - len(dev)}
+    return task.with_data(train, [pair for _, pair in dev], remainder)
 
   def create_variables(self, head, states, inputs):
     """Every decoder (the beam search steps them without building them)."""

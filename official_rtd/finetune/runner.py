@@ -80,10 +80,7 @@ class Runner:
       dev = self.task.evaluate(model, None)
       selection.record(step, dev, self.task.primary(dev))
       self.log(f"trial_{trial} step {step}: {self.task.brief(dev)}")
-      if selection.exhausted():
-        self.log(f"trial_{trial}: no better dev figure in {selection.patience} evaluations; "
-                 f"stopping at step {step} (best: step {selection.best['step']})")
-      return selection.exhausted()
+      return selection.stops(f"trial_{trial}", step, self.log)
 
     eval_every_steps = getattr(cfg, "eval_every_steps", 0)
     checkpoint_dir = trial_run.checkpoint_dir(cfg.model_dir, trial)
@@ -106,10 +103,19 @@ class Runner:
   def run(self) -> dict:
     """The trials (see `trials.run_trials`) after checking that `--model_dir` is new or holds
     this same run (`fingerprint`: another run's directory is refused before anything is
-    written); then the best trial's files, the task's finish and `eval_results.json`."""
+    written); then the best trial's files, the task's finish and `eval_results.json`. A finished
+    run re-run as it was returns its results, nothing trained or written.
+
+    Its budget (`--num_train_epochs`) cannot be raised on a finished run, unlike `run_cvt`'s: the
+    learning rate decays to 0 over the budget, so a trial continued past it would not be the
+    trial a larger budget trains (the fingerprint refuses the change; a new --model_dir runs
+    it)."""
     cfg = self.config
-    with trial_run.this_run_only(cfg.model_dir, self.task.run_name or type(self.task).__name__,
-                                   cfg, self.log):
+    tool = self.task.run_name or type(self.task).__name__
+    recorded = trial_run.finished_summary(cfg.model_dir, tool, cfg, cfg.num_trials, log=self.log)
+    if recorded is not None:
+      return recorded
+    with trial_run.this_run_only(cfg.model_dir, tool, cfg, self.log):
       return self._trials_and_summary()
 
   def _trials_and_summary(self) -> dict:

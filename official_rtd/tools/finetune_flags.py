@@ -1,5 +1,5 @@
 """Flags of the fine-tuning tools (`run_glue`, `run_squad`, `run_tagging`,
-`run_multiple_choice`, `run_parsing`, `run_cvt`): their help texts; names, types and defaults
+`run_multiple_choice`, `run_parsing`): their help texts; names, types and defaults
 are the fields of the tool's config dataclass (`finetune/configs.py`), as every tool's
 (`cli.Flags`); and the `run()` they share (`tool`)."""
 import functools
@@ -38,9 +38,7 @@ ENUMS = {"model_size": ["auto", "small", "base", "large"],
          "lr_decay_convention": ["electra", "corrected"],
          "mixed_precision": ["float32", "bfloat16", "float16"],
          "tag_scheme": ["iob1", "iob2", "bioes"],
-         "teacher_annealing": ["linear", "fixed"],
-         "mode": ["cvt", "supervised", "word_dropout"],
-         "on_decode_error": ["fail", "skip"]}
+         "teacher_annealing": ["linear", "fixed"]}
 
 
 def spec(config_class, help_texts, enums=None, ranges=None, **kwargs):

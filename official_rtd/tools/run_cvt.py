@@ -22,10 +22,9 @@ a trial from its last checkpoint.
 from absl import logging  # pylint: disable=g-bad-import-order
 
 from official_rtd.tools import cli
-from official_rtd.tools import finetune_flags
 from official_rtd.cvt import settings  # pylint: disable=g-bad-import-order
 
-COMMAND_LINE = finetune_flags.spec(settings.CvtRunConfig, {
+COMMAND_LINE = cli.Flags(settings.CvtRunConfig, {
     "tasks": "Comma list of pos, chunk, ner, dep (dependency parsing), translate (English to "
              "German; alone); several: multi-task CVT, one shared encoder.",
     "data_dir": "Root with the tasks' folders (tagging ones, parsing/ud_ewt, translation/multi30k) "
@@ -92,7 +91,8 @@ COMMAND_LINE = finetune_flags.spec(settings.CvtRunConfig, {
     "log_every_steps": "Progress line interval.",
     "num_trials": "Runs with seeds seed..seed+N-1; medians in eval_results.json.",
     "seed": "First trial's seed.",
-}, enums={"on_bad_pair": ["fail", "skip"]}, ranges=settings.RUN_CONFIG_RANGES,
+}, enums={"mode": list(settings.MODES), "on_decode_error": ["fail", "skip"],
+           "on_bad_pair": ["fail", "skip"]}, ranges=settings.RUN_CONFIG_RANGES,
     required=("tasks", "data_dir", "model_dir"), renamed={"batch_size": "train_batch_size"})
 
 

@@ -134,12 +134,13 @@ def this_run_only(model_dir: str, tool: str, config, log: Callable[[str], None] 
 
 
 def finished_summary(model_dir: str, tool: str, config, num_trials: int,
-                     finished: Callable[[dict], bool],
-                     extendable: Tuple[str, ...] = ()) -> Optional[dict]:
+                     finished: Callable[[dict], bool] = lambda result: True,
+                     extendable: Tuple[str, ...] = (),
+                     log: Callable[[str], None] = print) -> Optional[dict]:
   """The summary of `model_dir` when it holds this same run (its fingerprint; `extendable`
   settings no larger) with `num_trials` trials, each `finished` under the current settings: a
-  re-run returns it without reading its data again. Else None (`this_run_only` then refuses
-  another run's directory)."""
+  re-run returns it (and says so) without training or reading its data again. Else None
+  (`this_run_only` then refuses another run's directory)."""
   summary, recorded = summary_path(model_dir), os.path.join(model_dir, fingerprint.FILE)
   if not (os.path.isfile(summary) and os.path.isfile(recorded)):
     return None
@@ -149,12 +150,45 @@ def finished_summary(model_dir: str, tool: str, config, num_trials: int,
   results = textio.load_json(summary)
   if len(results["trials"]) != num_trials or not all(finished(t) for t in results["trials"]):
     return None
+  log(f"{model_dir} holds this run, its {num_trials} trial(s) finished: results read back")
   return results
 
 
-def resumable_trials(model_dir: str, num_trials: int) -> List[Tuple[int, Optional[dict], bool]]:
-  """(trial, its recorded result or None, whether it holds a checkpoint to continue from) of
-  each of `num_trials`: what a re-run's checks (a raised budget, a changed batching) read."""
-  return [(trial, textio.load_json(trial_results(model_dir, trial))
-           if os.path.isfile(trial_results(model_dir, trial)) else None, has_checkpoint(
-               model_dir, trial)) for trial in range(num_trials)]
+def converged(result: dict) -> bool:
+  """Whether a trial's recorded result stopped by patience (a larger budget would not change it)
+  rather than at its budget (`stopped_by`; in earlier versions' results: fewer steps run than
+  the budget)."""
+  budget_bound = result["steps_run"] >= result["train_steps"]
+  return result.get("stopped_by", "budget" if budget_bound else "patience") == "patience"
+
+
+def first_trial(model_dir: str, num_trials: int,
+                matches: Callable[[Optional[dict], bool], bool]) -> Optional[int]:
+  """The first of `num_trials` whose recorded result (None: none yet) and whether it holds a
+  checkpoint to continue from `matches`; None if none does. What a re-run's checks read."""
+  for trial in range(num_trials):
+    path = trial_results(model_dir, trial)
+    result = textio.load_json(path) if os.path.isfile(path) else None
+    if matches(result, has_checkpoint(model_dir, trial)):
+      return trial
+  return None
+
+
+def check_raised_budget(model_dir: str, num_trials: int, flag: str, budget: int,
+                        log: Callable[[str], None] = print) -> None:
+  """When `budget` (`--<flag>`) is larger than the one `model_dir`'s run recorded, each trial
+  that ended at its budget continues from the checkpoint it kept (those stopped by patience,
+  `converged`, stay as they are); one that kept none (an earlier version's) is refused before
+  anything is written."""
+  recorded = fingerprint.recorded_settings(model_dir).get(flag, budget)
+  if recorded >= budget:
+    return
+  stuck = first_trial(model_dir, num_trials, lambda result, resumable: (
+      result is not None and not converged(result) and not resumable))
+  if stuck is not None:
+    raise ValueError(
+        f"--{flag}={budget}: trial_{stuck} in {model_dir} ended at its budget of {recorded} "
+        "steps without keeping a checkpoint (an earlier version's run), so it cannot continue; "
+        "give a new --model_dir")
+  log(f"--{flag} raised from {recorded} to {budget}: trials that ended at their budget "
+      "continue from their last checkpoint, those stopped by patience stay")

@@ -34,9 +34,20 @@ class DevSelection:
     textio.write_json_atomic(self.path, {"curve": self.curve, "best": self.best})
     return new_best
 
+  def evaluated_at(self, step: int) -> bool:
+    """Whether the last evaluation recorded is at `step` (a resumed trial may have it)."""
+    return bool(self.curve) and self.curve[-1]["step"] == step
+
   def since_best(self) -> int:
     """Evaluations recorded after the best one."""
     return sum(point["step"] > self.best["step"] for point in self.curve) if self.best else 0
 
   def exhausted(self) -> bool:
     return bool(self.patience) and self.since_best() >= self.patience
+
+  def stops(self, name: str, step: int, log) -> bool:
+    """`exhausted()`, and when it is, says so in `log` (`name`: the trial)."""
+    if self.exhausted():
+      log(f"{name}: no better dev figure in {self.patience} evaluations; stopping at step "
+          f"{step} (best: step {self.best['step']})")
+    return self.exhausted()

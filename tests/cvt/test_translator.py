@@ -139,7 +139,7 @@ class NothingDroppedTest(tf.test.TestCase):
     config = FakeConfig()
     config.data_dir, config.on_bad_pair = data_dir, on_bad_pair
     config.max_sentence_length, config.max_train_sentences = max_sentence_length, 0
-    return translator.TranslationTask("translate", config, np.random.default_rng(0))
+    return translator.TranslationTask.read("translate", config, np.random.default_rng(0))
 
   def test_a_blank_line_fails_naming_file_and_line_or_is_skipped_and_counted(self):
     data_dir = self._data(val_de_line="  ")
@@ -184,7 +184,7 @@ class NothingDroppedTest(tf.test.TestCase):
 class StudentLossTest(tf.test.TestCase):
 
   def test_the_future_decoder_learns_the_word_after_next(self):
-    task = translator.TranslationTask("translate", FakeConfig(), np.random.default_rng(0))
+    task = translator.TranslationTask.read("translate", FakeConfig(), np.random.default_rng(0))
     modules = task.build_head(SMALL)
     rng = np.random.default_rng(1)
     states = {"h1": tf.constant(rng.normal(size=[2, 5, 12]), tf.float32),

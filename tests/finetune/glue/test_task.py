@@ -72,6 +72,16 @@ class RunGlueTest(tf.test.TestCase):
     again = runner_lib.Runner(self._config("rte", model_dir, num_trials=3), log=logs.append).run()
     self.assertEqual(sum("already done" in l for l in logs), 2)
     self.assertLen(again["trials"], 3)
+    # Finished, it is re-run as is: its results come back, no trial is run or read again and
+    # nothing in the directory is written.
+    mtimes = {os.path.join(root, name): os.stat(os.path.join(root, name)).st_mtime_ns
+              for root, _, names in os.walk(model_dir) for name in names}
+    logs = []
+    third = runner_lib.Runner(self._config("rte", model_dir, num_trials=3), log=logs.append).run()
+    self.assertEqual(third, json.loads(json.dumps(again)))
+    self.assertIn(f"{model_dir} holds this run, its 3 trial(s) finished: results read back", logs)
+    self.assertFalse(any("trial_" in line for line in logs), logs)
+    self.assertEqual({path: os.stat(path).st_mtime_ns for path in mtimes}, mtimes)
 
   def test_patience_stops_a_trial_whose_dev_figure_does_not_improve(self):
     """A learning rate of 1e-12 leaves the dev predictions as they are: the evaluation at step 2
