@@ -43,6 +43,7 @@ class CvtRunner:
     self.config, self.log = config, log
     settings.check_trainable(config)
     self.model_config = config.model_config()
+    self._finished = lambda result: trial_run.stands(result, config.train_steps)
     self.recorded = trial_run.finished_summary(config.model_dir, type(self).__name__, config,
                                                config.num_trials, self._finished,
                                                extendable=("train_steps",), log=log)
@@ -51,10 +52,6 @@ class CvtRunner:
     self.inputs = inputs_lib.CvtInputs(config, log)
     self.tasks = self.inputs.tasks
     log(f"run_cvt ({config.mode}): {self.inputs.description}, {config.train_steps} steps")
-
-  def _finished(self, result: dict) -> bool:
-    """Whether a trial's recorded result stands under this run's budget."""
-    return result["train_steps"] >= self.config.train_steps or trial_run.converged(result)
 
   def _build(self, trial: int):
     cfg, inputs = self.config, self.inputs

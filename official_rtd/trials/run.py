@@ -162,6 +162,12 @@ def converged(result: dict) -> bool:
   return result.get("stopped_by", "budget" if budget_bound else "patience") == "patience"
 
 
+def stands(result: dict, budget: int) -> bool:
+  """Whether a trial's recorded result stands under a run's `budget` of steps: it trained to at
+  least that budget, or stopped by patience (`converged`)."""
+  return result["train_steps"] >= budget or converged(result)
+
+
 def first_trial(model_dir: str, num_trials: int,
                 matches: Callable[[Optional[dict], bool], bool]) -> Optional[int]:
   """The first of `num_trials` whose recorded result (None: none yet) and whether it holds a
