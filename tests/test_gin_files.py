@@ -101,6 +101,19 @@ class GinFilesTest(tf.test.TestCase):
                       "gin/tasks/ale.gin"], [], log=lambda _: None)
     gin.clear_config()
 
+  def test_amos_on_the_four_layer_model_with_the_warmup(self):
+    """`gin/recipes/amos_four_layers.gin` after `tasks/amos.gin` on the one-machine model: a
+    3-layer generator (heads after its layers 1, 2, 3) and the warm-up's values."""
+    runs.parse_gin(["gin/models/one_machine.gin", "gin/tasks/amos.gin",
+                    "gin/recipes/amos_four_layers.gin", "gin/recipes/masked_lm_warmup.gin",
+                    "gin/recipes/one_machine_sentences.gin"], [], log=lambda _: None)
+    model = registry.pretraining_model(EncoderConfig(vocab_size=64))
+    self.assertEqual(model.mlm_layers, (1, 2, 3))
+    self.assertLen(model.generator.transformer_layers, 3)
+    self.assertLen(model.discriminator.transformer_layers, 4)
+    self.assertEqual((model.rtd_start_step, model.discriminator_mlm_steps, model.masked_warmup),
+                     (3000, 6000, True))
+
   def test_every_model_file_parses(self):
     for model_file in MODELS:
       gin.clear_config()

@@ -57,9 +57,6 @@ class AmosPretrainer(objectives.GeneratorDiscriminator):
   """`call` returns ELECTRA's outputs (`mlm_logits` are the mixture's, `[batch, P, vocab]`) plus
   `depth_mlm_logits` (`[K, batch, P, vocab]`, one per head) and `mixture_weights` γ
   (`[batch, P, K]`)."""
-  # Its own `call` feeds the discriminator relaxed embeddings: the warm-up's masked input and
-  # head are not wired in.
-  supports_warmup = False
 
   def __init__(self, generator: TransformerEncoder, discriminator: TransformerEncoder,
                mlm_layers: Sequence[int], mixture: str = "adversarial",
@@ -144,14 +141,19 @@ class AmosPretrainer(objectives.GeneratorDiscriminator):
                                   table.dtype)
     word_embeddings = sampling.scatter_vectors(tf.gather(table, corrupted_ids), positions,
                                                masked_embeddings, inputs["masked_lm_weights"])
+    discriminator_ids = self.discriminator_input_ids(inputs, corrupted_ids)
+    if self.masked_warmup:  # before rtd_start_step: the masked input's own embeddings
+      word_embeddings = tf.where(self.training_step() < self.rtd_start_step,
+                                 tf.gather(table, discriminator_ids), word_embeddings)
     discriminator_output = self.discriminator(
-        dict(inputs, input_word_ids=corrupted_ids, input_word_embeddings=word_embeddings),
+        dict(inputs, input_word_ids=discriminator_ids, input_word_embeddings=word_embeddings),
         training=training)
     outputs = {"mlm_logits": mixed_logits, "depth_mlm_logits": depth_logits,
                "mixture_weights": gamma, "sampled_ids": sampled_ids,
                "original_ids": original_ids, "corrupted_ids": corrupted_ids,
                "rtd_labels": tf.cast(tf.not_equal(corrupted_ids, original_ids), tf.float32)}
     outputs.update(self.discriminator_heads(discriminator_output, inputs, outputs, training))
+    outputs.update(self.discriminator_mlm_logits(discriminator_output, inputs))
     return outputs
 
   def compute_losses(self, inputs, outputs) -> Dict[str, Loss]:
@@ -160,17 +162,17 @@ class AmosPretrainer(objectives.GeneratorDiscriminator):
     generator = Loss(tf.add_n([loss.value for loss in depth_losses]),        # eq. 2
                      depth_losses[0].weight)
     rtd = objectives.rtd_loss(inputs, outputs["rtd_logits"], outputs["rtd_labels"])
-    losses = {"total_loss": losses_lib.combined_loss(generator.value + self.rtd_weight * rtd.value,
+    rtd_weight = self.detection_weight(self.rtd_weight)  # λ, 0 before rtd_start_step
+    losses = {"total_loss": losses_lib.combined_loss(generator.value + rtd_weight * rtd.value,
                                                      inputs),
               "generator_loss": generator, "rtd_loss": rtd,
               "mlm_loss": objectives.mlm_loss(inputs, outputs["mlm_logits"])}
     for d, loss in zip(self.mlm_layers, depth_losses):
       losses[f"mlm_loss_layer_{d}"] = loss
-    return losses
+    return self.with_discriminator_mlm(inputs, outputs, losses)
 
   def build_metrics(self):
-    metrics = dict(objectives.mlm_and_rtd_metrics(),
-                   generator_loss=tf_keras.metrics.Mean("generator_loss"))
+    metrics = dict(super().build_metrics(), generator_loss=tf_keras.metrics.Mean("generator_loss"))
     for d in self.mlm_layers:
       metrics[f"mlm_loss_layer_{d}"] = tf_keras.metrics.Mean(f"mlm_loss_layer_{d}")
       metrics[f"mixture_weight_layer_{d}"] = tf_keras.metrics.Mean(f"mixture_weight_layer_{d}")

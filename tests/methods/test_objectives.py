@@ -1,5 +1,5 @@
-"""The masked-LM warm-up shared by the generator/discriminator family (`objectives.py`): TEAMS and
-ELECTRA-TT take it from `masked_lm_warmup` bindings; members that cannot compose with it refuse
+"""The masked-LM warm-up shared by the generator/discriminator family (`objectives.py`): TEAMS,
+ELECTRA-TT and AMOS take it from `masked_lm_warmup` bindings; members that cannot compose with it refuse
 it, and a method outside the family refuses its bindings."""
 import gin
 import tensorflow as tf
@@ -34,9 +34,11 @@ class FamilyWarmupTest(tf.test.TestCase):
       ("teams", lambda: teams.build_teams_pretrainer(test_teams.CONFIG, vocab=test_teams.VOCAB),
        lambda l: l["mlm_loss"] + 5.0 * l["rtd_loss"] + 2.0 * l["mws_loss"]),   # TEAMS eq. 9
       ("electra_tt", lambda: electra_tt.build_electra_tt_pretrainer(CONFIG, generator_size=0.5),
-       lambda l: l["cloze_loss"] + 50.0 * l["rtd_loss"]))
+       lambda l: l["cloze_loss"] + 50.0 * l["rtd_loss"]),
+      ("amos", lambda: amos.build_amos_pretrainer(CONFIG, mlm_layers=(1, 2)),
+       lambda l: l["generator_loss"] + 50.0 * l["rtd_loss"]))                  # AMOS eq. 2 + λ L_RTD
 
-  def test_teams_and_electra_tt_learn_as_a_masked_lm_first(self):
+  def test_teams_electra_tt_and_amos_learn_as_a_masked_lm_first(self):
     for name, build, objective in self.MEMBERS:
       bind_warmup()
       model = build()
@@ -45,11 +47,12 @@ class FamilyWarmupTest(tf.test.TestCase):
       self.assertEqual(model.detection_start_step(), 2, name)
       step = tf.Variable(0, dtype=tf.int64)
       model.bind_step(lambda step=step: step)
-      seen = []
+      seen, embedded = [], []
       real_call = model.discriminator.call
 
-      def spy(inputs, *args, real_call=real_call, seen=seen, **kwargs):
+      def spy(inputs, *args, real_call=real_call, seen=seen, embedded=embedded, **kwargs):
         seen.append(inputs["input_word_ids"].numpy().copy())
+        embedded.append(inputs.get("input_word_embeddings"))
         return real_call(inputs, *args, **kwargs)
 
       model.discriminator.call = spy
@@ -62,7 +65,12 @@ class FamilyWarmupTest(tf.test.TestCase):
         totals[value] = losses
       # Step 0: the discriminator reads the masked input; only the masked LMs count (μ_0 = 1).
       self.assertAllEqual(seen[0], batch["input_word_ids"])
-      generator = totals[0]["cloze_loss" if name == "electra_tt" else "mlm_loss"]
+      if embedded[0] is not None:  # AMOS hands over embeddings: the masked input's own, no sample
+        self.assertAllClose(embedded[0], tf.gather(model.discriminator.get_embedding_table(),
+                                                   batch["input_word_ids"]))
+        self.assertNotAllClose(embedded[1], embedded[0])
+      generator = totals[0][{"electra_tt": "cloze_loss", "amos": "generator_loss"}.get(
+          name, "mlm_loss")]
       self.assertAllClose(totals[0]["total_loss"],
                           generator + totals[0]["discriminator_mlm_loss"], rtol=1e-5, msg=name)
       # Step 2: detection starts on the corrupted input, μ_2 = 1 − 2/4.
@@ -83,7 +91,6 @@ class FamilyWarmupTest(tf.test.TestCase):
 
   def test_members_that_cannot_compose_refuse_it(self):
     for name, build in (
-        ("amos", lambda: amos.build_amos_pretrainer(CONFIG, mlm_layers=(1, 2))),
         ("electra_adversarial",
          lambda: electra_adversarial.build_adversarial_electra_pretrainer(CONFIG)),
         ("replace_mlm", lambda: replace_mlm.build_replace_mlm_pretrainer(CONFIG))):
