@@ -15,6 +15,7 @@ from official_rtd import runs
 from official_rtd.data import build_vocab
 from official_rtd.utils import textio
 from tests import testutil
+from tests.training.test_trainer import build_records
 from tests.training.test_trainer import make_records
 
 
@@ -106,10 +107,10 @@ class DiskFullTest(tf.test.TestCase):
   def test_create_pretraining_data_removes_its_staging_folder(self):
     disk = mount_small_tmpfs(self, size="300k")
     out = os.path.join(disk, "records")
-    make_records(out, paragraphs=10)  # an earlier, complete output
+    build_records(out, paragraphs=10)  # an earlier, complete output
     before = testutil.md5_tree(out)
     with self.assertRaises(OSError) as raised:
-      make_records(out, paragraphs=600)
+      build_records(out, paragraphs=600)
     self.assertEqual(raised.exception.errno, errno.ENOSPC)
     self.assertIn(out, str(raised.exception))
     self.assertEqual(testutil.md5_tree(out), before)  # no .tmp-<pid>/ with partial shards

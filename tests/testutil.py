@@ -1,6 +1,9 @@
 """Paths and small helpers shared by the tests."""
+import fcntl
 import hashlib
 import os
+import shutil
+import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE_CORPUS = os.path.join(REPO, "data", "corpus_sample", "gutenberg_sample.txt")
@@ -119,3 +122,44 @@ def md5_tree(path: str) -> dict:
       with open(full, "rb") as f:
         out[os.path.relpath(full, path)] = hashlib.md5(f.read()).hexdigest()
   return out
+
+
+# Fixtures several test classes build alike (records, a tiny export), built once per test run and
+# shared by the pytest-xdist workers of that run (the run's id names the folder).
+FIXTURES = os.path.join(tempfile.gettempdir(), "official_rtd_test_fixtures_"
+                        + os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid())))
+
+
+def session_copy(key, build, destination: str) -> str:
+  """`build(path)` once per test run for each `key` (a repr-able value naming every setting that
+  changes the output), under a lock the xdist workers share; then its output copied to
+  `destination`: the path itself (a file or a directory, merged into one that exists) and the
+  files beside it named `<path>.<suffix>` (e.g. a corpus), with each JSON file's mention of the
+  built path rewritten to `destination`. `path` exists before `build` iff `destination` does.
+  Returns `destination`."""
+  folder = os.path.join(FIXTURES, hashlib.sha1(repr(key).encode()).hexdigest()[:16])
+  built = os.path.join(folder, "out")
+  os.makedirs(FIXTURES, exist_ok=True)
+  with open(folder + ".lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not os.path.isfile(os.path.join(folder, "done")):
+      shutil.rmtree(folder, ignore_errors=True)
+      os.makedirs(built if os.path.isdir(destination) else folder)
+      build(built)
+      write_text(os.path.join(folder, "done"), repr(key))
+  for name in os.listdir(folder):
+    if name == "out" or name.startswith("out."):
+      source, target = os.path.join(folder, name), destination + name[len("out"):]
+      if os.path.isdir(source):
+        shutil.copytree(source, target, dirs_exist_ok=True)
+      else:
+        shutil.copyfile(source, target)
+  for root, _, names in os.walk(destination):
+    for name in names:
+      if name.endswith(".json"):
+        path = os.path.join(root, name)
+        with open(path, encoding="utf-8") as f:
+          text = f.read()
+        if built in text:
+          write_text(path, text.replace(built, destination))
+  return destination

@@ -25,6 +25,17 @@ TINY = EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2, interm
 
 
 def make_records(output_dir, paragraphs=400, **kwargs):
+  """`build_records`'s output, built once per test run for each setting (`testutil.session_copy`)
+  unless a setting names a file (whose content the key would not know)."""
+  if any(isinstance(value, str) and os.sep in value for value in kwargs.values()):
+    return build_records(output_dir, paragraphs, **kwargs)
+  return testutil.session_copy(("records", paragraphs, sorted(kwargs.items())),
+                               lambda path: build_records(path, paragraphs, **kwargs), output_dir)
+
+
+def build_records(output_dir, paragraphs=400, **kwargs):
+  """Masked records (`create_pretraining_data`, 64 tokens, 2 shards) of `paragraphs` real
+  paragraphs in `output_dir`, their corpus beside it (`<output_dir>.txt`)."""
   corpus = os.path.join(output_dir + ".txt")
   testutil.write_text(corpus, "\n".join(testutil.sample_paragraphs(paragraphs)) + "\n")
   values = dict(input_files=(corpus,), vocab_file=testutil.SAMPLE_VOCAB, output_dir=output_dir,
@@ -61,9 +72,16 @@ def text_trainer(model_dir, records, model_fn, steps=100, log_every_steps=20, en
 
 
 def tiny_export(directory, steps=4):
-  """Pre-trains the TINY ELECTRA for `steps` steps of 8 × 64 tokens on real text in `directory`;
-  returns its fine-tunable export."""
-  records = make_records(os.path.join(directory, "records"), paragraphs=100)
+  """Pre-trains the TINY ELECTRA for `steps` steps of 8 × 64 tokens on real text in `directory`
+  (once per test run for each `steps`: `testutil.session_copy`); returns its fine-tunable
+  export."""
+  os.makedirs(directory, exist_ok=True)
+  testutil.session_copy(("tiny_export", steps), lambda path: pretrain_tiny(path, steps), directory)
+  return os.path.join(directory, "pretrain", "export")
+
+
+def pretrain_tiny(directory, steps):
+  records = build_records(os.path.join(directory, "records"), paragraphs=100)
   trainer = runs.build_trainer(
       os.path.join(directory, "pretrain"), records, tf.distribute.get_strategy(),
       train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=steps,
@@ -71,7 +89,6 @@ def tiny_export(directory, steps=4):
                                            log_every_steps=steps, save_checkpoints_steps=steps),
       encoder_config=TINY, model_fn=electra.build_electra_pretrainer, log=lambda _: None)
   trainer.train()
-  return os.path.join(directory, "pretrain", "export")
 
 
 class RecordsTestCase(tf.test.TestCase):

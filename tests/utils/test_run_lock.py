@@ -13,6 +13,7 @@ import tensorflow as tf
 from official_rtd import runs
 from official_rtd.utils import run_lock
 from tests import testutil
+from tests.training.test_trainer import build_records
 from tests.training.test_trainer import make_records
 
 HOLDER = """
@@ -109,7 +110,7 @@ class RunLockTest(tf.test.TestCase):
     before = testutil.md5_tree(self.dir)
     with self.assertRaisesRegex(run_lock.DirectoryLockedError,
                                 rf"--output_dir={self.dir} is in use by another run"):
-      make_records(self.dir, paragraphs=40)
+      build_records(self.dir, paragraphs=40)
     try:
       with self.assertRaisesRegex(run_lock.DirectoryLockedError,
                                   rf"--model_dir={self.dir} is in use by another run"):
