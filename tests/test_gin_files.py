@@ -114,6 +114,13 @@ class GinFilesTest(tf.test.TestCase):
     self.assertEqual((model.rtd_start_step, model.discriminator_mlm_steps, model.masked_warmup),
                      (3000, 6000, True))
 
+  def test_script_with_its_warmup_on_the_sentences_recipe(self):
+    runs.parse_gin(["gin/models/one_machine.gin", "gin/tasks/script.gin",
+                    "gin/recipes/script_warmup.gin", "gin/recipes/one_machine_sentences.gin"], [],
+                   log=lambda _: None)
+    model = registry.pretraining_model(EncoderConfig(vocab_size=64))
+    self.assertEqual((model.critic_start_step, model.detection_start_step()), (3000, 3000))
+
   def test_every_model_file_parses(self):
     for model_file in MODELS:
       gin.clear_config()

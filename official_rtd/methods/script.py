@@ -9,6 +9,8 @@ A single encoder with a softmax output layer (tied to the token embeddings, no e
       p(t⁻ | x̄) = 1 / (Σ_v exp(s_tv) + 1) = σ(−LSE(s_t)),   p(t⁺ | x̄) = σ(LSE(s_t))
   L_Disc = E[ −1(x̄_t = x_t) log p(t⁺|x̄) − 1(x̄_t ≠ x_t) log p(t⁻|x̄) ] over non-pad t   (eq. 6)
   min L_MLM + α·L_Disc, α = 50; two forward passes, one backward pass.
+  (Not the paper's: with `critic_start_step` > 0, α = 0 before that step, a masked-LM warm-up as
+  the ELECTRA family's; the two passes still run.)
 
 A position is negative iff its sample differs from the *original* token x_t (not from the masked
 input): a masked position whose sample equals x_t is positive. The samples are discrete inputs
@@ -62,11 +64,15 @@ class ScriptPretrainer(base.PretrainingModel):
   critic's `log_p_positive`, `log_p_negative` (`[batch, seq_len]`)."""
 
   def __init__(self, encoder: TransformerEncoder, disc_weight: float = 50.0,
-               temperature: float = 1.0, **kwargs):
+               temperature: float = 1.0, critic_start_step: int = 0, **kwargs):
     super().__init__(**kwargs)
+    if critic_start_step < 0:
+      raise ValueError(f"build_script_pretrainer.critic_start_step = {critic_start_step} must be "
+                       ">= 0")
     self.encoder = encoder
     self.disc_weight = disc_weight
     self.temperature = temperature
+    self.critic_start_step = critic_start_step
     self.masked_lm = layers.MaskedLM(
         embedding_table=encoder.get_embedding_table(), activation=transformer_encoder.gelu,
         initializer=transformer_encoder.initializer(encoder.config), output="logits",
@@ -101,9 +107,14 @@ class ScriptPretrainer(base.PretrainingModel):
     per_position = -(outputs["negative"] * outputs["log_p_negative"]
                      + (1.0 - outputs["negative"]) * outputs["log_p_positive"])
     critic = losses_lib.weighted_mean_loss(per_position, inputs["input_mask"])   # eq. 6
-    return {"total_loss": losses_lib.combined_loss(mlm.value + self.disc_weight * critic.value,
-                                                   inputs),
+    alpha = tf.constant(self.disc_weight, tf.float32)
+    if self.critic_start_step:  # a masked-LM warm-up: α counts from critic_start_step
+      alpha = tf.where(self.training_step() >= self.critic_start_step, alpha, 0.0)
+    return {"total_loss": losses_lib.combined_loss(mlm.value + alpha * critic.value, inputs),
             "mlm_loss": mlm, "critic_loss": critic}
+
+  def detection_start_step(self) -> int:
+    return self.critic_start_step
 
   def build_metrics(self):
     m = tf_keras.metrics
@@ -151,6 +162,10 @@ class ScriptPretrainer(base.PretrainingModel):
 @registry.register("script")
 @gin.configurable
 def build_script_pretrainer(encoder_config: EncoderConfig, disc_weight: float = 50.0,
-                            temperature: float = 1.0) -> ScriptPretrainer:
+                            temperature: float = 1.0,
+                            critic_start_step: int = 0) -> ScriptPretrainer:
+  """SCRIPT; `critic_start_step` > 0 trains the masked LM alone until that step (the critic's
+  weight α is 0 before it: SCRIPT's own masked-LM warm-up, `gin/recipes/script_warmup.gin`)."""
   return ScriptPretrainer(TransformerEncoder(encoder_config, name="encoder"),
-                          disc_weight=disc_weight, temperature=temperature, name="script")
+                          disc_weight=disc_weight, temperature=temperature,
+                          critic_start_step=critic_start_step, name="script")

@@ -71,6 +71,26 @@ class ScriptModelTest(tf.test.TestCase):
     self.assertAllClose(losses["critic_loss"].value, critic, rtol=1e-5)
     self.assertAllClose(losses["total_loss"].value, losses["mlm_loss"].value + 50 * critic, rtol=1e-5)
 
+  def test_the_critic_waits_for_its_start_step(self):
+    """With `critic_start_step` = 2: L = L_MLM at steps 0 and 1, L_MLM + α L_Disc from step 2 (the
+    figures of the same batch and weights); the run's checks read it as the detection start."""
+    with self.assertRaisesRegex(ValueError, "critic_start_step = -1 must be >= 0"):
+      script.build_script_pretrainer(CONFIG, critic_start_step=-1)
+    model = script.build_script_pretrainer(CONFIG, critic_start_step=2)
+    self.assertEqual(model.detection_start_step(), 2)
+    step = tf.Variable(0, dtype=tf.int64)
+    model.bind_step(lambda: step)
+    batch = toy_batch()
+    batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+    out = model(batch, training=False)
+    for value, alpha in ((0, 0.0), (1, 0.0), (2, 50.0), (9, 50.0)):
+      step.assign(value)
+      losses = model.compute_losses(batch, out)
+      self.assertGreater(float(losses["critic_loss"].value), 0.0)
+      self.assertAllClose(losses["total_loss"].value,
+                          losses["mlm_loss"].value + alpha * losses["critic_loss"].value,
+                          rtol=1e-5, msg=f"step {value}")
+
   def test_no_gradient_through_the_sampled_tokens(self):
     """L_Disc reaches the weights only through the critic pass: its gradient with respect to the
     MLM pass's logits (which the samples come from) is None."""
