@@ -37,6 +37,7 @@ from official_rtd.modeling.layers.disentangled_embeddings import DisentangledEmb
 from official_rtd.modeling.layers.rtd_head import ReplacedTokenDetectionHead
 from official_rtd.modeling.networks import transformer_encoder
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.ops import fused
 from official_rtd.ops import losses as losses_lib
 from official_rtd.ops import sampling
 from official_rtd.ops.losses import Loss
@@ -353,8 +354,7 @@ def masked_lm_pll(encoder, masked_lm, input_word_ids, input_mask, input_type_ids
 
 def mlm_loss(inputs, mlm_logits) -> Loss:
   """L_MLM: −log p_G(x_t | x^masked) averaged over the real masked positions of the batch."""
-  per_position = tf_keras.losses.sparse_categorical_crossentropy(
-      inputs["masked_lm_ids"], mlm_logits, from_logits=True)
+  per_position = fused.sparse_softmax_cross_entropy(inputs["masked_lm_ids"], mlm_logits)
   return losses_lib.weighted_mean_loss(per_position, inputs["masked_lm_weights"])
 
 

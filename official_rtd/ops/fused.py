@@ -1,4 +1,5 @@
-"""BERT's tanh GELU and LayerNorm as one XLA-compiled pass each way, with hand-written gradients.
+"""BERT's tanh GELU, LayerNorm, dropout's mask and softmax cross-entropy as one XLA-compiled pass
+each way, with hand-written gradients.
 
 TensorFlow runs every element-wise op as its own pass over memory, and autodiff adds more: BERT's
 GELU is 7 ops forward and about 12 backward over a `[batch, seq_len, intermediate]` tensor, a
@@ -8,7 +9,9 @@ LayerNorm about 10 and 20. On a CPU those passes, not the matmuls, are a third o
 is usually compiled, the functions are simply inlined). Statistics and arithmetic are float32
 whatever the input dtype (cast inside the fused loop, no float32 copy of the activation). The math
 is that of `tf_keras.activations.gelu(approximate=True)` and `tf_keras.layers.LayerNormalization`:
-`tests/ops/test_fused.py` compares values and gradients with them.
+`tests/ops/test_fused.py` compares values and gradients with them. The dropout pass applies a
+mask drawn as 16-bit uniforms (`modeling/layers/dropout.py`), and the cross-entropy is that of
+`tf.nn.sparse_softmax_cross_entropy_with_logits`, each compared with those ops in the same tests.
 """
 import math
 
@@ -38,6 +41,32 @@ def _gelu_backward(x, dy):
 def gelu(x):
   """BERT's GELU, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), any shape and float dtype."""
   return _gelu_forward(x), lambda dy: _gelu_backward(x, dy)
+
+
+@tf.function(jit_compile=True)
+def _bias_gelu_forward(x, bias):
+  return _gelu_forward(x + tf.cast(bias, x.dtype))
+
+
+@tf.function(jit_compile=True)
+def _bias_gelu_backward(x, bias, dy):
+  dx = _gelu_backward(x + tf.cast(bias, x.dtype), dy)
+  # dbias = Σ_rows dx, as a ones-vector matmul (as LayerNorm's dγ, dβ below).
+  rows = tf.reshape(tf.cast(dx, tf.float32), [-1, x.shape[-1]])
+  d_bias = tf.matmul(tf.ones([1, tf.shape(rows)[0]]), rows)[0]
+  return dx, tf.cast(d_bias, bias.dtype)
+
+
+def bias_gelu(x, bias):
+  """gelu(x + bias) for `x` `[..., width]` and `bias` `[width]` (added in `x`'s dtype, as
+  `tf.nn.bias_add` would), one pass each way: the bias's add and its gradient's sum over rows
+  are inside the GELU's passes instead of two passes of their own."""
+
+  @tf.custom_gradient
+  def activate(x, bias):
+    return _bias_gelu_forward(x, bias), lambda dy: _bias_gelu_backward(x, bias, dy)
+
+  return activate(x, tf.convert_to_tensor(bias))
 
 
 @tf.function(jit_compile=True)
@@ -85,3 +114,57 @@ def layer_norm(x, gamma, beta, epsilon: float, dtype=tf.float32):
     return _layer_norm_forward(x, gamma, beta, epsilon, dtype), grad
 
   return normalize(x, tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta))
+
+
+@tf.function(jit_compile=True)
+def _apply_keep_mask(x, uniform16, drop_count, scale):
+  keep = uniform16 >= tf.cast(drop_count, tf.uint16)
+  return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros([], x.dtype))
+
+
+def dropout(x, uniform16, drop_count: int, scale: float):
+  """Inverted dropout of `x` given its draw: y = x · scale where `uniform16` ≥ `drop_count`, else 0
+  (`uniform16`: uint16, `x`'s shape; the gradient is the same mask on dy). One pass each way, where
+  the compare, the mask's cast, its scaling and the multiply are four ops and passes unfused."""
+
+  @tf.custom_gradient
+  def apply(x):
+    return (_apply_keep_mask(x, uniform16, drop_count, scale),
+            lambda dy: _apply_keep_mask(dy, uniform16, drop_count, scale))
+
+  return apply(x)
+
+
+@tf.function(jit_compile=True)
+def _softmax_cross_entropy(logits, labels):
+  """(−log softmax(logits)[label] `[rows]` float32, its gradient softmax − one-hot `[rows, classes]`
+  in `logits`' dtype) for `[rows, classes]` logits and int `[rows]` labels."""
+  z = tf.cast(logits, tf.float32)
+  shifted = z - tf.reduce_max(z, axis=-1, keepdims=True)
+  exp = tf.exp(shifted)
+  total = tf.reduce_sum(exp, axis=-1, keepdims=True)
+  loss = tf.math.log(total[:, 0]) - tf.gather(shifted, labels, batch_dims=1)
+  grad = exp / total - tf.one_hot(labels, tf.shape(z)[-1], dtype=tf.float32)
+  return loss, tf.cast(grad, logits.dtype)
+
+
+@tf.function(jit_compile=True)
+def _scale_rows(grad, dy):
+  return grad * tf.cast(dy, grad.dtype)[:, tf.newaxis]
+
+
+def sparse_softmax_cross_entropy(labels, logits):
+  """`tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)`: −log softmax(logits)[label],
+  float32, for `logits` `[..., classes]` (any float dtype, read in float32) and int `labels`
+  `[...]` in [0, classes) (unchecked: out-of-range labels give an undefined loss). The loss and
+  its gradient are one pass over the logits; the backward pass scales the kept gradient."""
+  shape = tf.shape(labels)
+  classes = tf.shape(logits)[-1]
+  rows = tf.reshape(logits, [-1, classes])
+
+  @tf.custom_gradient
+  def cross_entropy(rows):
+    loss, grad = _softmax_cross_entropy(rows, tf.reshape(tf.cast(labels, tf.int32), [-1]))
+    return loss, lambda dy: _scale_rows(grad, dy)
+
+  return tf.reshape(cross_entropy(rows), shape)

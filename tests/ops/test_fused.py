@@ -1,4 +1,5 @@
-"""The fused GELU and LayerNorm equal the Keras ops they replace, values and gradients."""
+"""The fused GELU, LayerNorm, dropout application and softmax cross-entropy equal the ops they
+replace (or a NumPy reference), values and gradients."""
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -53,6 +54,22 @@ class GeluTest(tf.test.TestCase):
     self.assertAllClose(tf.cast(y, tf.float32), tf.cast(tf.cast(y32, tf.bfloat16), tf.float32),
                         atol=1e-6, rtol=2 ** -7)
     self.assertAllClose(tf.cast(dx, tf.float32), tf.cast(dx32, tf.float32), rtol=1e-2, atol=1e-2)
+
+  def test_bias_gelu_equals_kerass_gelu_after_bias_add(self):
+    x = tf.random.stateless_normal([4, 9, 48], [11, 12], stddev=2.0)
+    bias = tf.random.stateless_normal([48], [13, 14])
+    ours = value_and_gradients(fused.bias_gelu, [x, bias])
+    theirs = value_and_gradients(lambda x, b: keras_gelu(tf.nn.bias_add(x, b)), [x, bias])
+    for a, b in zip(ours, theirs):
+      self.assertAllClose(a, b, atol=2e-5, rtol=1e-5)
+    # bfloat16 activations, a float32 bias (a mixed_bfloat16 layer's variable read as is).
+    x16 = tf.cast(x, tf.bfloat16)
+    y, dx, d_bias = value_and_gradients(fused.bias_gelu, [x16, bias])
+    self.assertEqual((y.dtype, dx.dtype, d_bias.dtype), (tf.bfloat16, tf.bfloat16, tf.float32))
+    y32 = keras_gelu(tf.cast(x16 + tf.cast(bias, tf.bfloat16), tf.float32))
+    self.assertAllClose(tf.cast(y, tf.float32), y32, atol=1e-2, rtol=2 ** -7)
+    self.assertAllClose(d_bias, tf.reduce_sum(tf.cast(dx, tf.float32), [0, 1]), rtol=1e-5,
+                        atol=1e-4)
 
 
 class LayerNormTest(tf.test.TestCase):
@@ -115,6 +132,61 @@ class LayerNormTest(tf.test.TestCase):
                          tf.fill([4], 1.0), 0.0)
     expected = 2.0 * (np.array([1.0, 2.0, 3.0, 6.0]) - 3.0) / np.sqrt(3.5) + 1.0
     self.assertAllClose(y, [expected], atol=1e-6)
+
+
+class DropoutTest(tf.test.TestCase):
+
+  def test_keeps_the_elements_drawn_at_or_above_the_count_scaled(self):
+    rng = np.random.default_rng(0)
+    for dtype in (tf.float32, tf.bfloat16):
+      x = tf.cast(rng.normal(size=[3, 7, 11]), dtype)
+      draw = rng.integers(0, 1 << 16, size=[3, 7, 11]).astype(np.uint16)
+      draw[0, 0, :3] = [6553, 6554, 6555]  # either side of the count
+      dy = tf.cast(rng.normal(size=[3, 7, 11]), dtype)
+      with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = fused.dropout(x, tf.constant(draw), 6554, 1.25)
+      dx = tape.gradient(y, x, output_gradients=dy)
+      scale = tf.cast(1.25, dtype).numpy()  # 1.25 is exact in bfloat16
+      keep = draw >= 6554
+      self.assertEqual(y.dtype, dtype)
+      self.assertAllEqual(keep[0, 0, :3], [False, True, True])
+      self.assertAllEqual(y, np.where(keep, x.numpy() * scale, 0).astype(y.dtype.as_numpy_dtype))
+      self.assertAllEqual(dx, np.where(keep, dy.numpy() * scale, 0).astype(y.dtype.as_numpy_dtype))
+
+
+class SparseSoftmaxCrossEntropyTest(tf.test.TestCase):
+
+  def test_equals_tensorflows_op_values_and_gradients(self):
+    logits = tf.random.stateless_normal([3, 5, 97], [3, 4], stddev=5.0)
+    labels = tf.random.stateless_uniform([3, 5], [5, 6], maxval=97, dtype=tf.int32)
+    ours = value_and_gradients(lambda z: fused.sparse_softmax_cross_entropy(labels, z), [logits])
+    theirs = value_and_gradients(
+        lambda z: tf.nn.sparse_softmax_cross_entropy_with_logits(labels, z), [logits])
+    self.assertEqual(ours[0].shape, [3, 5])
+    self.assertAllClose(ours[0], theirs[0], atol=1e-5, rtol=1e-5)
+    self.assertAllClose(ours[1], theirs[1], atol=1e-6, rtol=1e-5)
+
+  def test_bfloat16_logits_are_read_in_float32(self):
+    logits = tf.cast(tf.random.stateless_normal([6, 50], [7, 8], stddev=3.0), tf.bfloat16)
+    labels = tf.range(6)
+    ours = value_and_gradients(lambda z: fused.sparse_softmax_cross_entropy(labels, z), [logits])
+    theirs = value_and_gradients(lambda z: tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels, tf.cast(z, tf.float32)), [logits])
+    self.assertEqual(ours[0].dtype, tf.float32)
+    self.assertEqual(ours[1].dtype, tf.bfloat16)
+    self.assertAllClose(ours[0], theirs[0], atol=1e-5, rtol=1e-5)
+    self.assertAllClose(tf.cast(ours[1], tf.float32), tf.cast(theirs[1], tf.float32),
+                        atol=1e-2, rtol=1e-2)
+
+  def test_hand_computed_row(self):
+    # softmax([0, ln 3]) = [1/4, 3/4]: −log(3/4) for label 1; gradient [1/4, 3/4 − 1].
+    logits = tf.constant([[0.0, np.log(3.0)]])
+    with tf.GradientTape() as tape:
+      tape.watch(logits)
+      loss = fused.sparse_softmax_cross_entropy(tf.constant([1]), logits)
+    self.assertAllClose(loss, [np.log(4.0 / 3.0)], atol=1e-6)
+    self.assertAllClose(tape.gradient(loss, logits), [[0.25, -0.25]], atol=1e-6)
 
 
 if __name__ == "__main__":

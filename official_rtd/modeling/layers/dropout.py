@@ -1,9 +1,11 @@
-"""Inverted dropout from 16-bit uniforms: half the random bits of Keras's, one multiply to apply."""
+"""Inverted dropout from 16-bit uniforms: half the random bits of Keras's, applied in one pass."""
 import contextlib
 import threading
 
 import tensorflow as tf
 import tf_keras
+
+from official_rtd.ops import fused
 
 _LEVELS = 1 << 16  # a 16-bit uniform takes one of 65,536 values
 class _StepSeeds(threading.local):
@@ -37,10 +39,12 @@ class Dropout(tf_keras.layers.Dropout):
   applies the mask with a select, whose gradient is a second select. Here every 32-bit draw gives
   two 16-bit uniforms u; an element is kept when u ≥ round(rate · 65536), so the drop probability
   p is that count / 65536 (rate 0.1 → p = 0.1000061), and kept elements are scaled by 1 / (1 − p),
-  which keeps E[y] = x exactly. The mask is applied as one multiply by {0, 1 / (1 − p)}, also its
-  gradient. Forward + backward of a `[32, 4, 128, 128]` attention map on the 2-core CPU we develop
-  on (`benchmarks/step_ops.py`): 8.4 ms against Keras's 14.0 ms in bfloat16, 8.3 against 11.3 ms
-  in float32.
+  which keeps E[y] = x exactly. The draw is applied by one XLA-fused pass (`ops.fused.dropout`:
+  compare, scale and multiply), also its gradient. Forward + backward of a `[32, 4, 128, 128]`
+  attention map on the 2-core CPU we develop on (`benchmarks/step_ops.py`): 8.4 ms against
+  Keras's 14.0 ms in bfloat16, 8.3 against 11.3 ms in float32, with the mask applied by separate
+  ops; applying it fused then halved the application's share (4.6 → 2.3 ms in bfloat16 on an
+  Intel Xeon with AMX, the draw excluded; benchmarks/results/speed.md).
 
   Fresh masks come from a stateless draw whose seed is drawn by a stateful op each call, so
   `tf.random.set_seed` (and the layer's `seed`) make runs repeatable as with Keras's layer. Inside
@@ -63,10 +67,13 @@ class Dropout(tf_keras.layers.Dropout):
     if training is None:
       training = tf_keras.backend.learning_phase()
     return tf.__internal__.smart_cond.smart_cond(
-        training, lambda: inputs * self.scaled_keep_mask(inputs), lambda: tf.identity(inputs))
+        training, lambda: fused.dropout(inputs, self.uniform16(inputs), self.drop_count,
+                                        _LEVELS / (_LEVELS - self.drop_count)),
+        lambda: tf.identity(inputs))
 
-  def scaled_keep_mask(self, inputs: tf.Tensor) -> tf.Tensor:
-    """`m / (1 − p)` in `inputs`' shape and dtype."""
+  def uniform16(self, inputs: tf.Tensor) -> tf.Tensor:
+    """The draw: a uint16 uniform per element of `inputs`, `inputs`' shape; an element is kept
+    where it is ≥ `drop_count`."""
     shape = tf.shape(inputs)
     size = tf.size(inputs)
     if _step_seed.stack:
@@ -77,7 +84,4 @@ class Dropout(tf_keras.layers.Dropout):
       seed = tf.random.uniform([2], maxval=tf.int64.max, dtype=tf.int64, seed=self.seed)
     bits = tf.random.stateless_uniform([(size + 1) // 2], seed, dtype=tf.uint32, minval=None,
                                        maxval=None)
-    uniform16 = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:size]
-    keep = tf.reshape(uniform16 >= tf.constant(self.drop_count, tf.uint16), shape)
-    scale = _LEVELS / (_LEVELS - self.drop_count)
-    return tf.cast(keep, inputs.dtype) * tf.cast(scale, inputs.dtype)
+    return tf.reshape(tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:size], shape)

@@ -4,11 +4,11 @@ and optional T5 position bias.
 `TransformerBlock` is Model Garden's `TransformerEncoderBlock` (same weights, names and math) whose
 dropouts (attention probabilities, attention output, FFN output) are our 16-bit-uniform `Dropout`,
 whose LayerNorms are `LayerNorm` (one fused pass each way), whose dense layers are `EinsumDense`
-(bias added by `tf.nn.bias_add`, a faster gradient) and whose attention multiplies
-`[batch, heads, seq_len, head_size]` matrices (Keras's einsums transpose more; the same math).
-Its attention is tracked after its other sublayers, so `get_weights()` lists the weights in
-another order than Model Garden's block: match them by name
-(`interop.model_garden.copy_weights_by_name`). With a `position_bias` (Model Garden's
+(bias added by `tf.nn.bias_add`, a faster gradient; the intermediate one's inside the fused
+GELU's pass) and whose attention multiplies `[batch, heads, seq_len, head_size]` matrices
+(Keras's einsums transpose more; the same math). Its attention is tracked after its other
+sublayers, so `get_weights()` lists the weights in another order than Model Garden's block: match
+them by name (`interop.model_garden.copy_weights_by_name`). With a `position_bias` (Model Garden's
 `RelativePositionBias`: a learned per-head bias for each bucket of the bidirectional relative
 distance key − query, one instance shared by all layers of an encoder, as in T5 and AMOS), its
 attention adds that bias to the scores before the masked softmax.
@@ -112,6 +112,8 @@ class TransformerBlock(layers.TransformerEncoderBlock):
     self._output_layer_norm = LayerNorm(**self._output_layer_norm.get_config())
     if self._inner_activation is fused.gelu:
       # Model Garden computes the activation in float32 under mixed_bfloat16 (a float32 copy of
-      # its input and output); the fused GELU already computes in float32 inside its pass.
+      # its input and output); the fused GELU computes in float32 inside its pass, and adds the
+      # intermediate projection's bias there too (`EinsumDense` with `activation=fused.gelu`).
+      self._intermediate_dense.activation = fused.gelu
       self._intermediate_activation_layer = tf_keras.layers.Activation(
-          fused.gelu, dtype=self.dtype_policy)
+          "linear", dtype=self.dtype_policy)
