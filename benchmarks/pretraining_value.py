@@ -204,6 +204,14 @@ RANDOM_INIT_PARAMS = tuple(f"--gin_param=masked_lm_warmup.{binding}" for binding
     "discriminator_mlm_steps = 0"))
 
 
+def random_init_params(method: str) -> tuple:
+  """RANDOM_INIT_PARAMS, and for SCRIPT's own warm-up (gin/recipes/script_warmup.gin) its critic
+  from step 0."""
+  script = method.split("+")[0] == "script"
+  return RANDOM_INIT_PARAMS + (("--gin_param=build_script_pretrainer.critic_start_step = 0",)
+                               if script else ())
+
+
 def stage_pretrain(args):
   jobs = []
   for name, method, seed in runs(args):
@@ -212,7 +220,7 @@ def stage_pretrain(args):
       continue
     if seed is None:  # the initial weights: one step whose learning rate is 0 (warmup from 0)
       extra = ["--noonset_monitor", "--gin_param=TrainConfig.num_train_steps = 1",
-               "--gin_param=TrainConfig.train_flops_budget = 0.0", *RANDOM_INIT_PARAMS]
+               "--gin_param=TrainConfig.train_flops_budget = 0.0", *random_init_params(method)]
     else:
       extra = [f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
                f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",
@@ -232,7 +240,7 @@ def stage_evaluate(args):
       jobs.append((f"{name} held-out", pretrain_argv(args, method, model_dir, [
           "--mode=eval", f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
           f"--gin_param=EvalConfig.max_eval_batches = {args.max_eval_batches}",
-          *(RANDOM_INIT_PARAMS if seed is None else ())]),
+          *(random_init_params(method) if seed is None else ())]),
           os.path.join(out, "heldout.log")))
     scores = ["pll"] + (["discriminator"] if method != "mlm" else [])
     for score in scores:

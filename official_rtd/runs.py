@@ -303,7 +303,7 @@ def _check_detection_start(train_config, inputs, model, log):
   start, steps = model.detection_start_step(), train_config.num_train_steps
   if not start:
     return
-  setting = f"{getattr(model, 'warmup_settings', 'masked_lm_warmup')}.rtd_start_step"
+  setting = model.detection_start_setting()
   fits = inputs.train_flops(int(math.ceil(start / (1 - MIN_DETECTION_SHARE))), model)
   length = (f"the run's {steps} steps (TrainConfig.train_flops_budget = "
             f"{train_config.train_flops_budget:.3g})" if train_config.train_flops_budget
@@ -312,7 +312,7 @@ def _check_detection_start(train_config, inputs, model, log):
     raise trainer_lib.TrainingSetupError(
         f"{setting} = {start} is not before {length}: the "
         f"discriminator's replaced-token detection would never train (a train_flops_budget of "
-        f"{fits:.3g} gives it {MIN_DETECTION_SHARE:.0%} of the steps), or lower rtd_start_step")
+        f"{fits:.3g} gives it {MIN_DETECTION_SHARE:.0%} of the steps), or lower {setting}")
   if steps - start < MIN_DETECTION_SHARE * steps:
     log(f"WARNING: replaced-token detection starts at step {start} "
         f"({setting}) and trains for {steps - start} of "

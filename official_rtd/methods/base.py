@@ -81,6 +81,10 @@ class PretrainingModel(tf_keras.Model):
     a collapse of its predictions means nothing."""
     return 0
 
+  def detection_start_setting(self) -> str:
+    """The gin binding that sets `detection_start_step`, as the run's checks name it."""
+    return "masked_lm_warmup.rtd_start_step"
+
   def replaced_token_logits(self, inputs: Dict[str, tf.Tensor]) -> Optional[tf.Tensor]:
     """`[batch, seq_len]` logits that each input token was replaced (> 0: replaced), for
     method-agnostic fixed-noise detection; None for methods without a detector."""

@@ -130,6 +130,9 @@ class GeneratorDiscriminator(base.PretrainingModel):
   def detection_start_step(self) -> int:
     return self.rtd_start_step
 
+  def detection_start_setting(self) -> str:
+    return f"{self.warmup_settings}.rtd_start_step"
+
   def flops_change_steps(self):
     return (self.discriminator_mlm_steps,) if self._discriminator_mlm_ends() else ()
 

@@ -116,6 +116,9 @@ class ScriptPretrainer(base.PretrainingModel):
   def detection_start_step(self) -> int:
     return self.critic_start_step
 
+  def detection_start_setting(self) -> str:
+    return "build_script_pretrainer.critic_start_step"
+
   def build_metrics(self):
     m = tf_keras.metrics
     return {"total_loss": m.Mean("total_loss"), "mlm_loss": m.Mean("mlm_loss"),

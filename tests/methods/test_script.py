@@ -78,6 +78,7 @@ class ScriptModelTest(tf.test.TestCase):
       script.build_script_pretrainer(CONFIG, critic_start_step=-1)
     model = script.build_script_pretrainer(CONFIG, critic_start_step=2)
     self.assertEqual(model.detection_start_step(), 2)
+    self.assertEqual(model.detection_start_setting(), "build_script_pretrainer.critic_start_step")
     step = tf.Variable(0, dtype=tf.int64)
     model.bind_step(lambda: step)
     batch = toy_batch()
