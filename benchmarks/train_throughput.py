@@ -564,6 +564,11 @@ def main(_):
                            "and K micro-batches (ours only) dividing the batch")
     if parts[0] == "baseline" and not FLAGS.baseline_checkout:
       raise app.UsageError(f"--configs: {spec!r} needs --baseline_checkout")
+  if FLAGS.baseline_checkout and not os.path.isfile(
+      os.path.join(FLAGS.baseline_checkout, "official_rtd", "__init__.py")):
+    # Otherwise the `baseline` processes would import the installed package: ours, unnoticed.
+    raise app.UsageError(f"--baseline_checkout: {FLAGS.baseline_checkout} is not a checkout of "
+                         "this repository (no official_rtd/__init__.py there)")
   for batch in [] if FLAGS.configs else FLAGS.batch_sizes:
     specs += [f"model_garden/{p}/{batch}" for p in FLAGS.precisions]
     specs += [f"ours/{p}/{batch}" for p in FLAGS.precisions]

@@ -31,5 +31,20 @@ class TrainThroughputTest(tf.test.TestCase):
                        result.stdout)  # a timed row, not "skipped" or "failed"
 
 
+class BaselineCheckoutTest(tf.test.TestCase):
+
+  def test_a_folder_that_is_no_checkout_is_refused_before_any_run(self):
+    # (A missing folder once ran the installed package as the "baseline": ours against ours.)
+    missing = os.path.join(self.create_tempdir().full_path, "nowhere")
+    result = subprocess.run(
+        [sys.executable, SCRIPT, "--configs=baseline/float32/32,ours/float32/32",
+         f"--baseline_checkout={missing}", "--noinput_pipeline", "--nobreakdown"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 1, result.stderr[-3000:])
+    self.assertIn(f"--baseline_checkout: {missing} is not a checkout of this repository",
+                  result.stderr)
+    self.assertNotIn("run 1/1", result.stdout)
+
+
 if __name__ == "__main__":
   tf.test.main()
