@@ -329,11 +329,12 @@ OP_KINDS = (
                                          "StatelessMultinomial"))),
     ("gathers and scatters (embeddings, masked positions)",
      lambda name, kind: any(k in kind for k in ("Gather", "Scatter", "SegmentSum"))),
-    ("element-wise and reductions (LayerNorm, GELU, dropout, bias, casts)", lambda name, kind: True),
+    ("element-wise and reductions (bias, casts, residual adds: the unfused rest)",
+     lambda name, kind: True),
 )
 
 
-FUSED = "XLA-fused element-wise (GELU, LayerNorm: ops.fused)"
+FUSED = "XLA-fused passes (GELU, LayerNorm, dropout, MLM cross-entropy: ops.fused)"
 
 
 def op_time_by_kind(step, batch, steps=2):
