@@ -3,11 +3,12 @@ the default) or tensorflow-text's BERT vocabulary learner (`learner="tensorflow_
 vocabularies this library learned before; byte-for-byte the same as then), or a SentencePiece
 unigram or BPE model with the `sentencepiece` library's trainer (the field's standard, for any
 language: no pre-tokenisation by spaces, so CJK text needs none)."""
+import collections
 import io
 import os
 import random
 import time
-from typing import Callable, Iterable, List, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
 
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
@@ -64,22 +65,59 @@ class _ReadProgress:
       yield line
 
 
-def _learn_tokenizers(lines: Iterable[str], vocab_size: int, lower_case: bool) -> List[str]:
+ALPHABET_SIZE = 1000  # the `tokenizers` learner's alphabet: its most frequent characters
+
+
+def alphabet(words: Iterable[str], size: int = ALPHABET_SIZE) -> Tuple[List[str], List[str]]:
+  """The `size` most frequent characters of `words` (ties broken by code point) and, of those,
+  the ones seen inside a word (after its first character), by code point.
+
+  `tokenizers`' trainer breaks ties in both by hash-map order (a per-process random seed): the
+  rare characters at the alphabet's cut-off, and the ids of the `##` continuations, by which it
+  breaks ties between equally frequent merges, changed from one build to the next."""
+  first, inside = collections.Counter(), collections.Counter()
+  for word in words:
+    first[word[0]] += 1
+    inside.update(word[1:])
+  counts = first + inside
+  ranked = sorted(counts, key=lambda c: (-counts[c], c))[:size]
+  return ranked, sorted(c for c in ranked if c in inside)
+
+
+def canonical_order(tokens: Iterable[str]) -> List[str]:
+  """The special tokens first, then by length (without `##`), word starts before continuations,
+  then by code point: the trainer's own ids follow hash-map order for equal counts."""
+  specials = list(vocab_lib.SPECIAL_TOKENS)
+  rest = set(tokens) - set(specials)
+  return specials + sorted(rest, key=lambda t: (len(t.removeprefix("##")), t.startswith("##"), t))
+
+
+def _learn_tokenizers(read: Callable[[], Iterator[str]], vocab_size: int,
+                      lower_case: bool) -> List[str]:
   """WordPiece vocabulary from Hugging Face `tokenizers` (BERT's normaliser and pre-tokeniser:
-  lower-casing and accent stripping when uncased, CJK characters split, `##` continuations)."""
+  lower-casing and accent stripping when uncased, CJK characters split, `##` continuations), the
+  same for the same corpus: the alphabet and the continuations' ids are fixed here (`alphabet`;
+  the continuations enter the trainer as reserved tokens, so their ids no longer follow hash-map
+  order) and the result is put in `canonical_order`. `read()` gives the lines; it is called twice
+  (characters, then learning)."""
   from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
   tokenizer = BertWordPieceTokenizer(lowercase=lower_case, strip_accents=lower_case,
                                      clean_text=True, handle_chinese_chars=True)
+  normalize, pre_tokenize = (tokenizer.normalizer.normalize_str,
+                             tokenizer.pre_tokenizer.pre_tokenize_str)
+  characters, inside = alphabet(
+      word for line in read() for word, _ in pre_tokenize(normalize(line)))
   tokenizer.train_from_iterator(
-      lines, vocab_size=vocab_size, min_frequency=2, limit_alphabet=1000,
-      special_tokens=list(vocab_lib.SPECIAL_TOKENS), wordpieces_prefix="##", show_progress=False)
-  vocab = tokenizer.get_vocab()
-  return sorted(vocab, key=vocab.get)
+      read(), vocab_size=vocab_size, min_frequency=2, initial_alphabet=characters,
+      limit_alphabet=len(characters), wordpieces_prefix="##", show_progress=False,
+      special_tokens=list(vocab_lib.SPECIAL_TOKENS) + ["##" + c for c in inside])
+  return canonical_order(tokenizer.get_vocab())
 
 
-def _learn_tensorflow_text(lines: Iterable[str], vocab_size: int, lower_case: bool) -> List[str]:
+def _learn_tensorflow_text(read: Callable[[], Iterator[str]], vocab_size: int,
+                           lower_case: bool) -> List[str]:
   dataset = tf.data.Dataset.from_generator(
-      lambda: lines, output_signature=tf.TensorSpec([], tf.string)).batch(1024).prefetch(2)
+      read, output_signature=tf.TensorSpec([], tf.string)).batch(1024).prefetch(2)
   return bert_vocab.bert_vocab_from_dataset(
       dataset, vocab_size=vocab_size, reserved_tokens=list(vocab_lib.SPECIAL_TOKENS),
       bert_tokenizer_params={"lower_case": lower_case},
@@ -88,7 +126,7 @@ def _learn_tensorflow_text(lines: Iterable[str], vocab_size: int, lower_case: bo
       learn_params={"lower_thresh": 1})
 
 
-def _learn_sentencepiece(lines: Iterable[str], vocab_size: int, lower_case: bool,
+def _learn_sentencepiece(read: Callable[[], Iterator[str]], vocab_size: int, lower_case: bool,
                          model_type: str, character_coverage: float, byte_fallback: bool) -> bytes:
   """A serialized SentencePiece model whose ids 0-4 are `[PAD] [UNK] [CLS] [SEP] [MASK]` (the
   model's pad, unk, BOS and EOS pieces, and a user-defined mask piece); NFKC normalisation, with
@@ -97,7 +135,7 @@ def _learn_sentencepiece(lines: Iterable[str], vocab_size: int, lower_case: bool
   model = io.BytesIO()
   try:
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
+        sentence_iterator=read(), model_writer=model, vocab_size=vocab_size,
         model_type=model_type.split("_", 1)[1], character_coverage=character_coverage,
         byte_fallback=byte_fallback, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
         pad_piece=vocab_lib.PAD, unk_piece=vocab_lib.UNK, bos_piece=vocab_lib.CLS,
@@ -139,7 +177,8 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
   `sample_lines > 0` learns from a uniform sample of that many non-empty lines (one pass over the
   corpus, memory for the sample only) instead of streaming every line through the learner.
   `learner`: "tokenizers" (words seen at least twice, an alphabet of the 1,000 most frequent
-  characters) or "tensorflow_text" (see the module docstring).
+  characters; the same file for the same corpus, two passes over it) or "tensorflow_text" (see
+  the module docstring).
 
   Raises:
     corpus_lib.CorpusError: missing input files, undecodable text, or no text at all.
@@ -166,33 +205,28 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
   files = corpus_lib.expand_input_files(input_files)
   start = time.time()
   total_bytes = sum(os.path.getsize(f) for f in files)
-  lines = iter(_ReadProgress(_lines(files, on_decode_error, log), total_bytes, log))
+
+  def read() -> Iterator[str]:
+    return iter(_ReadProgress(_lines(files, on_decode_error, log), total_bytes, log))
+
   if sample_lines:
-    sample, seen = reservoir_sample(lines, sample_lines, seed)
+    sample, seen = reservoir_sample(read(), sample_lines, seed)
     log(f"build_vocab: learning from {len(sample)} sampled lines of {seen} "
         f"({100.0 * len(sample) / max(seen, 1):.2f}%)")
-    lines = iter(sample)
-  try:
-    first = next(lines)
-  except StopIteration:
-    raise corpus_lib.CorpusError(
-        f"the corpus is empty: no text in {', '.join(files[:3])}") from None
-
-  def all_lines():
-    yield first
-    yield from lines
-
+    read = lambda: iter(sample)  # pylint: disable=unnecessary-lambda-assignment
+  if next(read(), None) is None:
+    raise corpus_lib.CorpusError(f"the corpus is empty: no text in {', '.join(files[:3])}")
   log(f"build_vocab: learning a {'lower-cased' if lower_case else 'cased'} {model_type} "
       f"vocabulary of at most {vocab_size} tokens from {len(files)} file(s) with "
       f"{'sentencepiece' if sentencepiece else learner}")
   # The learners run in native code for seconds at a time: in a thread, so that Ctrl-C and
   # SIGTERM stop the tool at once (`interruptible`).
   if sentencepiece:
-    content = interruptible.call(_learn_sentencepiece, all_lines(), vocab_size, lower_case,
+    content = interruptible.call(_learn_sentencepiece, read, vocab_size, lower_case,
                                  model_type, character_coverage, byte_fallback)
   else:
     learn = _learn_tokenizers if learner == "tokenizers" else _learn_tensorflow_text
-    content = "".join(t + "\n" for t in interruptible.call(learn, all_lines(), vocab_size,
+    content = "".join(t + "\n" for t in interruptible.call(learn, read, vocab_size,
                                                               lower_case)).encode()
   root, extension = os.path.splitext(output_file)
   tmp = f"{root}.tmp-{os.getpid()}{extension}"  # the extension tells load_vocab the kind

@@ -85,6 +85,14 @@ class PretrainingModel(tf_keras.Model):
     """The gin binding that sets `detection_start_step`, as the run's checks name it."""
     return "masked_lm_warmup.rtd_start_step"
 
+  def detection_weight(self, weight: float) -> tf.Tensor:
+    """A detection loss's weight at this step: 0 before `detection_start_step` (λ_t), `weight`
+    from it on."""
+    start = self.detection_start_step()
+    if not start:
+      return tf.constant(weight, tf.float32)
+    return tf.where(self.training_step() >= start, weight, 0.0)
+
   def replaced_token_logits(self, inputs: Dict[str, tf.Tensor]) -> Optional[tf.Tensor]:
     """`[batch, seq_len]` logits that each input token was replaced (> 0: replaced), for
     method-agnostic fixed-noise detection; None for methods without a detector."""

@@ -160,12 +160,6 @@ class GeneratorDiscriminator(base.PretrainingModel):
         self.discriminator_mlm_active(), head,
         lambda: tf.zeros([tf.shape(positions)[0], tf.shape(positions)[1], vocab], tf.float32))}
 
-  def detection_weight(self, weight: float) -> tf.Tensor:
-    """A detection loss's weight at this step: 0 before `rtd_start_step` (λ_t), `weight` after."""
-    if not self.rtd_start_step:
-      return tf.constant(weight, tf.float32)
-    return tf.where(self.training_step() >= self.rtd_start_step, weight, 0.0)
-
   def with_discriminator_mlm(self, inputs, outputs, losses: Dict[str, Loss]) -> Dict[str, Loss]:
     """`losses` (whose total already weights detection by `detection_weight`) plus μ_t L_DMLM
     and its `discriminator_mlm_loss` entry, when the member has the head."""

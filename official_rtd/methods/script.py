@@ -107,9 +107,7 @@ class ScriptPretrainer(base.PretrainingModel):
     per_position = -(outputs["negative"] * outputs["log_p_negative"]
                      + (1.0 - outputs["negative"]) * outputs["log_p_positive"])
     critic = losses_lib.weighted_mean_loss(per_position, inputs["input_mask"])   # eq. 6
-    alpha = tf.constant(self.disc_weight, tf.float32)
-    if self.critic_start_step:  # a masked-LM warm-up: α counts from critic_start_step
-      alpha = tf.where(self.training_step() >= self.critic_start_step, alpha, 0.0)
+    alpha = self.detection_weight(self.disc_weight)  # 0 until critic_start_step (a warm-up)
     return {"total_loss": losses_lib.combined_loss(mlm.value + alpha * critic.value, inputs),
             "mlm_loss": mlm, "critic_loss": critic}
 
