@@ -3,6 +3,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -100,6 +101,14 @@ def fine_tune_rte(test, export_dir: str, model_dir: str):
   test.assertBetween(summary["median"]["dev"]["accuracy"], 0.0, 1.0)
   test.assertEqual(summary["trials"][0]["train_steps"], 4)
   return summary
+
+
+def python_ctrl_c(test) -> None:
+  """Python's own Ctrl-C handler (SIGINT raises KeyboardInterrupt) for the rest of `test`, whatever
+  the launching shell left: a background job of a non-interactive shell, and so its pytest-xdist
+  workers, start with SIGINT ignored, and a test that raises SIGINT in-process then sees nothing."""
+  previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+  test.addCleanup(signal.signal, signal.SIGINT, previous)
 
 
 def tool_lines(stderr: str):

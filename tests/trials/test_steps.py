@@ -14,6 +14,7 @@ from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
 from official_rtd.trials import run as trial_run
 from official_rtd.trials import steps as trial_steps
+from tests import testutil
 from tests.finetune import toy_classifier
 
 STEPS = 8
@@ -90,6 +91,7 @@ class ExactResumeTest(tf.test.TestCase):
 
     checkpoints, logs = tempfile.mkdtemp(), []
     model, optimizer = build()
+    testutil.python_ctrl_c(self)
     with self.assertRaises(KeyboardInterrupt):
       trial_steps.train(model, optimizer, SigintAt(dataset(), 5), STEPS, loss_fn, logs.append,
                         100, "first", False, checkpoints, 2, seed=7)
@@ -204,6 +206,7 @@ class InterruptTest(tf.test.TestCase):
   dev evaluation due at that step has not run (the resumed run could not repeat it)."""
 
   def interrupt(self, at_step, in_callback=False):
+    testutil.python_ctrl_c(self)
     checkpoint_dir, calls = tempfile.mkdtemp(), []
     counter = tf.Variable(0.0)
 

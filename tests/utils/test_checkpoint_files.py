@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_rtd.utils import checkpoint_files
+from tests import testutil
 
 
 def three_checkpoints(directory):
@@ -93,10 +94,7 @@ class InterruptDuringSaveTest(tf.test.TestCase):
     setattr(obj, name, interrupted)
 
   def test_sigint_in_the_middle_of_a_save(self):
-    # Python's own Ctrl-C handler, whatever the launching shell left (a background job of a
-    # non-interactive shell starts with SIGINT ignored).
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    self.addCleanup(signal.signal, signal.SIGINT, previous)
+    testutil.python_ctrl_c(self)
     self.signal_inside(self.manager, "_record_state", signal.SIGINT)
     with self.assertRaises(KeyboardInterrupt):  # delivered once the save is complete
       checkpoint_files.save(self.manager, 2)
