@@ -1,7 +1,15 @@
 """pytest runs tf.test.TestCase classes without absl's main: mark absl flags parsed so the
 TestCase temp-dir helpers work, give every test a clean gin configuration, and leave out
 `tf.test.TestCase.test_session` (a deprecated context manager that unittest's name rule collects
-as a test, and that skips itself: 73 false "skipped" per run)."""
+as a test, and that skips itself: 73 false "skipped" per run). Each pytest-xdist worker, and the
+tool processes its tests start, gets its share of the cores for TensorFlow's operations: two
+workers each running two threads on two cores ran the suite's tiny models ~8% slower
+(benchmarks/results/test_suite.md)."""
+import os  # isort: skip
+
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # before TensorFlow starts its thread pools
+  os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(
+      1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 import official_rtd  # isort: skip  # first: its Keras 2 setting precedes TensorFlow
 from absl import flags
 import gin
