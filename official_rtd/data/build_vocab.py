@@ -76,7 +76,7 @@ def alphabet(words: Iterable[str], size: int = ALPHABET_SIZE) -> Tuple[List[str]
   rare characters at the alphabet's cut-off, and the ids of the `##` continuations, by which it
   breaks ties between equally frequent merges, changed from one build to the next."""
   first, inside = collections.Counter(), collections.Counter()
-  for word in words:
+  for word in filter(None, words):
     first[word[0]] += 1
     inside.update(word[1:])
   counts = first + inside

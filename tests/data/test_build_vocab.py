@@ -96,7 +96,7 @@ class BuildVocabTest(tf.test.TestCase):
     self.assertEqual(kept, tied[:len(kept)])  # the lowest code points are kept
 
   def test_alphabet_ranks_by_count_then_code_point(self):
-    words = ["ba", "cab", "d", "e"]  # a, b: 3 each; c, d, e: 1 each; inside words: a, b
+    words = ["ba", "cab", "", "d", "e"]  # a, b: 3 each; c, d, e: 1 each; inside words: a, b
     self.assertEqual(build_vocab.alphabet(words, size=4), (["a", "b", "c", "d"], ["a", "b"]))
     self.assertEqual(build_vocab.alphabet(words, size=1), (["a"], ["a"]))
 
