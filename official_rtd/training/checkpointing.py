@@ -138,7 +138,7 @@ class Checkpointer:
     for path in paths:
       try:
         with checkpoint_files.quiet_restore_warnings():
-          self.checkpoint.restore(path).assert_existing_objects_matched()
+          self.checkpoint.restore(path).assert_existing_objects_matched().expect_partial()
       except (AssertionError, ValueError, IndexError, tf.errors.OpError) as e:
         if not all_checkpoints:
           raise restore_error(path, e) from None

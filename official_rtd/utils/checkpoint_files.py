@@ -155,10 +155,13 @@ def write(checkpoint: tf.train.Checkpoint, prefix: str) -> str:
 def quiet_restore_warnings():
   """Silences TensorFlow's per-value restore warnings ("Value in checkpoint could not be found",
   up to hundreds of lines when a restore fails part-way) while a restore is tried: they are logged
-  when the failed restore's status is garbage-collected, so that is done here too. The caller
-  reports the failure in one line."""
+  when the failed restore's status is garbage-collected, so after a failure that is done here too
+  (the caller reports the failure in one line). A restore that succeeds marks its status
+  `expect_partial()` itself: a full garbage collection per restore cost seconds once a process
+  had traced a few models (benchmarks/results/test_suite.md)."""
   with progress.quiet_logger("tensorflow", std_logging.ERROR):
     try:
       yield
-    finally:
+    except BaseException:
       gc.collect()
+      raise
