@@ -1,8 +1,10 @@
 """Electric: no leak in the two-tower q, the NCE loss by hand, PLL, and learning on real text."""
+import dataclasses
 import functools
 import os
 import tempfile
 
+from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
@@ -18,10 +20,16 @@ from tests.training.test_trainer import make_records
 from tests.training.test_trainer import text_trainer
 
 
-class TwoTowerTest(tf.test.TestCase):
+class TwoTowerTest(tf.test.TestCase, parameterized.TestCase):
 
-  def test_q_at_t_does_not_see_token_t(self):
-    model = TwoTowerClozeModel(CONFIG)
+  @parameterized.named_parameters(
+      ("absolute", CONFIG),
+      # The one-machine recipe's positions; and pre-LayerNorm blocks (each tower's final norm).
+      ("t5_relative", dataclasses.replace(CONFIG, position_embedding="t5_relative")),
+      ("t5_relative_pre_layer_norm", dataclasses.replace(
+          CONFIG, position_embedding="t5_relative", norm_first=True)))
+  def test_q_at_t_does_not_see_token_t(self, config):
+    model = TwoTowerClozeModel(config)
     ids = np.array([[2, 10, 11, 12, 13, 3, 0]], np.int32)
     inputs = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant((ids > 0) * 1),
               "input_type_ids": tf.zeros_like(ids)}
@@ -33,6 +41,41 @@ class TwoTowerTest(tf.test.TestCase):
       self.assertAllClose(out.numpy()[0, t], base[0, t], atol=1e-5)  # q(·|x∖t) unchanged
       others = [s for s in range(6) if s != t]
       self.assertGreater(np.abs(out.numpy()[0, others] - base[0, others]).max(), 1e-4)
+    relative = config.position_embedding == "t5_relative"
+    names = [v.name for v in model.weights]
+    self.assertEqual(any("position_embedding" in n for n in names), not relative)
+    # Each tower's own biases (shared by its blocks), and with pre-LayerNorm its own final norm.
+    self.assertLen([n for n in names if "rel_embedding" in n], 2 if relative else 0)
+    bias = lambda layer: layer._position_bias  # pylint: disable=protected-access
+    for tower, final_norm in ((model.ltr_layers, model.ltr_final_norm),
+                              (model.rtl_layers, model.rtl_final_norm)):
+      self.assertEqual({id(bias(layer)) for layer in tower}, {id(bias(tower[0]))})
+      self.assertEqual(final_norm is not None, config.norm_first)
+    # Apart with relative positions; None for both with absolute ones.
+    self.assertEqual(bias(model.ltr_layers[0]) is bias(model.rtl_layers[0]), not relative)
+
+  def test_relative_positions_move_with_the_sequence_not_the_index(self):
+    """With T5 relative positions q depends on distances only: a sequence shifted right by one
+    (a token in front) gives each of its tokens the same left context's distances, and an
+    all-padding prefix is no context. Absolute positions see the shift."""
+    ids = np.array([[10, 11, 12, 13]], np.int32)
+    shifted = np.array([[0, 10, 11, 12, 13]], np.int32)
+    for position_embedding, moves in (("absolute", True), ("t5_relative", False)):
+      model = TwoTowerClozeModel(dataclasses.replace(CONFIG,
+                                                     position_embedding=position_embedding))
+      def logits(x, mask):
+        return model({"input_word_ids": tf.constant(x), "input_mask": tf.constant(mask),
+                      "input_type_ids": tf.zeros_like(x)}, training=False)["logits"].numpy()
+      base = logits(ids, np.ones_like(ids))
+      # Padding in front masks key 0 for every query; its own row is not compared.
+      moved = logits(shifted, np.array([[0, 1, 1, 1, 1]], np.int32))[:, 1:]
+      same = np.allclose(moved, base, atol=1e-5)
+      self.assertEqual(same, not moves, position_embedding)
+    # ... and the relative biases are read: set to other values, q changes.
+    for variable in model.weights:
+      if "rel_embedding" in variable.name:
+        variable.assign(tf.random.stateless_normal(variable.shape, [1, 2], stddev=2.0))
+    self.assertGreater(np.abs(logits(ids, np.ones_like(ids)) - base).max(), 1e-4)
 
 
 class ElectricLossTest(tf.test.TestCase):

@@ -50,6 +50,16 @@ def build_embeddings(config: EncoderConfig,
       name="embeddings")
 
 
+def relative_position_bias(config: EncoderConfig, name: str = "relative_position_bias"
+                           ) -> layers.RelativePositionBias:
+  """T5's relative position biases of `config`'s heads and buckets (both directions)."""
+  return layers.RelativePositionBias(
+      num_heads=config.num_attention_heads,
+      relative_attention_num_buckets=config.relative_attention_num_buckets,
+      relative_attention_max_distance=config.relative_attention_max_distance,
+      bidirectional=True, embeddings_initializer=initializer(config), name=name)
+
+
 def transformer_block(config: EncoderConfig, name: str,
                       position_bias: Optional[layers.RelativePositionBias] = None
                       ) -> tf_keras.layers.Layer:
@@ -102,12 +112,7 @@ class TransformerEncoder(tf_keras.layers.Layer):
     self.config = config
     relative = config.position_embedding == "t5_relative"
     self.embeddings = embeddings or build_embeddings(config)
-    self.position_bias = position_bias or layers.RelativePositionBias(
-        num_heads=config.num_attention_heads,
-        relative_attention_num_buckets=config.relative_attention_num_buckets,
-        relative_attention_max_distance=config.relative_attention_max_distance,
-        bidirectional=True, embeddings_initializer=initializer(config),
-        name="relative_position_bias") if relative else None
+    self.position_bias = position_bias or (relative_position_bias(config) if relative else None)
     self.embedding_projection = embedding_projection
     if embedding_projection is None and config.embedding_size != config.hidden_size:
       self.embedding_projection = embedding_projection_layer(config)

@@ -6,7 +6,9 @@ only rightwards (T_RTL); for every position t
   q(x_t | x∖t) = softmax(W [h→_{t−1}; h←_{t+1}])_{x_t}                  (dissertation §5.1.5)
 
 from the *previous* states, so position t never sees its own token. All n distributions come from
-one pass. The output layer ties to the token embeddings like a masked LM's.
+one pass. The output layer ties to the token embeddings like a masked LM's. With T5 relative
+positions each tower has its own position biases; with pre-LayerNorm blocks each tower ends in a
+LayerNorm, as `TransformerEncoder` does.
 """
 from official.nlp.modeling import layers
 import tensorflow as tf
@@ -14,6 +16,7 @@ import tf_keras
 
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.embeddings import Embeddings
+from official_rtd.modeling.layers.layer_norm import LayerNorm
 from official_rtd.modeling.networks import transformer_encoder
 
 
@@ -32,24 +35,26 @@ class TwoTowerClozeModel(tf_keras.layers.Layer):
 
   def __init__(self, config: EncoderConfig, embeddings: Embeddings = None, **kwargs):
     super().__init__(**kwargs)
-    if config.position_embedding != "absolute":
-      raise ValueError("the two-tower cloze model needs absolute positions "
-                       f"(EncoderConfig.position_embedding = {config.position_embedding!r})")
+    if config.position_embedding not in transformer_encoder.POSITION_EMBEDDINGS:
+      raise ValueError("EncoderConfig.position_embedding must be one of "
+                       f"{transformer_encoder.POSITION_EMBEDDINGS}, got "
+                       f"{config.position_embedding!r}")
     self.config = config
-    self.embeddings = embeddings or Embeddings(
-        config.vocab_size, config.embedding_size, config.max_position_embeddings,
-        config.type_vocab_size, config.dropout_rate, transformer_encoder.initializer(config),
-        name="embeddings")
+    self.embeddings = embeddings or transformer_encoder.build_embeddings(config)
     self.embedding_projection = None
     if config.embedding_size != config.hidden_size:
       self.embedding_projection = transformer_encoder.embedding_projection_layer(config)
 
     def tower(name):
-      return [transformer_encoder.transformer_block(config, f"{name}/layer_{i}")
-              for i in range(config.num_layers)]
+      bias = (transformer_encoder.relative_position_bias(config, f"{name}/relative_position_bias")
+              if config.position_embedding == "t5_relative" else None)
+      final_norm = (LayerNorm(epsilon=1e-12, name=f"{name}/final_layer_norm")
+                    if config.norm_first else None)
+      return [transformer_encoder.transformer_block(config, f"{name}/layer_{i}", bias)
+              for i in range(config.num_layers)], final_norm
 
-    self.ltr_layers = tower("left_to_right")
-    self.rtl_layers = tower("right_to_left")
+    self.ltr_layers, self.ltr_final_norm = tower("left_to_right")
+    self.rtl_layers, self.rtl_final_norm = tower("right_to_left")
     self.output_layer = layers.MaskedLM(
         embedding_table=self.embeddings.embedding_table, activation=transformer_encoder.gelu,
         initializer=transformer_encoder.initializer(config), output="logits", name="cloze_output")
@@ -68,6 +73,8 @@ class TwoTowerClozeModel(tf_keras.layers.Layer):
       forward = layer([forward, ltr_mask], training=training)
     for layer in self.rtl_layers:
       backward = layer([backward, rtl_mask], training=training)
+    if self.config.norm_first:
+      forward, backward = self.ltr_final_norm(forward), self.rtl_final_norm(backward)
     # h→_{t−1} and h←_{t+1}: shift the towers by one position, with zeros past the ends and at
     # padding (a padding query attends uniformly to every key, its state must not be used).
     real = tf.cast(inputs["input_mask"], forward.dtype)[..., tf.newaxis]
