@@ -36,10 +36,24 @@ REMEDY_OTHER_METHOD = (
     "machine')")
 
 
+# For a method with a warm-up of its own (SCRIPT's critic_start_step, gin/recipes/script_warmup.gin):
+# SCRIPT's seed 0 at 1e14 called every token original to its end while its ranking learned (AUC
+# 0.56 -> 0.66; benchmarks/results/pretraining.md).
+REMEDY_OWN_WARMUP = (
+    "this run's detector already started after a masked-LM warm-up of its own ({setting} = "
+    "{step}); SCRIPT's critic called every token original to the end of a 1e14 run while its AUC "
+    "still rose. If it lasts, a later start gives the warm-up longer, or BERT-MLM "
+    "(gin/tasks/mlm.gin) does better downstream below about 1e16 train FLOPs "
+    "(docs/pretraining.md, 'On one machine')")
+
+
 def remedy_for(model) -> str:
-  """The advice that fits `model`'s run: the masked-LM warm-up, what to do when it has one, or,
-  for a method without it, BERT-MLM."""
+  """The advice that fits `model`'s run: the masked-LM warm-up, what to do when it has one (the
+  family's or the method's own), or, for a method without it, BERT-MLM."""
   if not getattr(model, "supports_warmup", False):
+    start = model.detection_start_step() if hasattr(model, "detection_start_step") else 0
+    if start > 0:
+      return REMEDY_OWN_WARMUP.format(setting=model.detection_start_setting(), step=start)
     return REMEDY_OTHER_METHOD
   return REMEDY_WITH_WARMUP if model.masked_warmup else REMEDY
 

@@ -98,8 +98,14 @@ class CollapseMonitorTest(tf.test.TestCase):
     self.assertIs(collapse_monitor.remedy_for(electra.build_electra_pretrainer(
         test_electra.CONFIG)), collapse_monitor.REMEDY)
     self.assertIn("already", collapse_monitor.REMEDY_WITH_WARMUP)
+    # SCRIPT with its own warm-up (gin/recipes/script_warmup.gin) is not told it has none.
+    own = collapse_monitor.remedy_for(
+        script.build_script_pretrainer(test_electra.CONFIG, critic_start_step=3000))
+    self.assertStartsWith(own, "this run's detector already started after a masked-LM warm-up "
+                               "of its own (build_script_pretrainer.critic_start_step = 3000)")
+    self.assertNotIn("takes no masked-LM warm-up", own)
     for remedy in (collapse_monitor.REMEDY, collapse_monitor.REMEDY_WITH_WARMUP,
-                   collapse_monitor.REMEDY_OTHER_METHOD):
+                   collapse_monitor.REMEDY_OTHER_METHOD, own):
       paths = re.findall(r"gin/\S+?\.gin", remedy)
       self.assertNotEmpty(paths)
       for path in paths:
