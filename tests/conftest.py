@@ -10,8 +10,10 @@ import gc  # isort: skip
 import os  # isort: skip
 
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # before TensorFlow starts its thread pools
+  CORES = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")  # taskset's, too
+           else os.cpu_count() or 1)
   os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(
-      1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+      1, CORES // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 import official_rtd  # isort: skip  # first: its Keras 2 setting precedes TensorFlow
 from absl import flags
 import gin
