@@ -36,9 +36,9 @@ REMEDY_OTHER_METHOD = (
     "machine')")
 
 
-# For a method with a warm-up of its own (SCRIPT's critic_start_step, gin/recipes/script_warmup.gin):
-# SCRIPT's seed 0 at 1e14 called every token original to its end while its ranking learned (AUC
-# 0.56 -> 0.66; benchmarks/results/pretraining.md).
+# For a method with a warm-up of its own (SCRIPT's critic_start_step,
+# gin/recipes/script_warmup.gin): SCRIPT's seed 0 at 1e14 called every token original to its end
+# while its ranking learned (AUC 0.56 -> 0.66; benchmarks/results/pretraining.md).
 REMEDY_OWN_WARMUP = (
     "this run's detector already started after a masked-LM warm-up of its own ({setting} = "
     "{step}); SCRIPT's critic called every token original to the end of a 1e14 run while its AUC "
