@@ -48,10 +48,13 @@ MODEL_TYPES = ("wordpiece", "sentencepiece_unigram", "sentencepiece_bpe")
 
 class _ReadProgress:
   """Wraps the line stream: logs the bytes read of the corpus, the rate and an ETA every
-  `every_seconds` (the learners themselves are silent)."""
+  `every_seconds` (the learners themselves are silent), naming the pass (`label`) of a learner
+  that reads the corpus more than once."""
 
-  def __init__(self, lines: Iterable[str], total_bytes: int, log, every_seconds: float = 10.0):
+  def __init__(self, lines: Iterable[str], total_bytes: int, log, every_seconds: float = 10.0,
+               label: str = ""):
     self.lines, self.total, self.log = lines, max(total_bytes, 1), log
+    self.label = f"{label}: " if label else ""
     self.read = 0
     self.throttle = progress.Throttle(self.total, every_seconds)
 
@@ -59,7 +62,8 @@ class _ReadProgress:
     for line in self.lines:
       self.read += len(line.encode("utf-8")) + 1
       if self.throttle.due():
-        self.log(f"build_vocab: read {self.read / 1e6:.1f} of {self.total / 1e6:.1f} MB "
+        self.log(f"build_vocab: {self.label}read {self.read / 1e6:.1f} of "
+                 f"{self.total / 1e6:.1f} MB "
                  f"({self.throttle.rate(self.read) / 1e6:.2f} MB/s), ETA "
                  f"{self.throttle.eta(self.read)}")
       yield line
@@ -92,24 +96,26 @@ def canonical_order(tokens: Iterable[str]) -> List[str]:
   return specials + sorted(rest, key=lambda t: (len(t.removeprefix("##")), t.startswith("##"), t))
 
 
-def _learn_tokenizers(read: Callable[[], Iterator[str]], vocab_size: int,
+def _learn_tokenizers(read: Callable[..., Iterator[str]], vocab_size: int,
                       lower_case: bool) -> List[str]:
   """WordPiece vocabulary from Hugging Face `tokenizers` (BERT's normaliser and pre-tokeniser:
   lower-casing and accent stripping when uncased, CJK characters split, `##` continuations), the
   same for the same corpus: the alphabet and the continuations' ids are fixed here (`alphabet`;
   the continuations enter the trainer as reserved tokens, so their ids no longer follow hash-map
-  order) and the result is put in `canonical_order`. `read()` gives the lines; it is called twice
-  (characters, then learning)."""
+  order) and the result is put in `canonical_order`. `read(label)` gives the lines; it is called
+  twice (characters, then learning), each pass named in the progress lines."""
   from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
   tokenizer = BertWordPieceTokenizer(lowercase=lower_case, strip_accents=lower_case,
                                      clean_text=True, handle_chinese_chars=True)
   normalize, pre_tokenize = (tokenizer.normalizer.normalize_str,
                              tokenizer.pre_tokenizer.pre_tokenize_str)
   characters, inside = alphabet(
-      word for line in read() for word, _ in pre_tokenize(normalize(line)))
+      word for line in read("pass 1 of 2, characters") for word, _ in
+      pre_tokenize(normalize(line)))
   tokenizer.train_from_iterator(
-      read(), vocab_size=vocab_size, min_frequency=2, initial_alphabet=characters,
-      limit_alphabet=len(characters), wordpieces_prefix="##", show_progress=False,
+      read("pass 2 of 2, learning"), vocab_size=vocab_size, min_frequency=2,
+      initial_alphabet=characters, limit_alphabet=len(characters), wordpieces_prefix="##",
+      show_progress=False,
       special_tokens=list(vocab_lib.SPECIAL_TOKENS) + ["##" + c for c in inside])
   return canonical_order(tokenizer.get_vocab())
 
@@ -206,14 +212,15 @@ def build_vocab(input_files: Sequence[str], output_file: str, vocab_size: int = 
   start = time.time()
   total_bytes = sum(os.path.getsize(f) for f in files)
 
-  def read() -> Iterator[str]:
-    return iter(_ReadProgress(_lines(files, on_decode_error, log), total_bytes, log))
+  def read(label: str = "") -> Iterator[str]:
+    return iter(_ReadProgress(_lines(files, on_decode_error, log), total_bytes, log,
+                              label=label))
 
   if sample_lines:
     sample, seen = reservoir_sample(read(), sample_lines, seed)
     log(f"build_vocab: learning from {len(sample)} sampled lines of {seen} "
         f"({100.0 * len(sample) / max(seen, 1):.2f}%)")
-    read = lambda: iter(sample)  # pylint: disable=unnecessary-lambda-assignment
+    read = lambda label="": iter(sample)  # pylint: disable=unnecessary-lambda-assignment
   if next(read(), None) is None:
     raise corpus_lib.CorpusError(f"the corpus is empty: no text in {', '.join(files[:3])}")
   log(f"build_vocab: learning a {'lower-cased' if lower_case else 'cased'} {model_type} "

@@ -56,6 +56,11 @@ class BuildVocabTest(tf.test.TestCase):
     self.assertEqual(list(progress), lines)
     self.assertRegex(messages[-1], r"read 0\.0 of 0\.0 MB .*ETA 0:00:00")
     self.assertEqual(progress.read, 6 + 4)  # UTF-8 bytes and a newline per line
+    # A learner that reads twice (tokenizers: characters, then merges) names each pass.
+    messages.clear()
+    list(build_vocab._ReadProgress(iter(lines), 9, messages.append, every_seconds=0.0,
+                                   label="pass 2 of 2, learning"))
+    self.assertRegex(messages[-1], r"^build_vocab: pass 2 of 2, learning: read 0\.0 of 0\.0 MB")
 
   def test_cased(self):
     corpus = testutil.write_text(os.path.join(self.tmp, "c.txt"),
