@@ -51,7 +51,7 @@ def remedy_for(model) -> str:
   """The advice that fits `model`'s run: the masked-LM warm-up, what to do when it has one (the
   family's or the method's own), or, for a method without it, BERT-MLM."""
   if not getattr(model, "supports_warmup", False):
-    start = model.detection_start_step() if hasattr(model, "detection_start_step") else 0
+    start = model.detection_start_step()
     if start > 0:
       return REMEDY_OWN_WARMUP.format(setting=model.detection_start_setting(), step=start)
     return REMEDY_OTHER_METHOD

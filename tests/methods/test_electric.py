@@ -54,10 +54,15 @@ class TwoTowerTest(tf.test.TestCase, parameterized.TestCase):
     # Apart with relative positions; None for both with absolute ones.
     self.assertEqual(bias(model.ltr_layers[0]) is bias(model.rtl_layers[0]), not relative)
 
+  def test_an_unknown_position_embedding_is_refused(self):
+    with self.assertRaisesRegex(ValueError, r"EncoderConfig.position_embedding must be one of "
+                                r"\('absolute', 't5_relative'\), got 'rotary'"):
+      TwoTowerClozeModel(dataclasses.replace(CONFIG, position_embedding="rotary"))
+
   def test_relative_positions_move_with_the_sequence_not_the_index(self):
-    """With T5 relative positions q depends on distances only: a sequence shifted right by one
-    (a token in front) gives each of its tokens the same left context's distances, and an
-    all-padding prefix is no context. Absolute positions see the shift."""
+    """With T5 relative positions q depends on distances only: the sequence shifted right by one
+    behind a padding position (masked for every query, so no context) gives each token the same
+    distances to its context. Absolute positions see the shift."""
     ids = np.array([[10, 11, 12, 13]], np.int32)
     shifted = np.array([[0, 10, 11, 12, 13]], np.int32)
     for position_embedding, moves in (("absolute", True), ("t5_relative", False)):

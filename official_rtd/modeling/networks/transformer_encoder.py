@@ -50,6 +50,13 @@ def build_embeddings(config: EncoderConfig,
       name="embeddings")
 
 
+def check_position_embedding(config: EncoderConfig) -> None:
+  """Refuses a `config.position_embedding` none of the encoders implement."""
+  if config.position_embedding not in POSITION_EMBEDDINGS:
+    raise ValueError(f"EncoderConfig.position_embedding must be one of {POSITION_EMBEDDINGS}, "
+                     f"got {config.position_embedding!r}")
+
+
 def relative_position_bias(config: EncoderConfig, name: str = "relative_position_bias"
                            ) -> layers.RelativePositionBias:
   """T5's relative position biases of `config`'s heads and buckets (both directions)."""
@@ -106,9 +113,7 @@ class TransformerEncoder(tf_keras.layers.Layer):
     self.stop_gradient_after = frozenset(stop_gradient_after)
     if config.vocab_size is None:
       raise ValueError("EncoderConfig.vocab_size is not set")
-    if config.position_embedding not in POSITION_EMBEDDINGS:
-      raise ValueError(f"EncoderConfig.position_embedding must be one of {POSITION_EMBEDDINGS}, "
-                       f"got {config.position_embedding!r}")
+    check_position_embedding(config)
     self.config = config
     relative = config.position_embedding == "t5_relative"
     self.embeddings = embeddings or build_embeddings(config)

@@ -35,10 +35,7 @@ class TwoTowerClozeModel(tf_keras.layers.Layer):
 
   def __init__(self, config: EncoderConfig, embeddings: Embeddings = None, **kwargs):
     super().__init__(**kwargs)
-    if config.position_embedding not in transformer_encoder.POSITION_EMBEDDINGS:
-      raise ValueError("EncoderConfig.position_embedding must be one of "
-                       f"{transformer_encoder.POSITION_EMBEDDINGS}, got "
-                       f"{config.position_embedding!r}")
+    transformer_encoder.check_position_embedding(config)
     self.config = config
     self.embeddings = embeddings or transformer_encoder.build_embeddings(config)
     self.embedding_projection = None
@@ -73,7 +70,7 @@ class TwoTowerClozeModel(tf_keras.layers.Layer):
       forward = layer([forward, ltr_mask], training=training)
     for layer in self.rtl_layers:
       backward = layer([backward, rtl_mask], training=training)
-    if self.config.norm_first:
+    if self.ltr_final_norm is not None:  # pre-LayerNorm blocks
       forward, backward = self.ltr_final_norm(forward), self.rtl_final_norm(backward)
     # h→_{t−1} and h←_{t+1}: shift the towers by one position, with zeros past the ends and at
     # padding (a padding query attends uniformly to every key, its state must not be used).
