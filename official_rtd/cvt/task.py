@@ -331,7 +331,7 @@ class PerWordTask(CvtTask):
     sentences = read_sentences(input_path, input_format)
     head = run.model.heads[self.name]
     step = tf.function(lambda inputs: self.predict(head, run.model(inputs), inputs),
-                       input_signature=[training.INPUTS])
+                       input_signature=[training.INPUTS], autograph=False)
     filled = [i for i, s in enumerate(sentences) if s.words]
     predicted = data_lib.predict_rows([run.vocab.encode(sentences[i].words) for i in filled],
                                       step, log, f"{self.name}: predicted")

@@ -115,11 +115,14 @@ class CvtSteps:
     self.optimizer = LazyMomentumSGD(learning_rate=LearningRate(config), momentum=config.momentum)
     self.ema = None  # created after the model's variables (`start`)
     self._labeled = {name: tf.function(functools.partial(self._labeled_step, name=name),
-                                       input_signature=[INPUTS, task.target_spec])
+                                       input_signature=[INPUTS, task.target_spec],
+                                       autograph=False)
                      for name, task in tasks.items()}
-    self.unlabeled = tf.function(self._unlabeled_step, input_signature=[INPUTS])
+    self.unlabeled = tf.function(self._unlabeled_step, input_signature=[INPUTS],
+                                 autograph=False)
     self._predict = {name: tf.function(functools.partial(self._predict_step, name=name),
-                                       input_signature=[INPUTS]) for name in tasks}
+                                       input_signature=[INPUTS], autograph=False)
+                     for name in tasks}
 
   def build(self, inputs, targets: Dict[str, tf.Tensor]):
     """Creates every variable (each task's modules, auxiliary ones included) from one small

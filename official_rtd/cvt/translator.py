@@ -138,7 +138,8 @@ class TranslationTask(task_lib.CvtTask):
     stays empty), by the teacher's beam search (`_search`), batched by length, with progress
     and an ETA every 30 s."""
     head = run.model.heads[self.name]
-    search = tf.function(lambda inputs: self._search(head, run.model(inputs), inputs)[:2])
+    search = tf.function(lambda inputs: self._search(head, run.model(inputs), inputs)[:2],
+                         autograph=False)
     tokens = [tokenize(line, SOURCE) for line in lines]
     todo = [i for i, t in enumerate(tokens) if t]
     out = [""] * len(lines)

@@ -21,14 +21,14 @@ _C = math.sqrt(2.0 / math.pi)
 _A = 0.044715
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _gelu_forward(x):
   x32 = tf.cast(x, tf.float32)
   t = tf.tanh(_C * (x32 + _A * x32 * x32 * x32))
   return tf.cast(0.5 * x32 * (1.0 + t), x.dtype)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _gelu_backward(x, dy):
   x32 = tf.cast(x, tf.float32)
   t = tf.tanh(_C * (x32 + _A * x32 * x32 * x32))
@@ -43,12 +43,12 @@ def gelu(x):
   return _gelu_forward(x), lambda dy: _gelu_backward(x, dy)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_forward(x, bias):
   return _gelu_forward(x + tf.cast(bias, x.dtype))
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_backward(x, bias, dy):
   dx = _gelu_backward(x + tf.cast(bias, x.dtype), dy)
   # dbias = Σ_rows dx, as a ones-vector matmul (as LayerNorm's dγ, dβ below).
@@ -69,7 +69,7 @@ def bias_gelu(x, bias):
   return activate(x, tf.convert_to_tensor(bias))
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _normalized(x, epsilon: float):
   """(x̂ = (x − μ)/√(σ² + ε), 1/√(σ² + ε)) over the last axis, float32."""
   x32 = tf.cast(x, tf.float32)
@@ -79,13 +79,13 @@ def _normalized(x, epsilon: float):
   return centered * rstd, rstd
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _layer_norm_forward(x, gamma, beta, epsilon, dtype):
   x_hat, _ = _normalized(x, epsilon)
   return tf.cast(x_hat * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32), dtype)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _layer_norm_backward(x, gamma, epsilon, dy):
   x_hat, rstd = _normalized(x, epsilon)
   dy32 = tf.cast(dy, tf.float32)
@@ -116,7 +116,7 @@ def layer_norm(x, gamma, beta, epsilon: float, dtype=tf.float32):
   return normalize(x, tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta))
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _apply_keep_mask(x, uniform16, drop_count, scale):
   keep = uniform16 >= tf.cast(drop_count, tf.uint16)
   return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros([], x.dtype))
@@ -135,7 +135,7 @@ def dropout(x, uniform16, drop_count: int, scale: float):
   return apply(x)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _softmax_cross_entropy(logits, labels):
   """(−log softmax(logits)[label] `[rows]` float32, its gradient softmax − one-hot `[rows, classes]`
   in `logits`' dtype) for `[rows, classes]` logits and int `[rows]` labels."""
@@ -148,7 +148,7 @@ def _softmax_cross_entropy(logits, labels):
   return loss, tf.cast(grad, logits.dtype)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _scale_rows(grad, dy):
   return grad * tf.cast(dy, grad.dtype)[:, tf.newaxis]
 

@@ -101,7 +101,7 @@ def train_head_selector(x: np.ndarray, heads: np.ndarray, nodes: np.ndarray, ran
              tf.Variable(tf.zeros([hidden, 1]))]
   optimizer = tf_keras.optimizers.Adam(1e-3)
 
-  @tf.function
+  @tf.function(autograph=False)
   def step(xb, hb, allowed):
     with tf.GradientTape() as tape:
       scores = tf.transpose(arc_scores(weights, xb), [0, 2, 1])  # [S, dependent, head]

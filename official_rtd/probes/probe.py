@@ -142,7 +142,7 @@ def logistic_regression_accuracy(x_train, y_train, x_test, y_test, num_classes: 
   optimizer = tf_keras.optimizers.Adam(0.05)
   x, y = tf.constant(x_train, tf.float32), tf.constant(y_train)
 
-  @tf.function
+  @tf.function(autograph=False)
   def step():
     with tf.GradientTape() as tape:
       loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(

@@ -49,7 +49,7 @@ class SentenceScorer:
     self.max_seq_length, self.batch_size = max_seq_length, batch_size
     self.vocab = tokenizer.vocab
     self._continuation = tf.constant(self.vocab.is_continuation())
-    self._score_fn = tf.function(self._score_batch, reduce_retracing=True)
+    self._score_fn = tf.function(self._score_batch, reduce_retracing=True, autograph=False)
     self._check_method()
 
   def _check_method(self):

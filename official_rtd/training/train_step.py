@@ -57,7 +57,7 @@ class TrainStep:
     self.nonfinite_step = counter("nonfinite_step", -1)
     self.nonfinite_losses = tf.Variable(tf.zeros([len(self.loss_names)], tf.bool),
                                         trainable=False, name="nonfinite_losses")
-    self._forward_backward = (tf.function(self.forward_backward, jit_compile=True)
+    self._forward_backward = (tf.function(self.forward_backward, jit_compile=True, autograph=False)
                               if jit_compile else self.forward_backward)
 
   def state(self) -> tf.train.Checkpoint:
@@ -149,7 +149,8 @@ class TrainStep:
   def _count_denominators(self, take, k: int) -> List[tf.Tensor]:
     """The local count of every loss reduction, summed over the k micro-batches: the losses are
     computed on all-zero outputs, since counts depend only on the inputs (checked afterwards)."""
-    spec = tf.function(lambda b: self.model(b, training=True)).get_concrete_function(
+    forward = tf.function(lambda b: self.model(b, training=True), autograph=False)
+    spec = forward.get_concrete_function(
         tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), take(0))
     ).structured_outputs
     zeros = tf.nest.map_structure(lambda t: tf.zeros(t.shape, t.dtype), spec)
@@ -163,6 +164,9 @@ class TrainStep:
                          lambda i, totals: (i + 1, [a + b for a, b in zip(totals, count(i))]),
                          (tf.constant(1), count(0)))[1]
 
+  # Not converted by autograph (its control flow is tf.cond and tf.while_loop): converting every
+  # layer's `call` cost about 2 s of CPU at each tool's start (194 conversions for a tiny ELECTRA).
+  @tf.autograph.experimental.do_not_convert
   def __call__(self, batch):
     losses, grads = self.replica_gradients(batch)
     norm = tf.linalg.global_norm(grads)

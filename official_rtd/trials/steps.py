@@ -41,9 +41,10 @@ def train(model, optimizer, dataset, num_steps: int, loss_fn, log: Callable[[str
       scaled = precision.scaled(optimizer, loss)
     return loss, precision.unscaled(optimizer, tape.gradient(scaled, model.trainable_variables))
 
-  compute = tf.function(forward_backward, jit_compile=True) if jit_compile else forward_backward
+  compute = (tf.function(forward_backward, jit_compile=True, autograph=False) if jit_compile
+             else forward_backward)
 
-  @tf.function
+  @tf.function(autograph=False)
   def train_step(batch, step):
     fraction = tf.cast(step - 1, tf.float32) / max(num_steps - 1, 1)
     loss, grads = compute(batch, tf.stack([tf.constant(seed, tf.int64), step]), fraction)
@@ -220,7 +221,7 @@ def predict(model_fn, inputs: Dict[str, np.ndarray], batch_size: int,
   rows/s and an ETA every `log_every_seconds`, and the total at the end.
   """
   rows = len(next(iter(inputs.values())))
-  step = tf.function(model_fn, jit_compile=True)
+  step = tf.function(model_fn, jit_compile=True, autograph=False)
   chunks = []
   throttle = progress.Throttle(rows, log_every_seconds)
   first = 0  # rows of the first batch, whose compilation the rates exclude
