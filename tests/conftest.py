@@ -5,10 +5,7 @@ as a test, and that skips itself: 73 false "skipped" per run). Each pytest-xdist
 tool processes its tests start, gets its share of the cores for TensorFlow's operations: two
 workers each running two threads on two cores ran the suite's tiny models ~8% slower
 (benchmarks/results/test_suite.md). What a test leaves alive is frozen out of later garbage
-collections (`freeze_what_survives`). TensorFlow's graphs run without Grappler's rewrites and XLA
-compiles without LLVM's optimizations (`CHEAP_COMPILATION`): the same computations, built for
-tests whose tiny models run a few steps, where building was most of the time (test_suite.md); the
-benchmarks time the optimized path."""
+collections (`freeze_what_survives`)."""
 import gc  # isort: skip
 import os  # isort: skip
 
@@ -17,9 +14,6 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # before TensorFlow starts its th
            else os.cpu_count() or 1)
   os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(
       1, CORES // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
-# XLA's LLVM back end unoptimized (the tool processes tests start inherit it): whole-step XLA
-# tests 28 -> 20 s of CPU. A value the caller set wins.
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 import official_rtd  # isort: skip  # first: its Keras 2 setting precedes TensorFlow
 from absl import flags
 import gin
@@ -27,10 +21,6 @@ import pytest
 import tensorflow as tf
 
 flags.FLAGS.mark_as_parsed()
-# Grappler's graph rewrites off in this process (not in tool processes: TensorFlow has no setting
-# they would inherit): a tiny ELECTRA's first step 2.4 -> 1.6 s.
-CHEAP_COMPILATION = {"disable_meta_optimizer": True}
-tf.config.optimizer.set_experimental_options(CHEAP_COMPILATION)
 
 
 @pytest.fixture(autouse=True)

@@ -43,13 +43,6 @@ class CollectionTest(tf.test.TestCase):
         self.assertIn(f"\nclass {name}(", f.read(), scope)
 
 
-class CheapCompilationTest(tf.test.TestCase):
-
-  def test_grappler_is_off_here_and_xla_unoptimized_here_and_in_tools(self):
-    self.assertTrue(tf.config.optimizer.get_experimental_options()["disable_meta_optimizer"])
-    self.assertIn("--xla_backend_optimization_level=0", os.environ["XLA_FLAGS"])
-
-
 class MissingDataTest(tf.test.TestCase):
 
   def test_skip_locally_fail_under_ci(self):
