@@ -379,6 +379,7 @@ def breakdown(batch_size, precision_name):
   profiler trace, and the section 5.2.2 FLOPs by kind."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+  import matmul_floor  # pylint: disable=g-import-not-at-top
   from official_rtd.methods import electra  # pylint: disable=g-import-not-at-top
   from official_rtd.modeling import flops  # pylint: disable=g-import-not-at-top
   from official_rtd.training import optimization  # pylint: disable=g-import-not-at-top
@@ -407,6 +408,12 @@ def breakdown(batch_size, precision_name):
   times = {"forward": time_steps(forward, batch),
            "forward+backward": time_steps(lambda b: forward_backward(b)[0], batch),
            "step": time_steps(step, batch)}
+  matmuls = matmul_floor.matmul_ops(step.get_concrete_function(batch).graph)
+  floor = matmul_floor.floor_function(matmuls)
+  times["matmuls alone"] = common.timed(floor, warmup=FLAGS.warmup, repeats=FLAGS.steps,
+                                        finish=lambda out: out[-1].numpy()).mean
+  matmul = {"ops": len(matmuls), "flops": sum(map(matmul_floor.flops, matmuls)),
+            "peak_flops": peak_matmul_flops(precision_name)}
   op_seconds, type_seconds = op_time_by_kind(step, batch)
   gen = model.generator.config
   per_example = {}
@@ -420,7 +427,7 @@ def breakdown(batch_size, precision_name):
   per_example["MLM head"] = flops.mlm_head_flops(gen.hidden_size, gen.embedding_size,
                                                  vocab_size(), predictions())
   per_example["RTD head"] = flops.rtd_head_flops(config.hidden_size, SEQ)
-  return times, op_seconds, type_seconds, per_example
+  return times, op_seconds, type_seconds, per_example, matmul
 
 
 def input_pipeline():
@@ -462,10 +469,11 @@ def input_pipeline():
 
 def run_one(spec):
   if spec.startswith("breakdown/"):
-    times, op_seconds, type_seconds, per_example = breakdown(32, FLAGS.breakdown_precision)
+    times, op_seconds, type_seconds, per_example, matmul = breakdown(
+        32, FLAGS.breakdown_precision)
     print("RESULT " + json.dumps({"spec": spec, "times": times, "op_seconds": op_seconds,
-                                  "type_seconds": type_seconds, "per_example": per_example}),
-          flush=True)
+                                  "type_seconds": type_seconds, "per_example": per_example,
+                                  "matmul": matmul}), flush=True)
     return
   impl, precision_name, batch_size, *rest = spec.split("/")
   batch_size = int(batch_size)
@@ -527,6 +535,26 @@ def print_breakdown(impl, result):
   total = sum(result["per_example"].values())
   print("forward FLOPs by kind: " + ", ".join(
       f"{name} {value / total:.1%}" for name, value in result["per_example"].items()))
+  matmul, alone = result["matmul"], times["matmuls alone"]
+  print(f"the step's {matmul['ops']} matmuls alone (its shapes and kernels, every other op "
+        f"removed: benchmarks/matmul_floor.py): {alone:.3f}s, {alone / times['step']:.1%} of the "
+        f"step; {matmul['flops']:.3g} FLOPs at {matmul['flops'] / alone:.3g} FLOP/s, "
+        f"{matmul['flops'] / alone / matmul['peak_flops']:.1%} of the 2048³ matmul's "
+        f"{matmul['peak_flops']:.3g}")
+
+
+def print_bounds(rows, result):
+  """What the matmuls alone allow: the step's ratio to Model Garden's fp32 and to the PyTorch
+  steps if every other op took no time."""
+  if "skipped" in result:
+    return
+  alone = result["times"]["matmuls alone"]
+  for row in rows:
+    if "seconds" in row and row["spec"].split("/")[2] == "32" and (
+        row["spec"].startswith(("model_garden/float32/", "huggingface/"))):
+      print(f"bound: our {FLAGS.breakdown_precision} matmuls alone take {alone:.3f}s against "
+            f"{row['seconds']:.3f}s for a {row['spec']} step: on these kernels our step can be "
+            f"at most {row['seconds'] / alone:.2f}x it")
 
 
 def _median_row(results):
@@ -607,7 +635,9 @@ def main(_):
               f"{row['peak_flops']:.3g}", f"{row['flops_per_s'] / row['peak_flops']:.1%}")
   if FLAGS.breakdown:
     for impl in (["baseline"] if FLAGS.baseline_checkout else []) + ["ours"]:
-      print_breakdown(impl, run_child(f"breakdown/{impl}", impl == "baseline"))
+      result = run_child(f"breakdown/{impl}", impl == "baseline")
+      print_breakdown(impl, result)
+    print_bounds(rows, result)
   if FLAGS.input_pipeline:
     times = input_pipeline()
     print(f"input pipeline (tiny ELECTRA, batch 32 × {SEQ}): {times['records'] * 1e3:.1f} ms/step "
