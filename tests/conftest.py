@@ -4,17 +4,11 @@ TestCase temp-dir helpers work, give every test a clean gin configuration, and l
 as a test, and that skips itself: 73 false "skipped" per run). Each pytest-xdist worker, and the
 tool processes its tests start, gets its share of the cores for TensorFlow's operations: two
 workers each running two threads on two cores ran the suite's tiny models ~8% slower
-(benchmarks/results/test_suite.md). The tests, and the tool processes they start, run
-TensorFlow's own CPU kernels rather than oneDNN's (`TF_ENABLE_ONEDNN_OPTS=0`, unless set): at
-the tests' tiny shapes oneDNN's per-shape kernel set-up cost more than its kernels save (two
-module sets, one core each: 175 -> 137 s and 197 -> 178 s); the tools as users run them keep
-TensorFlow's default, and `TF_ENABLE_ONEDNN_OPTS=1 python -m pytest tests` runs the suite on
-oneDNN. What a test leaves alive is frozen out of later garbage collections
-(`freeze_what_survives`)."""
+(benchmarks/results/test_suite.md). What a test leaves alive is frozen out of later garbage
+collections (`freeze_what_survives`)."""
 import gc  # isort: skip
 import os  # isort: skip
 
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # before TensorFlow loads its kernels
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # before TensorFlow starts its thread pools
   CORES = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")  # taskset's, too
            else os.cpu_count() or 1)

@@ -43,21 +43,6 @@ class CollectionTest(tf.test.TestCase):
         self.assertIn(f"\nclass {name}(", f.read(), scope)
 
 
-class KernelsTest(tf.test.TestCase):
-
-  def test_tests_and_their_tool_processes_run_without_onednn_unless_asked(self):
-    """`conftest` sets TF_ENABLE_ONEDNN_OPTS=0 before TensorFlow loads (a caller's value wins):
-    this process and a process it starts both run TensorFlow's own kernels."""
-    from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
-    wanted = os.environ["TF_ENABLE_ONEDNN_OPTS"] not in ("0", "false", "False")
-    self.assertEqual(_pywrap_util_port.IsMklEnabled(), wanted)
-    result = subprocess.run(
-        [sys.executable, "-c", "from tensorflow.python.util import _pywrap_util_port as p; "
-         "print(p.IsMklEnabled())"], capture_output=True, text=True, timeout=300,
-        stdin=subprocess.DEVNULL)
-    self.assertEqual(result.stdout.strip(), str(wanted), result.stderr[-2000:])
-
-
 class MissingDataTest(tf.test.TestCase):
 
   def test_skip_locally_fail_under_ci(self):

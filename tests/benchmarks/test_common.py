@@ -118,7 +118,7 @@ class HarnessTest(tf.test.TestCase):
 
 
 
-HELPERS = ("heldout.py", "rtd_figures.py")  # imported by the scripts, not run for figures
+HELPERS = ("heldout.py", "matmul_floor.py", "rtd_figures.py")  # imported by the scripts
 # A tool run with one change for a diagnosis: its figures are the tool's own log and results.
 TOOL_VARIANTS = ("cvt_translate_teacher.py",)
 
