@@ -101,6 +101,36 @@ class GinFilesTest(tf.test.TestCase):
                       "gin/tasks/ale.gin"], [], log=lambda _: None)
     gin.clear_config()
 
+  def test_electra_tt_without_its_detector_loss(self):
+    """`gin/recipes/no_detector.gin` after ELECTRA-TT and the warm-up: at step 3,500 (detection
+    on, the discriminator's masked LM still weighted) the detector head gets no gradient, which
+    it gets without the file; the discriminator still learns from its masked LM, the generator
+    from its cloze loss."""
+    vocab = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+    ids = tf.constant([[vocab.cls_id, 10, 11, 12, 13, 14, 15, vocab.sep_id]])
+    batch = {"input_word_ids": ids, "input_mask": tf.ones_like(ids),
+             "input_type_ids": tf.zeros_like(ids), "masked_lm_positions": tf.constant([[2, 4]]),
+             "masked_lm_ids": tf.constant([[11, 13]]), "masked_lm_weights": tf.ones([1, 2])}
+    for control in (True, False):
+      gin.clear_config()
+      runs.parse_gin(["gin/models/one_machine.gin", "gin/tasks/electra_tt.gin",
+                      "gin/recipes/masked_lm_warmup.gin"]
+                     + ["gin/recipes/no_detector.gin"] * control
+                     + ["gin/recipes/one_machine_sentences.gin"], [], log=lambda _: None)
+      model = registry.pretraining_model(EncoderConfig(vocab_size=vocab.size), vocab=vocab)
+      self.assertEqual(model.rtd_weight, 0.0 if control else 50.0)
+      model.bind_step(lambda: tf.constant(3500, tf.int64))
+      with tf.GradientTape() as tape:
+        losses = model.compute_losses(batch, model(batch, training=True))
+      grads = dict(zip([v.name for v in model.trainable_variables],
+                       tape.gradient(losses["total_loss"].value, model.trainable_variables)))
+      norm = lambda part: sum(float(tf.norm(tf.convert_to_tensor(g))) for name, g in grads.items()
+                              if part in name and g is not None)  # pylint: disable=cell-var-from-loop
+      self.assertEqual(norm("rtd_head") == 0.0, control)
+      self.assertGreater(norm("discriminator/transformer"), 0.0)  # its masked LM
+      self.assertGreater(norm("two_tower"), 0.0)
+    gin.clear_config()
+
   def test_amos_on_the_four_layer_model_with_the_warmup(self):
     """`gin/recipes/amos_four_layers.gin` after `tasks/amos.gin` on the one-machine model: a
     3-layer generator (heads after its layers 1, 2, 3) and the warm-up's values."""
