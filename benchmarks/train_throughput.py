@@ -26,8 +26,10 @@ state):
 A step is forward + backward + optimizer update (+ metric updates, as each trainer does). The
 script prints tokens/s, the ratio to Model Garden, peak RSS, and model FLOP utilisation: section
 5.2.2 train FLOPs per second over the machine's peak matmul FLOP/s in the same precision, measured
-in the same process. It also times our input pipeline: training steps on real records vs the same
-steps on one cached batch.
+in the same process. The breakdown also runs the step's matmuls alone (its shapes and kernels,
+every other op removed): no step on those kernels is faster, so Model Garden's and the PyTorch
+steps' times over theirs bound our ratios. It also times our input pipeline: training steps on
+real records vs the same steps on one cached batch.
 """
 import collections
 import json
@@ -50,7 +52,8 @@ flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, allocation).")
 flags.DEFINE_bool("input_pipeline", True, "Also time real records vs a cached batch.")
 flags.DEFINE_bool("breakdown", True, "Also split one batch-32 step of ours (and of the baseline, "
                   "with --baseline_checkout) into forward, backward and optimizer, its op time "
-                  "by kind and by op type, and its FLOPs by kind.")
+                  "by kind and by op type, and its FLOPs by kind; time its matmuls alone "
+                  "(benchmarks/matmul_floor.py) and print the bound they put on each ratio.")
 flags.DEFINE_enum("breakdown_precision", "float32", ["float32", "bfloat16"],
                   "Precision of the --breakdown step.")
 flags.DEFINE_list("configs", None, "Configurations to time (impl/precision/batch[/jit], e.g. "
