@@ -61,6 +61,16 @@ class MatmulOpsTest(tf.test.TestCase):
     self.assertNotIn(((2, 3), (3, 9)), [o.shapes for o in ops])
     self.assertNotIn(((4, 6), (6, 5)), [o.shapes for o in ops])
 
+  def test_a_condition_inside_a_condition(self):
+    @tf.function(autograph=False)
+    def step(x):
+      inner = lambda: tf.cond(tf.reduce_sum(x) > 0, lambda: tf.matmul(x, tf.ones([4, 5])),
+                              lambda: tf.zeros([2, 5]))
+      return tf.cond(tf.reduce_sum(x) > 1, inner, lambda: tf.zeros([2, 5]))
+
+    ops = matmul_floor.matmul_ops(step.get_concrete_function(tf.ones([2, 4])).graph)
+    self.assertEqual([o.shapes for o in ops], [((2, 4), (4, 5))])
+
   def test_the_floor_runs_each_op_on_its_shapes(self):
     ops = [op("MatMul", [[5, 3], [5, 7]], transpose_a=True, transpose_b=False),
            op("BatchMatMulV2", [[2, 4, 5], [2, 6, 5]], adj_x=False, adj_y=True),
