@@ -6,40 +6,27 @@ passes), with their static input shapes and attributes. `floor_function(ops)` bu
 `tf.function` that runs exactly those ops, each on its own random inputs (held in variables, so
 nothing is constant-folded or merged), and returns their outputs: its time is what the step would
 take if everything but its matmuls cost nothing. `flops(op)` counts an op's FLOPs from its shapes
-(2 per multiply-add), which `tests/benchmarks/test_matmul_floor.py` checks by hand.
+(2 per multiply-add). The graph walk and the count are `official_rtd/modeling/flops.py`'s, which
+its FLOPs counter's cross-check uses too; `tests/benchmarks/test_matmul_floor.py` checks both by
+hand.
 """
 import dataclasses
-import string
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import tensorflow as tf
 
-MATMUL_TYPES = ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum")
+from official_rtd.modeling import flops as flops_lib
 
 
 @dataclasses.dataclass(frozen=True)
 class MatmulOp:
   """One matmul of a traced graph: its op type, input shapes and dtypes, and the attributes that
-  change what it computes (transposes, adjoints, an einsum's equation)."""
+  change what it computes (`flops_lib.MATMUL_ATTRS`: transposes, adjoints, an einsum's
+  equation)."""
   type: str
   shapes: Tuple[Tuple[int, ...], ...]
   dtypes: Tuple[tf.DType, ...]
   attrs: Tuple[Tuple[str, object], ...]
-
-
-def _attrs(op) -> Tuple[Tuple[str, object], ...]:
-  names = {"MatMul": ("transpose_a", "transpose_b"), "BatchMatMulV2": ("adj_x", "adj_y"),
-           "BatchMatMulV3": ("adj_x", "adj_y"), "Einsum": ("equation",)}[op.type]
-  values = []
-  for name in names:
-    value = op.get_attr(name)
-    values.append((name, value.decode() if isinstance(value, bytes) else value))
-  return tuple(values)
-
-
-def _functions(graph):
-  """The functions `graph` calls, as {name: function with a `.graph`}."""
-  return dict(getattr(graph, "_functions", {}))
 
 
 def _xla_compiled(function) -> bool:
@@ -52,68 +39,15 @@ def matmul_ops(graph) -> List[MatmulOp]:
   call site; of a condition, its true branch (a step's conditions are "the update is finite:
   apply it"); a loop's body once. Raises ValueError for a matmul whose input shapes are not all
   static."""
-  found = []
-
-  def visit(g, seen):
-    calls = {}
-    for op in g.get_operations():
-      if op.type in MATMUL_TYPES:
-        shapes = tuple(tuple(t.shape.as_list()) for t in op.inputs)
-        if any(d is None for shape in shapes for d in shape):
-          raise ValueError(f"{op.name}: input shapes {shapes} are not static")
-        found.append(MatmulOp(op.type, shapes, tuple(t.dtype for t in op.inputs), _attrs(op)))
-      for attr in ("f", "then_branch", "body"):
-        try:
-          name = op.get_attr(attr).name
-        except (ValueError, AttributeError):
-          continue
-        calls[name] = calls.get(name, 0) + 1
-    functions = _functions(g)
-    for name, count in calls.items():
-      function = functions.get(name)
-      if function is None or _xla_compiled(function) or name in seen:
-        continue
-      for _ in range(count):
-        visit(function.graph, seen | {name})
-
-  visit(graph, frozenset())
-  return found
+  return [MatmulOp(op.type, flops_lib.static_shapes(op), tuple(t.dtype for t in op.inputs),
+                   tuple(flops_lib.matmul_attrs(op).items()))
+          for op in flops_lib.graph_matmuls(graph, follow=("f", "then_branch", "body"),
+                                            skip=_xla_compiled)]
 
 
-def _einsum_sizes(op: MatmulOp) -> Dict[str, int]:
-  """{index letter: size} of an einsum's inputs (an ellipsis' dimensions get letters of their
-  own)."""
-  equation = dict(op.attrs)["equation"]
-  inputs = equation.split("->")[0].split(",")
-  spare = iter(c for c in string.ascii_uppercase if c not in equation)
-  ellipsis = None
-  sizes = {}
-  for term, shape in zip(inputs, op.shapes):
-    if "..." in term:
-      rank = len(shape) - (len(term) - 3)
-      ellipsis = ellipsis or "".join(next(spare) for _ in range(rank))
-      term = term.replace("...", ellipsis[len(ellipsis) - rank:])
-    for letter, size in zip(term, shape):
-      sizes[letter] = size
-  return sizes
-
-
-def flops(op: MatmulOp) -> int:
-  """Multiply-adds × 2 of one matmul."""
-  if op.type == "Einsum":
-    total = 2
-    for size in _einsum_sizes(op).values():
-      total *= size
-    return total
-  a, b = op.shapes
-  attrs = dict(op.attrs)
-  transposed = attrs.get("transpose_a", attrs.get("adj_x", False))
-  m, k = (a[-1], a[-2]) if transposed else (a[-2], a[-1])
-  n = b[-2] if attrs.get("transpose_b", attrs.get("adj_y", False)) else b[-1]
-  batch = 1
-  for d in (a[:-2] if len(a) >= len(b) else b[:-2]):
-    batch *= d
-  return 2 * batch * m * n * k
+def flops(op: MatmulOp) -> float:
+  """Multiply-adds × 2 of one matmul (`flops_lib.matmul_flops`)."""
+  return flops_lib.matmul_flops(op.type, op.shapes, dict(op.attrs))
 
 
 def _run(op: MatmulOp, inputs: Sequence[tf.Tensor]) -> tf.Tensor:

@@ -30,50 +30,86 @@ def rtd_head_flops(hidden_size: int, seq_len: int) -> float:
   return float(seq_len * (2 * hidden_size * hidden_size + 2 * hidden_size))
 
 
+MATMUL_TYPES = ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum")
+# What a matmul op's attributes say about its product (transposes, adjoints, an einsum's equation).
+MATMUL_ATTRS = {"MatMul": ("transpose_a", "transpose_b"), "BatchMatMulV2": ("adj_x", "adj_y"),
+                "BatchMatMulV3": ("adj_x", "adj_y"), "Einsum": ("equation",)}
+ALL_CALLS = ("f", "then_branch", "else_branch", "body")
+
+
+def matmul_flops(op_type: str, shapes, attrs) -> float:
+  """2 × (multiply-adds) of one matmul op of `MATMUL_TYPES` from its input shapes and its
+  `MATMUL_ATTRS` (a mapping; an equation as text): for an Einsum, 2 × the product of the sizes of
+  all its index letters."""
+  if op_type == "Einsum":
+    inputs, _ = attrs["equation"].split("->")
+    sizes = {}
+    for term, shape in zip(inputs.split(","), shapes):
+      if "..." in term:  # broadcast dims, named right-aligned so operands agree
+        extra = len(shape) - (len(term) - 3)
+        term = term.replace("...", "".join(chr(0x100 + extra - i) for i in range(extra)))
+      sizes.update(zip(term, shape))
+    product = 2.0
+    for size in sizes.values():
+      product *= size
+    return product
+  a, b = shapes[0], shapes[1]
+  transpose_a = attrs.get("transpose_a", attrs.get("adj_x", False))
+  transpose_b = attrs.get("transpose_b", attrs.get("adj_y", False))
+  m, k = (a[-1], a[-2]) if transpose_a else (a[-2], a[-1])
+  n = b[-2] if transpose_b else b[-1]
+  batch = 1.0
+  for size in _broadcast(a[:-2], b[:-2]):
+    batch *= size
+  return 2.0 * batch * m * k * n
+
+
+def _broadcast(x, y):
+  """The broadcast of two batch shapes (right-aligned, 1 stretches)."""
+  x, y = [1] * (len(y) - len(x)) + list(x), [1] * (len(x) - len(y)) + list(y)
+  return [max(p, q) for p, q in zip(x, y)]
+
+
+def graph_matmuls(graph, follow=ALL_CALLS, skip=lambda function: False) -> list:
+  """Every op of `MATMUL_TYPES` in a traced graph and in the functions it calls through the
+  attributes `follow` (each once per call site), except functions for which `skip` is true."""
+  found = []
+  for op in graph.get_operations():
+    if op.type in MATMUL_TYPES:
+      found.append(op)
+    for attr in follow:
+      try:
+        function_name = op.get_attr(attr).name
+      except (ValueError, AttributeError):
+        continue
+      function = graph._get_function(function_name)  # pylint: disable=protected-access
+      if not skip(function):
+        found += graph_matmuls(function.graph, follow, skip)
+  return found
+
+
+def static_shapes(op):
+  """The input shapes of a graph op, as tuples; ValueError if one is not static."""
+  shapes = tuple(tuple(t.shape.as_list()) for t in op.inputs)
+  if any(d is None for shape in shapes for d in shape):
+    raise ValueError(f"{op.name}: input shapes {shapes} are not static")
+  return shapes
+
+
+def matmul_attrs(op) -> dict:
+  """An op's `MATMUL_ATTRS`, an equation decoded to text."""
+  values = {name: op.get_attr(name) for name in MATMUL_ATTRS[op.type]}
+  return {name: value.decode() if isinstance(value, bytes) else value
+          for name, value in values.items()}
+
+
 def graph_matmul_flops(concrete_function) -> float:
   """Independent cross-check: 2 × (multiply-adds) of every MatMul, BatchMatMulV2 and Einsum in a
   traced TensorFlow graph (static shapes needed), following nested function calls.
 
   TensorFlow's profiler cannot do this for Model Garden layers (it has no FLOPs statistics for
   Einsum, which they use for every projection and for attention), so the count is read off the
-  graph directly: for an Einsum, 2 × the product of the sizes of all its index letters.
+  graph directly.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-  def dims(tensor):
-    return [int(d) for d in tensor.shape]
-
-  def count(graph) -> float:
-    total = 0.0
-    for op in graph.get_operations():
-      if op.type == "MatMul":
-        a, b = dims(op.inputs[0]), dims(op.inputs[1])
-        m, k = (a[1], a[0]) if op.get_attr("transpose_a") else (a[0], a[1])
-        n = b[0] if op.get_attr("transpose_b") else b[1]
-        total += 2.0 * m * k * n
-      elif op.type in ("BatchMatMulV2", "BatchMatMulV3"):
-        a, b = dims(op.inputs[0]), dims(op.inputs[1])
-        k = a[-2] if op.get_attr("adj_x") else a[-1]
-        total += 2.0 * float(tf.reduce_prod(dims(op.outputs[0]))) * k
-      elif op.type == "Einsum":
-        inputs, _ = op.get_attr("equation").decode().split("->")
-        sizes = {}
-        for term, tensor in zip(inputs.split(","), op.inputs):
-          shape = dims(tensor)
-          if "..." in term:  # broadcast dims, named right-aligned so operands agree
-            extra = len(shape) - (len(term) - 3)
-            term = term.replace("...", "".join(chr(0x100 + extra - i) for i in range(extra)))
-          sizes.update(zip(term, shape))
-        product = 1.0
-        for size in sizes.values():
-          product *= size
-        total += 2.0 * product
-      for attr in ("f", "then_branch", "else_branch", "body"):
-        try:
-          function_name = op.get_attr(attr).name
-        except (ValueError, AttributeError):
-          continue
-        total += count(graph._get_function(function_name).graph)  # pylint: disable=protected-access
-    return total
-
-  return count(concrete_function.graph)
+  return sum(matmul_flops(op.type, static_shapes(op), matmul_attrs(op))
+             for op in graph_matmuls(concrete_function.graph))

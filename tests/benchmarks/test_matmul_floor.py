@@ -23,6 +23,9 @@ class FlopsTest(tf.test.TestCase):
                                            adj_x=False, adj_y=True)), 2 * 6 * 4 * 5 * 6)
     self.assertEqual(matmul_floor.flops(op("BatchMatMulV2", [[2, 3, 5, 4], [1, 1, 5, 6]],
                                            adj_x=True, adj_y=False)), 2 * 6 * 4 * 5 * 6)
+    # The batch dims broadcast whichever operand carries them.
+    self.assertEqual(matmul_floor.flops(op("BatchMatMulV2", [[1, 4, 5], [3, 5, 6]],
+                                           adj_x=False, adj_y=False)), 2 * 3 * 4 * 5 * 6)
     self.assertEqual(matmul_floor.flops(op("Einsum", [[2, 3, 4], [4, 5]],
                                            equation="...x,xy->...y")), 2 * 2 * 3 * 4 * 5)
     # A kernel's gradient: a sum over b and t of outer products.
