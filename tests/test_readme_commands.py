@@ -1,7 +1,8 @@
 """The README's step-by-step commands ("Pre-training on one machine") run as a new user types
 them, in order, on slices of the shared data: each command is the README's own text (its quoted
 globs and paths as written, run from a folder beside `shared/`), with only the flags of
-`SHRINK` appended so that the same run is a few steps long."""
+`SHRINK` appended so that the same run is a few steps long. Each runs as its command line does,
+in a process of its own forked from one that imported TensorFlow (`tests/tool_server.py`)."""
 import glob
 import itertools
 import json
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 from official_rtd.tools import flag_tables
 from tests import testutil
+from tests import tool_server
 
 # Appended to the README's command of each tool: the same run at test size.
 SHRINK = {
@@ -171,8 +173,7 @@ class ReadmePretrainingTest(tf.test.TestCase):
     pv = os.path.join(root, "pv")
     for step in steps:
       args = [a.replace("/tmp/pv", pv) for a in step] + SHRINK.get(step[0], [])
-      result = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=900,
-                              stdin=subprocess.DEVNULL)
+      result = tool_server.run(args, cwd=work, timeout=900)
       self.assertEqual(result.returncode, 0, f"{' '.join(args)}\n{result.stderr[-3000:]}")
     # What each step promises is there.
     self.assertTrue(os.path.isfile(f"{pv}/vocab.txt"))
@@ -193,8 +194,7 @@ class ReadmePretrainingTest(tf.test.TestCase):
     args = ([sys.executable, command[1]] + [a.replace("/tmp/pv", pv) for a in command[2:]]
             + [f"--shared_data={data}", "--vocab_size=600", "--train_flops_budget=3e10",
                "--methods=mlm", "--sst2_train_examples=100", "--max_eval_batches=2"])
-    result = subprocess.run(args, cwd=testutil.REPO, capture_output=True, text=True,
-                            timeout=1800, stdin=subprocess.DEVNULL)
+    result = tool_server.run(args, cwd=testutil.REPO, timeout=1800)
     self.assertEqual(result.returncode, 0, f"{' '.join(args)}\n{result.stdout[-3000:]}"
                                            f"\n{result.stderr[-3000:]}")
     self.assertNotIn("start build_vocab", result.stdout)  # the steps' outputs are reused

@@ -9,6 +9,7 @@ import sys
 import tensorflow as tf
 
 from tests import testutil
+from tests import tool_server
 
 SCRIPT = os.path.join(testutil.REPO, "benchmarks", "cvt_labels.py")
 
@@ -44,8 +45,7 @@ def run_replaced(run_body: str, *args: str) -> subprocess.CompletedProcess:
       f"{run_body}"
       "runner.CvtRunner = Recorder\n"
       "app.run(cvt_labels.main, argv=sys.argv)\n")
-  return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                        timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+  return tool_server.run([sys.executable, "-c", script, *args], cwd=testutil.REPO, timeout=300)
 
 
 class ReportTest(tf.test.TestCase):

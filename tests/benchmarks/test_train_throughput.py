@@ -4,13 +4,13 @@ computed by the parent."""
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 import unittest
 
 import tensorflow as tf
 
 from tests import testutil
+from tests import tool_server
 
 SCRIPT = os.path.join(testutil.REPO, "benchmarks", "train_throughput.py")
 
@@ -20,11 +20,10 @@ SCRIPT = os.path.join(testutil.REPO, "benchmarks", "train_throughput.py")
 class TrainThroughputTest(tf.test.TestCase):
 
   def test_ours_and_huggingface_in_both_precisions_reach_the_table(self):
-    result = subprocess.run(
+    result = tool_server.run(
         [sys.executable, SCRIPT, "--configs=ours/float32/32,huggingface/float32/32,"
          "huggingface/bfloat16/32", "--steps=1", "--warmup=1", "--model=one_machine",
-         "--noinput_pipeline", "--nobreakdown"], capture_output=True, text=True, timeout=1200,
-        stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+         "--noinput_pipeline", "--nobreakdown"], timeout=1200, cwd=testutil.REPO)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     for spec in ("ours/float32/32", "huggingface/float32/32", "huggingface/bfloat16/32"):
       self.assertRegex(result.stdout, rf"\n\| {re.escape(spec)} \| [0-9.]+ \| [0-9]+ \|",
@@ -36,10 +35,10 @@ class BaselineCheckoutTest(tf.test.TestCase):
   def test_a_folder_that_is_no_checkout_is_refused_before_any_run(self):
     # (A missing folder once ran the installed package as the "baseline": ours against ours.)
     missing = os.path.join(self.create_tempdir().full_path, "nowhere")
-    result = subprocess.run(
+    result = tool_server.run(
         [sys.executable, SCRIPT, "--configs=baseline/float32/32,ours/float32/32",
          f"--baseline_checkout={missing}", "--noinput_pipeline", "--nobreakdown"],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+        timeout=300, cwd=testutil.REPO)
     self.assertEqual(result.returncode, 1, result.stderr[-3000:])
     self.assertIn(f"--baseline_checkout: {missing} is not a checkout of this repository",
                   result.stderr)

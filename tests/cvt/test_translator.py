@@ -18,6 +18,7 @@ from official_rtd.cvt import seq2seq
 from official_rtd.cvt import translation_text
 from official_rtd.cvt import translator
 from tests import testutil
+from tests import tool_server
 
 SMALL = encoder_lib.CvtConfig(word_dim=8, char_dim=4, lstm1_size=10, lstm2_size=8,
                               projection_size=6, hidden_size=7)
@@ -302,10 +303,9 @@ class TranslateRunTest(tf.test.TestCase):
                                  f"{sources[0]}\n\n{sources[1]}\n")
     out = os.path.join(tmp, "out.de")
     # Without decoding flags it decodes as the run did (beam 2, length 8, recorded), and says so.
-    result = subprocess.run(
+    result = tool_server.run(
         [sys.executable, "-m", "official_rtd.tools.cvt_translate", f"--model_dir={model_dir}",
-         f"--input_file={source}", f"--output_file={out}"], capture_output=True, text=True,
-        check=False)
+         f"--input_file={source}", f"--output_file={out}"])
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     self.assertIn("decoding with beam_size=2 (the run's), max_decode_length=8 (the run's)",
                   result.stderr)

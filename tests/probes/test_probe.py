@@ -2,7 +2,6 @@
 unpadded sentences), and `run_probes` probes an export next to random initialisations."""
 import json
 import os
-import subprocess
 import tempfile
 
 import numpy as np
@@ -18,6 +17,7 @@ from official_rtd.methods import mlm
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.probes import probe as probe_lib
 from tests import testutil
+from tests import tool_server
 
 POS_DIR = os.path.join(testutil.SHARED_DATA, "tagging", "pos_ptb")
 SST2_DIR = os.path.join(testutil.SHARED_DATA, "glue", "SST-2")
@@ -85,13 +85,12 @@ class RunProbesTest(tf.test.TestCase):
     tmp = tempfile.mkdtemp()
     path = tiny_export(tmp)
     out = os.path.join(tmp, "probes.json")
-    result = subprocess.run(
+    result = tool_server.run(
         ["run_probes", f"--init_checkpoint={path}", f"--pos_data_dir={POS_DIR}",
          f"--glue_data_dir={SST2_DIR}", "--pos_max_train_sentences=60",
          f"--ud_data_dir={UD_DIR}", "--ud_max_train_sentences=60",
          "--glue_max_train_examples=60", "--max_seq_length=64", "--random_init_seeds=2",
-         f"--output_file={out}"], cwd=testutil.REPO, capture_output=True, text=True,
-        timeout=900, stdin=subprocess.DEVNULL)
+         f"--output_file={out}"], cwd=testutil.REPO, timeout=900)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     with open(out) as f:
       report = json.load(f)
@@ -115,10 +114,9 @@ class RunProbesTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "give at least one of --pos_data_dir, "
                                 "--glue_data_dir and --ud_data_dir"):
       run_probes.main(run_probes.RunProbesConfig(init_checkpoint=path, output_file=out))
-    result = subprocess.run(
+    result = tool_server.run(
         ["run_probes", f"--init_checkpoint={path}", f"--pos_data_dir={POS_DIR}",
-         "--max_seq_length=64", f"--output_file={out}"], cwd=testutil.REPO, capture_output=True,
-        text=True, timeout=300, stdin=subprocess.DEVNULL)
+         "--max_seq_length=64", f"--output_file={out}"], cwd=testutil.REPO, timeout=300)
     self.assertEqual(result.returncode, 1)
     self.assertIn(f"--output_file={out} already exists: nothing was written", result.stderr)
     with open(out) as f:

@@ -13,11 +13,11 @@ from official_rtd.data import pretraining_data
 from official_rtd.data import records
 from official_rtd.utils import run_lock
 from tests import testutil
+from tests import tool_server
 
 
 def run_tool(args, cwd):
-  return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300,
-                        stdin=subprocess.DEVNULL)
+  return tool_server.run(args, cwd=cwd, timeout=300)
 
 
 def descendants(pid):
@@ -234,8 +234,7 @@ class RunMainTest(tf.test.TestCase):
               "@dataclasses.dataclass\nclass Config:\n  pass\n"
               f"def main(config):\n  {raise_statement}\n"
               "cli.run_main(main, 'tool', cli.Flags(Config, {}))\n")
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL, cwd=testutil.REPO)
+    return tool_server.run([sys.executable, "-c", script], cwd=testutil.REPO, timeout=120)
 
   def test_user_errors_are_one_line(self):
     for statement, line in (

@@ -1,7 +1,6 @@
 """compare_runs: the equal-FLOPs table, and --plot (one curve per run of a held-out figure
 against train FLOPs)."""
 import os
-import subprocess
 import tempfile
 from unittest import mock
 
@@ -11,6 +10,7 @@ import tensorflow as tf
 
 from official_rtd.tools import compare_runs
 from official_rtd.interop import run_dir
+from tests import tool_server
 
 # matplotlib's first two default line colours (C0, C1), as RGB in [0, 1].
 C0, C1 = np.array([0x1f, 0x77, 0xb4]) / 255, np.array([0xff, 0x7f, 0x0e]) / 255
@@ -113,16 +113,14 @@ class PlotTest(tf.test.TestCase):
     tmp = tempfile.mkdtemp(dir=self.get_temp_dir())
     dirs = write_runs(tmp)
     out = os.path.join(tmp, "c.png")
-    result = subprocess.run(["compare_runs", f"--model_dirs={','.join(dirs)}", f"--plot={out}",
-                             "--metric=fixed_noise_auc"], capture_output=True, text=True,
-                            timeout=120, stdin=subprocess.DEVNULL)
+    result = tool_server.run(["compare_runs", f"--model_dirs={','.join(dirs)}", f"--plot={out}",
+                              "--metric=fixed_noise_auc"], timeout=120)
     self.assertEqual(result.returncode, 0, result.stderr)
     self.assertIn("equal budget: 2e+10", result.stdout)
     self.assertIn(f"wrote {out}", result.stdout)
     self.assertTrue(os.path.getsize(out) > 1000)
-    result = subprocess.run(["compare_runs", f"--model_dirs={','.join(dirs)}", f"--plot={out}",
-                             "--metric=nope"], capture_output=True, text=True, timeout=120,
-                            stdin=subprocess.DEVNULL)
+    result = tool_server.run(["compare_runs", f"--model_dirs={','.join(dirs)}", f"--plot={out}",
+                              "--metric=nope"], timeout=120)
     self.assertEqual(result.returncode, 1)
     self.assertIn("compare_runs: error: --metric=nope", result.stderr)
 

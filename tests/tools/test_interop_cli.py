@@ -1,7 +1,6 @@
 """export_model and import_checkpoint from the command line."""
 import json
 import os
-import subprocess
 import tempfile
 
 import safetensors.numpy
@@ -13,13 +12,13 @@ from official_rtd import runs
 from official_rtd.data import pretraining_data
 from official_rtd.interop import export
 from tests import testutil
+from tests import tool_server
 from tests.interop import test_electra_tf1
 from tests.training.test_trainer import make_records
 
 
 def run(tool, *args):
-  return subprocess.run([tool, *args], cwd=testutil.REPO, capture_output=True, text=True,
-                        timeout=600, stdin=subprocess.DEVNULL)
+  return tool_server.run([tool, *args], cwd=testutil.REPO, timeout=600)
 
 
 def one_error(test, result, tool):

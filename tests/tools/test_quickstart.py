@@ -1,18 +1,18 @@
 """The README's quickstart command, shortened to a few steps."""
 import os
-import subprocess
 import tempfile
 
 import tensorflow as tf
+
+from tests import tool_server
 
 
 class QuickstartTest(tf.test.TestCase):
 
   def test_quickstart_builds_everything_and_reports(self):
     out = os.path.join(tempfile.mkdtemp(), "qs")
-    result = subprocess.run(["rtd_quickstart", f"--output_dir={out}", "--num_train_steps=50",
-                             "--vocab_size=2000"], cwd=tempfile.gettempdir(), capture_output=True,
-                            text=True, timeout=900, stdin=subprocess.DEVNULL)
+    result = tool_server.run(["rtd_quickstart", f"--output_dir={out}", "--num_train_steps=50",
+                              "--vocab_size=2000"], cwd=tempfile.gettempdir(), timeout=900)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertIn("Quickstart finished.", result.stdout)
     self.assertRegex(result.stdout, r"mlm_loss: [\d.]+ at step 50")

@@ -1,11 +1,11 @@
 """run_glue's (and run_parsing's) command line: a bad task, export or out-of-range number fails with one clear line."""
 import re
-import subprocess
 import tempfile
 
 import tensorflow as tf
 
 from official_rtd.finetune import configs
+from tests import tool_server
 
 
 class RunGlueCliTest(tf.test.TestCase):
@@ -21,18 +21,15 @@ class RunGlueCliTest(tf.test.TestCase):
         (["--task=rte", f"--init_checkpoint={tmp}", "--data_dir=/nonexistent"],
          f"{tmp} is not an encoder export"),
     ]:
-      result = subprocess.run(["run_glue", f"--model_dir={tmp}/out", *args], capture_output=True,
-                              text=True, timeout=300, stdin=subprocess.DEVNULL)
+      result = tool_server.run(["run_glue", f"--model_dir={tmp}/out", *args], timeout=300)
       self.assertEqual(result.returncode, 1, result.stderr[-2000:])
       errors = [l for l in result.stderr.splitlines() if l.startswith("run_glue: error:")]
       self.assertLen(errors, 1, result.stderr[-2000:])
       self.assertIn(message, errors[0])
     # A task of another tool, through run_parsing (its config has no GLUE or tagging fields).
     for task, owner in (("pos", "run_tagging"), ("rte", "run_glue")):
-      result = subprocess.run(["run_parsing", f"--task={task}", f"--init_checkpoint={tmp}",
-                               f"--model_dir={tmp}/out", "--data_dir=/nonexistent"],
-                              capture_output=True, text=True, timeout=300,
-                              stdin=subprocess.DEVNULL)
+      result = tool_server.run(["run_parsing", f"--task={task}", f"--init_checkpoint={tmp}",
+                                f"--model_dir={tmp}/out", "--data_dir=/nonexistent"], timeout=300)
       self.assertEqual(result.returncode, 1, result.stderr[-2000:])
       self.assertEqual(result.stderr.strip().splitlines()[-1],
                        f"run_parsing: error: --task={task} is not a run_parsing task (its tasks: "

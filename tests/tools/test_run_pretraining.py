@@ -15,6 +15,7 @@ from official_rtd.tools import run_pretraining
 from official_rtd import runs
 from official_rtd.data import vocab as vocab_lib
 from tests import testutil
+from tests import tool_server
 from tests.training.test_trainer import make_records
 from tests.training.test_trainer import RecordsTestCase
 
@@ -26,8 +27,7 @@ class RunPretrainingCliTest(RecordsTestCase):
   PARAGRAPHS = 150
 
   def _run(self, *args):
-    return subprocess.run(BASE + list(args), cwd=testutil.REPO, capture_output=True, text=True,
-                          timeout=600, stdin=subprocess.DEVNULL)
+    return tool_server.run(BASE + list(args), cwd=testutil.REPO, timeout=600)
 
   def test_bad_gin_and_records_fail_before_training(self):
     model_dir = os.path.join(self.tmp, "bad")
@@ -137,7 +137,7 @@ class RunPretrainingCliTest(RecordsTestCase):
   def test_a_diverging_run_stops_without_saving_non_finite_weights(self):
     for task in ("mlm", "electra"):
       model_dir = os.path.join(self.tmp, f"diverging_{task}")
-      result = subprocess.run(
+      result = tool_server.run(
           ["run_pretraining", "--gin_file=gin/models/tiny.gin", f"--gin_file=gin/tasks/{task}.gin",
            f"--input_records={self.records}", f"--model_dir={model_dir}",
            "--gin_param=TrainConfig.train_batch_size = 8",
@@ -146,8 +146,7 @@ class RunPretrainingCliTest(RecordsTestCase):
            "--gin_param=TrainConfig.log_every_steps = 2",
            "--gin_param=OptimizerConfig.warmup_steps = 0",
            "--gin_param=OptimizerConfig.learning_rate = 1e6"],
-          cwd=testutil.REPO, capture_output=True, text=True, timeout=600,
-          stdin=subprocess.DEVNULL)
+          cwd=testutil.REPO, timeout=600)
       self.assertEqual(result.returncode, 1, result.stderr[-3000:])
       errors = [l for l in result.stderr.splitlines() if l.startswith("run_pretraining: error:")]
       self.assertLen(errors, 1, result.stderr[-3000:])

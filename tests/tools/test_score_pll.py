@@ -4,7 +4,6 @@ import contextlib
 import io
 import json
 import os
-import subprocess
 import tempfile
 
 import tensorflow as tf
@@ -14,12 +13,12 @@ from official_rtd.tools import score_pll
 from official_rtd import runs
 from official_rtd.training import scoring
 from tests import testutil
+from tests import tool_server
 from tests.training.test_trainer import make_records
 
 
-def run(args, **kwargs):
-  return subprocess.run(args, cwd=testutil.REPO, capture_output=True, text=True, timeout=600,
-                        stdin=subprocess.DEVNULL, **kwargs)
+def run(args):
+  return tool_server.run(args, cwd=testutil.REPO, timeout=600)
 
 
 def printed(tool, **config):

@@ -10,6 +10,7 @@ import sys
 import tensorflow as tf
 
 from tests import testutil
+from tests import tool_server
 from tests.training.test_trainer import RecordsTestCase
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,10 +26,9 @@ class DistributedTest(RecordsTestCase):
   PARAGRAPHS = 150
 
   def test_mirrored_two_cpus_equals_one_device(self):
-    result = subprocess.run(
+    result = tool_server.run(
         [sys.executable, os.path.join(HERE, "distributed_check.py"), self.records,
-         os.path.join(self.tmp, "mirrored")], capture_output=True, text=True, timeout=600,
-        cwd=testutil.REPO)
+         os.path.join(self.tmp, "mirrored")], timeout=600, cwd=testutil.REPO)
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     report = json.loads(result.stdout.strip().splitlines()[-1])
     self.assertEqual(report["electra/one_device"]["replicas"], 1)

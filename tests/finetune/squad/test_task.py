@@ -2,7 +2,6 @@
 import dataclasses
 import json
 import os
-import subprocess
 import tempfile
 import types
 
@@ -14,6 +13,7 @@ from official_rtd.finetune.squad import data as squad_data
 from official_rtd.finetune.squad import task as squad
 from official_rtd.interop import export
 from tests import testutil
+from tests import tool_server
 from tests.finetune.squad.test_data import SQUAD
 from tests.finetune.squad.test_data import V2
 from tests.training.test_trainer import TINY
@@ -115,10 +115,9 @@ class RunSquadTest(tf.test.TestCase):
         ([f"--train_file={self.data}", "--max_seq_length=512"],
          "--max_seq_length=512 exceeds the encoder's max_position_embeddings 64"),
     ]:
-      result = subprocess.run(
+      result = tool_server.run(
           ["run_squad", f"--predict_file={self.data}", f"--init_checkpoint={self.export_dir}",
-           f"--model_dir={self.tmp}/cli", "--version_2_with_negative", *args],
-          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+           f"--model_dir={self.tmp}/cli", "--version_2_with_negative", *args], timeout=300)
       self.assertEqual(result.returncode, 1, result.stderr[-2000:])
       errors = [l for l in result.stderr.splitlines() if l.startswith("run_squad: error:")]
       self.assertLen(errors, 1, result.stderr[-2000:])
