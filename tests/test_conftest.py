@@ -1,6 +1,5 @@
 """The test suite's own plumbing: what pytest collects, and how missing data is reported."""
 import os
-import subprocess
 import sys
 from unittest import mock
 
@@ -8,6 +7,7 @@ import tensorflow as tf
 
 from tests import conftest
 from tests import testutil
+from tests import tool_server
 
 
 class CollectionTest(tf.test.TestCase):
@@ -15,19 +15,17 @@ class CollectionTest(tf.test.TestCase):
   def test_inherited_test_session_is_not_collected(self):
     """tf.test.TestCase's `test_session` (a deprecated context manager) used to be collected and
     skip itself: 73 false "skipped" per run."""
-    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                             "tests/ops/test_sampling.py"], cwd=testutil.REPO,
-                            capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    result = tool_server.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                              "tests/ops/test_sampling.py"], cwd=testutil.REPO, timeout=300)
     self.assertEqual(result.returncode, 0, result.stdout[-2000:])
     self.assertIn("test_sample_matches_softmax", result.stdout)
     self.assertNotIn("test_session", result.stdout)
 
 
   def test_the_longest_classes_are_collected_first(self):
-    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0",
-                             "tests/training/test_evaluation.py", "tests/test_readme_commands.py"],
-                            cwd=testutil.REPO, capture_output=True, text=True, timeout=300,
-                            stdin=subprocess.DEVNULL)
+    result = tool_server.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0",
+                              "tests/training/test_evaluation.py", "tests/test_readme_commands.py"],
+                             cwd=testutil.REPO, timeout=300)
     self.assertEqual(result.returncode, 0, result.stdout[-2000:])
     classes = []
     for line in result.stdout.splitlines():
