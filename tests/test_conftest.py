@@ -1,6 +1,7 @@
 """The test suite's own plumbing: what pytest collects, and how missing data is reported."""
 import os
 import sys
+import tempfile
 from unittest import mock
 
 import tensorflow as tf
@@ -39,6 +40,28 @@ class CollectionTest(tf.test.TestCase):
       path, name = scope.split("::")
       with open(os.path.join(testutil.REPO, path), encoding="utf-8") as f:
         self.assertIn(f"\nclass {name}(", f.read(), scope)
+
+
+class TemporaryFolderTest(tf.test.TestCase):
+
+  def test_a_run_writes_its_temporary_files_in_a_folder_it_removes(self):
+    here = tempfile.gettempdir()
+    self.assertEqual(os.environ["TMPDIR"], here)
+    self.assertStartsWith(os.path.basename(here), "official_rtd_tests_")
+    print("RUN_TMPDIR", here, os.path.isdir(here))
+    if os.environ.get("NESTED_RUN"):  # the run below
+      return
+    outer = self.create_tempdir().full_path
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    result = tool_server.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-n", "0", "-p", "no:cacheprovider",
+         f"{os.path.relpath(__file__, testutil.REPO)}::TemporaryFolderTest"],
+        cwd=testutil.REPO, env=dict(env, TMPDIR=outer, NESTED_RUN="1"), timeout=300)
+    self.assertEqual(result.returncode, 0, result.stdout[-2000:])
+    line = next(l for l in result.stdout.splitlines() if l.startswith("RUN_TMPDIR"))
+    nested, existed = line.split()[1:]
+    self.assertEqual((os.path.dirname(nested), existed), (outer, "True"))
+    self.assertEqual(os.listdir(outer), [])  # removed at the run's end
 
 
 class MissingDataTest(tf.test.TestCase):

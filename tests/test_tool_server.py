@@ -16,8 +16,9 @@ PROGRAMS = {
     "a message as status": "import sys; sys.exit('stopped: bad input')",
     "a defect's traceback": "raise RuntimeError('a defect')",
     "an interrupt nobody caught": "raise KeyboardInterrupt()",
-    "cwd, argv and environment": ("import os, sys; print(os.getcwd(), sys.argv[1:], "
-                                  "os.environ['TOOL_SERVER_PROBE'], sys.path[0] == '')"),
+    "cwd, argv and environment": ("import os, sys, tempfile; print(os.getcwd(), sys.argv[1:], "
+                                  "os.environ['TOOL_SERVER_PROBE'], sys.path[0] == '', "
+                                  "tempfile.gettempdir())"),
     "atexit after a thread": ("import atexit, threading, time\n"
                               "atexit.register(lambda: print('atexit'))\n"
                               "threading.Thread(target=lambda: (time.sleep(1), print('thread'))"
@@ -44,7 +45,7 @@ class ToolServerTest(tf.test.TestCase):
 
   def test_python_programs_end_as_in_their_own_interpreter(self):
     cwd = self.create_tempdir().full_path
-    env = dict(os.environ, TOOL_SERVER_PROBE="given")
+    env = dict(os.environ, TOOL_SERVER_PROBE="given", TMPDIR=cwd)
     for name, program in PROGRAMS.items():
       with self.subTest(name):
         self.assert_same([sys.executable, "-c", program, "--flag=1"], cwd, env)

@@ -49,6 +49,7 @@ def _main(argv: Sequence[str], cwd: str, env: Dict[str, str], stdout: str, stder
   os.environ.update(env)
   for key, value in set_by_imports.items():
     os.environ.setdefault(key, value)
+  tempfile.tempdir = None  # read again from this environment's TMPDIR, as a new process does
   for fd, path in ((1, stdout), (2, stderr)):
     handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(handle, fd)
