@@ -15,9 +15,10 @@ import tempfile  # isort: skip
 
 # The run's only or controlling process (not an xdist worker, which inherits TMPDIR from it):
 # before anything reads TMPDIR.
-OWNS_TMPDIR = "PYTEST_XDIST_WORKER" not in os.environ
-if OWNS_TMPDIR:
-  os.environ["TMPDIR"] = tempfile.tempdir = tempfile.mkdtemp(prefix="official_rtd_tests_")
+RUN_TMPDIR = (tempfile.mkdtemp(prefix="official_rtd_tests_")
+              if "PYTEST_XDIST_WORKER" not in os.environ else None)
+if RUN_TMPDIR:
+  os.environ["TMPDIR"] = tempfile.tempdir = RUN_TMPDIR
 
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # before TensorFlow starts its thread pools
   CORES = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")  # taskset's, too
@@ -87,8 +88,8 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-  if OWNS_TMPDIR:  # after the workers: the run's temporary folder
-    shutil.rmtree(os.environ["TMPDIR"], ignore_errors=True)
+  if RUN_TMPDIR:  # after the workers: the run's temporary folder (the one made above)
+    shutil.rmtree(RUN_TMPDIR, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items):
