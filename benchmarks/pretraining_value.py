@@ -35,6 +35,9 @@ Stages (each skipped when its output exists, so a killed run resumes):
             interpolated between budgets, or extrapolated from the last two when closing).
 `--parallel=2` runs two processes at a time, one core each (taskset); a job that fails, Ctrl-C or
 SIGTERM stops the others too (they save their state: the same command resumes them).
+`--gin_param` binds a setting in every run of the work dir after the recipe's files (a screen of
+one setting: a work dir of its own, whose `vocab.txt`, `records` and `heldout` may link to
+another's); a run started with other bindings is refused, not resumed or reported as this one.
 `--shared_data` points at another copy of the shared data folder (e.g. slices of it, as the test of
 the README's command does); `--vocab_size` overrides the recipe's.
 """
@@ -67,6 +70,8 @@ flags.DEFINE_string("methods", "electra,mlm", "Pre-training methods (gin/tasks/<
                     "a recipe that includes one, gin/recipes/<method>.gin); `a+b` composes "
                     "their files in that order (e.g. electra_one_machine+ale).")
 flags.DEFINE_string("seeds", "0,1", "Seeds, one run each per method.")
+flags.DEFINE_multi_string("gin_param", [], "A gin binding for every run, after the recipe's files "
+                          "(repeatable), e.g. 'OptimizerConfig.learning_rate = 5e-4'.")
 flags.DEFINE_float("train_flops_budget", 2e14, "Train FLOPs per run.")
 flags.DEFINE_enum("recipe", "sentences", sorted(RECIPES), "The recipe (see above).")
 flags.DEFINE_string("model_gin", "gin/models/one_machine.gin", "The model's sizes.")
@@ -194,7 +199,8 @@ def pretrain_argv(args, method, model_dir, extra=()):
   return (["run_pretraining", f"--gin_file={args.model_gin}"]
           + [f"--gin_file={f}" for f in method_gins(method) + recipe_gin]
           + [f"--input_records={os.path.join(args.work_dir, 'records')}",
-             f"--model_dir={model_dir}"] + list(extra))
+             f"--model_dir={model_dir}"] + list(extra)
+          + [f"--gin_param={binding}" for binding in args.gin_param])
 
 
 # A random initialisation is built without the masked-LM warm-up, which a 1-step run could not
@@ -216,8 +222,6 @@ def stage_pretrain(args):
   jobs = []
   for name, method, seed in runs(args):
     model_dir = os.path.join(args.work_dir, name)
-    if os.path.isdir(os.path.join(model_dir, "export")):
-      continue
     if seed is None:  # the initial weights: one step whose learning rate is 0 (warmup from 0)
       extra = ["--noonset_monitor", "--gin_param=TrainConfig.num_train_steps = 1",
                "--gin_param=TrainConfig.train_flops_budget = 0.0", *random_init_params(method)]
@@ -225,9 +229,28 @@ def stage_pretrain(args):
       extra = [f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
                f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",
                f"--gin_param=TrainConfig.seed = {seed}"]
+    check_bindings(args, model_dir, extra)
+    if os.path.isdir(os.path.join(model_dir, "export")):
+      continue
     jobs.append((name, pretrain_argv(args, method, model_dir, extra),
                  os.path.join(args.work_dir, f"{name}.log")))
   run_jobs(jobs, args.parallel)
+
+
+def check_bindings(args, model_dir, extra):
+  """Refuses to resume a run that was started with other `--gin_param` bindings (besides the
+  budget, seed and random-initialisation ones this stage gives) than this command's."""
+  path = os.path.join(model_dir, "run_flags.json")
+  if not os.path.exists(path):
+    return
+  with open(path, encoding="utf-8") as f:
+    recorded = json.load(f).get("gin_param", [])
+  ours = {arg.split("=", 1)[1] for arg in extra if arg.startswith("--gin_param=")}
+  given = sorted(binding for binding in recorded if binding not in ours)
+  if given != sorted(args.gin_param):
+    refuse(f"{model_dir} was started with --gin_param {given or 'none'}, not "
+           f"{sorted(args.gin_param) or 'none'}: give those bindings, or a new --work_dir (its "
+           "vocab.txt, records and heldout may link to this one's)")
 
 
 def stage_evaluate(args):

@@ -11,8 +11,9 @@ predicts for every (non-pad) position whether its token was replaced:
 The pair, sampling, losses, metrics and the masked-LM warm-up (a detection start, the
 discriminator's own masked LM L_DMLM weighted μ_t, the masked input before detection starts) are
 `objectives.GeneratorDiscriminator`'s, shared with the other generator/discriminator methods; this
-module adds ELECTRA's options: ELECTRA 15% (`rtd_positions="masked"`), weight tying and two-stage
-training (§5.3.3).
+module adds ELECTRA's options: ELECTRA 15% (`rtd_positions="masked"`), weight tying, two-stage
+training (§5.3.3), a generator frozen from a step on (`generator_frozen_step`) and a sampling
+temperature that falls from detection start (`initial_temperature`, as Fast-ELECTRA's curriculum).
 """
 import os
 from typing import Optional
@@ -24,6 +25,7 @@ from official_rtd.methods import base
 from official_rtd.methods import objectives
 from official_rtd.methods import registry
 from official_rtd.modeling.encoder_config import EncoderConfig
+from official_rtd.ops import losses as losses_lib
 from official_rtd.ops import sampling
 from official_rtd.utils import checkpoint_files
 
@@ -31,21 +33,52 @@ from official_rtd.utils import checkpoint_files
 class ElectraPretrainer(objectives.GeneratorDiscriminator):
   """`objectives.GeneratorDiscriminator` (see its outputs and its masked-LM warm-up) with ELECTRA
   15% (`rtd_positions` "all" or "masked": the discriminator loss only over the masked
-  positions)."""
+  positions), a generator frozen from a step on and an annealed sampling temperature."""
   warmup_settings = "build_electra_pretrainer"
 
-  def __init__(self, generator, discriminator, rtd_positions: str = "all", **kwargs):
+  def __init__(self, generator, discriminator, rtd_positions: str = "all",
+               generator_frozen_step: int = 0, initial_temperature: float = 0.0,
+               temperature_steps: int = 0, **kwargs):
     super().__init__(generator, discriminator, **kwargs)
     if rtd_positions not in ("all", "masked"):
       raise ValueError(f"rtd_positions must be 'all' or 'masked', got {rtd_positions!r}")
+    if generator_frozen_step < 0:
+      raise ValueError(f"build_electra_pretrainer.generator_frozen_step must be >= 0 (0: never "
+                       f"frozen), got {generator_frozen_step}")
+    if initial_temperature < 0 or (initial_temperature and (
+        temperature_steps <= 0 or self.temperature <= 0)):
+      raise ValueError(
+          f"build_electra_pretrainer.initial_temperature = {initial_temperature} needs "
+          f"temperature_steps > 0 (got {temperature_steps}) and temperature > 0 (got "
+          f"{self.temperature}) to fall to; 0 leaves the temperature constant")
     self.rtd_positions = rtd_positions
+    self.generator_frozen_step = generator_frozen_step
+    self.initial_temperature = float(initial_temperature)
+    self.temperature_steps = temperature_steps
+
+  def sampling_temperature(self):
+    """T_t: with `initial_temperature` T_0, T_0 until detection starts (t_s), then linearly down
+    to `temperature` T over `temperature_steps` S (a descending schedule, as Fast-ELECTRA's):
+    T_t = T_0 + (T − T_0) · clip((t − t_s) / S, 0, 1)."""
+    if not self.initial_temperature:
+      return self.temperature
+    since = tf.cast(self.training_step() - self.detection_start_step(), tf.float32)
+    progress = tf.clip_by_value(since / float(self.temperature_steps), 0.0, 1.0)
+    return self.initial_temperature + (self.temperature - self.initial_temperature) * progress
 
   def compute_losses(self, inputs, outputs):
     if self.rtd_positions == "masked":  # ELECTRA 15%: the loss only over the masked positions
       inputs = dict(inputs, input_mask=sampling.scatter_positions(
           tf.zeros_like(inputs["input_mask"]), inputs["masked_lm_positions"],
           tf.ones_like(inputs["masked_lm_positions"]), inputs["masked_lm_weights"]))
-    return super().compute_losses(inputs, outputs)  # L_MLM + λ_t L_Disc + μ_t L_DMLM
+    losses = super().compute_losses(inputs, outputs)  # L_MLM + λ_t L_Disc + μ_t L_DMLM
+    if not self.generator_frozen_step:
+      return losses
+    # From generator_frozen_step on, L_MLM still logged but out of the total: the generator's own
+    # layers and head get no gradient (shared embeddings still train through the discriminator).
+    frozen = tf.cast(self.training_step() >= self.generator_frozen_step, tf.float32)
+    return dict(losses, total_loss=losses_lib.combined_loss(
+        losses["total_loss"].value - frozen * losses["mlm_loss"].value, inputs))
 
 
 def create_variables(model: ElectraPretrainer) -> None:
@@ -101,7 +134,9 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
                              discriminator_mlm_weight: Optional[float] = None,
                              discriminator_mlm_steps: Optional[int] = None,
                              rtd_prior: float = 0.5,
-                             masked_warmup: Optional[bool] = None) -> ElectraPretrainer:
+                             masked_warmup: Optional[bool] = None,
+                             generator_frozen_step: int = 0, initial_temperature: float = 0.0,
+                             temperature_steps: int = 0) -> ElectraPretrainer:
   """Builds ELECTRA.
 
   Args:
@@ -124,6 +159,13 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
     rtd_prior: the RTD head's logit bias starts at log(p / (1 − p)) (0.5: ELECTRA's bias 0), e.g.
       the expected replaced fraction, so the first steps need not push every representation
       toward "original".
+    generator_frozen_step: from this step on (0: never) the generator's masked-LM loss leaves
+      the total: its layers and head get no gradient (only Adam's decaying momentum and weight
+      decay still move them); shared embeddings train on through the discriminator. E.g. the
+      detection start: a generator frozen after the warm-up.
+    initial_temperature, temperature_steps: sampling at T_0 = `initial_temperature` until
+      detection starts, then linearly down to `temperature` over `temperature_steps` (0: a
+      constant `temperature`; `ElectraPretrainer.sampling_temperature`).
   """
   embedding_sharing = objectives.embedding_sharing_mode(embedding_sharing, tie_embeddings)
   if freeze_generator and (embedding_sharing in ("shared", "tokens") or tie_all):
@@ -142,7 +184,9 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
   model = ElectraPretrainer(generator, discriminator, rtd_weight=rtd_weight,
                             temperature=temperature, disallow_correct=disallow_correct,
                             rtd_positions=rtd_positions, rtd_prior=rtd_prior, name="electra",
-                            **warmup)
+                            generator_frozen_step=generator_frozen_step,
+                            initial_temperature=initial_temperature,
+                            temperature_steps=temperature_steps, **warmup)
   if generator_init_checkpoint:
     init_from_generator_checkpoint(model, generator_init_checkpoint)
   if freeze_generator:

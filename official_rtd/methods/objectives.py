@@ -201,7 +201,7 @@ class GeneratorDiscriminator(base.PretrainingModel):
     outputs = self.generator_logits(inputs, original_ids, training=training)
     mlm_logits = outputs["mlm_logits"]
     sampled_ids = tf.stop_gradient(sampling.sample(
-        mlm_logits, self.temperature,
+        mlm_logits, self.sampling_temperature(),
         disallow_ids=inputs["masked_lm_ids"] if self.disallow_correct else None,
         gumbel_noise=inputs.get("gumbel_noise"), seed=inputs.get("sampling_seed")))
     corrupted_ids = sampling.scatter_positions(
@@ -215,6 +215,11 @@ class GeneratorDiscriminator(base.PretrainingModel):
     outputs.update(self.discriminator_heads(discriminator_output, inputs, outputs, training))
     outputs.update(self.discriminator_mlm_logits(discriminator_output, inputs))
     return outputs
+
+  def sampling_temperature(self):
+    """The temperature replacements are sampled at this step (`temperature`; a member may
+    anneal it)."""
+    return self.temperature
 
   def discriminator_input_ids(self, inputs, corrupted_ids) -> tf.Tensor:
     """`[batch, seq_len]` what the discriminator reads: the corrupted sequence, or with

@@ -1,10 +1,10 @@
 """Sampling and position gather/scatter helpers shared by the pre-training methods."""
-from typing import Optional
+from typing import Optional, Union
 
 import tensorflow as tf
 
 
-def sample(logits: tf.Tensor, temperature: float = 1.0,
+def sample(logits: tf.Tensor, temperature: Union[float, tf.Tensor] = 1.0,
            disallow_ids: Optional[tf.Tensor] = None, gumbel_noise: Optional[tf.Tensor] = None,
            seed: Optional[tf.Tensor] = None) -> tf.Tensor:
   """Samples ids from softmax(logits / temperature), in float32.
@@ -17,7 +17,8 @@ def sample(logits: tf.Tensor, temperature: float = 1.0,
 
   Args:
     logits: `[batch, num_predictions, vocab]`.
-    temperature: > 0; 0 means greedy (argmax).
+    temperature: > 0 (a float, or a scalar tensor, e.g. an annealed one); 0.0 means greedy
+      (argmax).
     disallow_ids: `[batch, num_predictions]` ids that must not be sampled (e.g. the originals).
     gumbel_noise: `[batch, num_predictions, vocab]` Gumbel noise to use (reproducible sampling,
       e.g. across distribution strategies).
@@ -27,16 +28,17 @@ def sample(logits: tf.Tensor, temperature: float = 1.0,
     `[batch, num_predictions]` int32 ids.
   """
   logits = tf.cast(logits, tf.float32)
-  if temperature > 0:
-    logits = logits / temperature
+  greedy = not tf.is_tensor(temperature) and temperature <= 0
+  if not greedy:
+    logits = logits / tf.cast(temperature, tf.float32)
   if disallow_ids is not None:
     logits -= 1e4 * tf.one_hot(disallow_ids, tf.shape(logits)[-1], dtype=tf.float32)
-  if temperature > 0 and gumbel_noise is None:
+  if not greedy and gumbel_noise is None:
     rows = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
     ids = (_seeded_inverse_cdf(rows, seed) if seed is not None
            else tf.random.categorical(rows, 1, dtype=tf.int32))
     return tf.reshape(ids, tf.shape(logits)[:-1])
-  if temperature > 0:
+  if not greedy:
     logits += gumbel_noise
   return tf.argmax(logits, axis=-1, output_type=tf.int32)
 

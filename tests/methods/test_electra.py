@@ -237,6 +237,56 @@ class ElectraLossTest(tf.test.TestCase):
           self.assertAllEqual(outputs["discriminator_mlm_logits"],
                               tf.zeros([2, 3, VOCAB]))
 
+  def test_an_annealed_temperature_falls_linearly_from_detection_start(self):
+    """`initial_temperature` T_0 (issue 86's screen, Fast-ELECTRA's descending schedule): T_0
+    until detection starts at t_s = 5, then linearly to T = 1 over S = 10 steps; replacements
+    follow softmax(logits / T_t)."""
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, rtd_start_step=5,
+                                             initial_temperature=3.0, temperature_steps=10)
+    step = tf.Variable(0, dtype=tf.int64)
+    model.bind_step(lambda: step)
+    for value, expected in ((0, 3.0), (5, 3.0), (7, 2.6), (10, 2.0), (15, 1.0), (40, 1.0)):
+      step.assign(value)
+      self.assertAllClose(model.sampling_temperature(), expected, msg=value)
+    step.assign(10)
+    model(toy_batch(), training=False)
+    assert_samples_follow_mlm(self, model, model.masked_lm, temperature=2.0)
+    constant = electra.build_electra_pretrainer(CONFIG, temperature=0.7)
+    self.assertEqual(constant.sampling_temperature(), 0.7)
+    for kwargs in (dict(initial_temperature=2.0), dict(initial_temperature=-1.0),
+                   dict(initial_temperature=2.0, temperature_steps=5, temperature=0.0)):
+      with self.assertRaisesRegex(ValueError, "initial_temperature = .* needs temperature_steps"):
+        electra.build_electra_pretrainer(CONFIG, **kwargs)
+
+  def test_a_generator_frozen_from_a_step_leaves_the_total_and_gets_no_gradient(self):
+    """`generator_frozen_step` = 3 (issue 86's screen): total = L_MLM + λ L_Disc before, λ L_Disc
+    from step 3 on (L_MLM still reported); the generator's own layers and head then get no
+    gradient, the discriminator's still do."""
+    model = electra.build_electra_pretrainer(CONFIG, generator_size=0.5, generator_frozen_step=3)
+    step = tf.Variable(0, dtype=tf.int64)
+    model.bind_step(lambda: step)
+    batch = toy_batch()
+    batch["gumbel_noise"] = forcing_noise(tf.constant([[11, 30, 0], [40, 0, 0]]))
+    model(batch, training=False)
+    shared = {v.ref() for v in model.discriminator.trainable_variables}
+    own = [v for v in model.generator.trainable_variables + model.masked_lm.trainable_variables
+           if v.ref() not in shared]
+    self.assertNotEmpty(own)
+    for value, mlm_weight in ((2, 1.0), (3, 0.0), (9, 0.0)):
+      step.assign(value)
+      with tf.GradientTape() as tape:
+        losses = model.compute_losses(batch, model(batch, training=True))
+      self.assertAllClose(losses["total_loss"].value, mlm_weight * losses["mlm_loss"].value
+                          + 50.0 * losses["rtd_loss"].value, rtol=1e-5)
+      self.assertGreater(float(losses["mlm_loss"].value), 0.0)
+      own_grads, disc_grads = tape.gradient(
+          losses["total_loss"].value, (own, model.discriminator.trainable_variables))
+      moved = [g is not None and float(tf.reduce_max(tf.abs(g))) > 0 for g in own_grads]
+      self.assertEqual(any(moved), bool(mlm_weight), value)
+      self.assertTrue(all(g is not None for g in disc_grads))
+    with self.assertRaisesRegex(ValueError, "generator_frozen_step must be >= 0"):
+      electra.build_electra_pretrainer(CONFIG, generator_frozen_step=-1)
+
   def test_the_rtd_prior_sets_the_untrained_heads_replaced_fraction(self):
     """`rtd_prior` p (issue 72's screen): the head's bias starts at log(p / (1 − p)), so with a
     zero kernel σ(logit) = p on every token; 0.5 keeps ELECTRA's bias 0."""

@@ -22,6 +22,10 @@ class SamplingTest(tf.test.TestCase):
     hot = sampling.sample(many, temperature=0.5).numpy().ravel()
     self.assertAllClose(np.bincount(hot, minlength=4) / n, tf.nn.softmax(logits[0, 0] / 0.5),
                         atol=0.015)
+    # A scalar tensor (an annealed temperature), also inside a graph.
+    annealed = tf.function(lambda t: sampling.sample(many, temperature=t))(tf.constant(0.5))
+    self.assertAllClose(np.bincount(annealed.numpy().ravel(), minlength=4) / n,
+                        tf.nn.softmax(logits[0, 0] / 0.5), atol=0.015)
     self.assertAllEqual(sampling.sample(logits, temperature=0.0), [[0]])
     disallowed = sampling.sample(tf.tile(logits, [500, 1, 1]), temperature=0.0,
                                  disallow_ids=tf.zeros([500, 1], tf.int32))
