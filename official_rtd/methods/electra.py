@@ -20,6 +20,7 @@ from typing import Optional
 
 import gin
 import tensorflow as tf
+import tf_keras
 
 from official_rtd.methods import base
 from official_rtd.methods import objectives
@@ -65,6 +66,18 @@ class ElectraPretrainer(objectives.GeneratorDiscriminator):
     since = tf.cast(self.training_step() - self.detection_start_step(), tf.float32)
     progress = tf.clip_by_value(since / float(self.temperature_steps), 0.0, 1.0)
     return self.initial_temperature + (self.temperature - self.initial_temperature) * progress
+
+  def build_metrics(self):
+    """The shared metrics and, with an annealed temperature, `sampling_temperature` (T_t)."""
+    metrics = super().build_metrics()
+    if self.initial_temperature:
+      metrics["sampling_temperature"] = tf_keras.metrics.Mean("sampling_temperature")
+    return metrics
+
+  def update_metrics(self, metrics, inputs, outputs, losses):
+    super().update_metrics(metrics, inputs, outputs, losses)
+    if self.initial_temperature:
+      metrics["sampling_temperature"].update_state(self.sampling_temperature())
 
   def compute_losses(self, inputs, outputs):
     if self.rtd_positions == "masked":  # ELECTRA 15%: the loss only over the masked positions

@@ -249,8 +249,13 @@ class ElectraLossTest(tf.test.TestCase):
       step.assign(value)
       self.assertAllClose(model.sampling_temperature(), expected, msg=value)
     step.assign(10)
-    model(toy_batch(), training=False)
+    batch = toy_batch()
+    outputs = model(batch, training=False)
     assert_samples_follow_mlm(self, model, model.masked_lm, temperature=2.0)
+    metrics = model.build_metrics()
+    model.update_metrics(metrics, batch, outputs, model.compute_losses(batch, outputs))
+    self.assertAllClose(metrics["sampling_temperature"].result(), 2.0)  # logged with the step's
+    self.assertNotIn("sampling_temperature", electra.build_electra_pretrainer(CONFIG).build_metrics())
     constant = electra.build_electra_pretrainer(CONFIG, temperature=0.7)
     self.assertEqual(constant.sampling_temperature(), 0.7)
     for kwargs in (dict(initial_temperature=2.0), dict(initial_temperature=-1.0),
