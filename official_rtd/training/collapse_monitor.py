@@ -93,6 +93,8 @@ class CollapseMonitor:
     return next((p for p in self.prefixes if p + "accuracy_original" in row), self.prefixes[0])
 
   def __call__(self, kind: str, row: dict) -> None:
+    if kind == "start":  # a resumed run: its first row holds the means since that step, not 0
+      self.stretch_start, self.last_step = None, row["step"]
     if kind != "train" or self.warned:
       return
     step = row["step"]

@@ -2,7 +2,7 @@
 
 Three kinds of row, each written to its usual places and then handed to every listener
 (`Reporter.add_listener(fn)`, `fn(kind, row)`): the hook benchmarks and tools use instead of the
-trainer's internals.
+trainer's internals; and one notice.
 
   "train"  every `log_every_steps`: the training metrics' means, learning rate, examples/s and
            FLOPs (the log line, TensorBoard `train/`).
@@ -10,6 +10,8 @@ trainer's internals.
            a row of `<model_dir>/eval_results.jsonl`.
   "onset"  the structure-onset monitor (`structure_monitor.StructureMonitor`): the log line,
            TensorBoard `train/onset_*`, a row of `<model_dir>/onset.jsonl`.
+  "start"  (written nowhere) the step training starts from: 0, or a resumed run's checkpoint
+           step, after which the first "train" row holds the means.
 
 Every row holds `step` and `train_flops`.
 """
@@ -41,8 +43,13 @@ class Reporter:
     self.listeners: List[Listener] = []
 
   def add_listener(self, listener: Listener) -> None:
-    """`listener(kind, row)` is called with every row from now on ("train", "eval", "onset")."""
+    """`listener(kind, row)` is called with every row from now on ("train", "eval", "onset",
+    "start")."""
     self.listeners.append(listener)
+
+  def start(self, step: int) -> dict:
+    """The "start" notice: training (re)starts after `step` steps."""
+    return self._publish("start", {"step": step, "train_flops": self.train_flops(step)})
 
   def _publish(self, kind: str, row: dict) -> dict:
     for listener in self.listeners:

@@ -143,6 +143,7 @@ class Trainer:
       if self.weight_average is not None:
         self.weight_average.reset()
     self.iterator = self.input_iterator(self.step)
+    self.reporter.start(self.step)
     return self.step
 
   def train_flops(self, step: int) -> float:
@@ -261,6 +262,7 @@ class Trainer:
       return step
     if self.inputs.phase_at(self.step) is not self.inputs.phase_at(step):
       self.iterator = self.input_iterator(self.step)
+    self.reporter.start(self.step)
     return self.step
 
   def evaluate(self, evaluator, step: int) -> dict:

@@ -72,6 +72,20 @@ class CollapseMonitorTest(tf.test.TestCase):
     self.assertLen(lines, 1)
     self.assertIn("from step 300 to 500", lines[0])
 
+  def test_a_resumed_run_counts_from_its_checkpoint(self):
+    """A run resumed at step 4,000 (the "start" notice): its first row holds the means of steps
+    4,001-4,200, so it is not a stretch from step 0 (AMOS's seed 1 warned on that row, "from
+    step 0 to 4200", before detection had even started at 3,000)."""
+    lines = []
+    monitor = collapse_monitor.CollapseMonitor(lines.append, min_steps=1000, start_step=3000)
+    monitor("start", {"step": 4000, "train_flops": 8e13})
+    for step in (4200, 4400, 4600, 4800):
+      monitor("train", row(step, 1.0, 0.0))
+    self.assertEqual(lines, [])
+    monitor("train", row(5000, 1.0, 0.0))
+    self.assertLen(lines, 1)
+    self.assertIn("from step 4000 to 5000", lines[0])
+
   def test_scripts_critic_is_watched_too(self):
     """SCRIPT logs its critic's accuracies apart (`critic_`): a collapsed critic warns as a
     collapsed ELECTRA discriminator does."""

@@ -192,7 +192,10 @@ class TrainerTest(RecordsTestCase):
     saved = optimizer_state(first)
 
     second = self._trainer(model_dir, steps=30)
+    notices = []
+    second.reporter.add_listener(lambda kind, row: notices.append(row) if kind == "start" else 0)
     self.assertEqual(second.restore(), 20)
+    self.assertEqual([row["step"] for row in notices], [20])  # listeners learn where it resumed
     restored = optimizer_state(second)
     self.assertLen(restored, len(saved))
     for a, b in zip(restored, saved):
