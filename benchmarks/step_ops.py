@@ -3,8 +3,8 @@ ELECTRA-Small batch-32 shapes (forward + backward where a gradient flows):
 
 1. the E→H embedding projection's kernel gradient, `...x,xy->...y` (Model Garden's) vs
    `btx,xy->bty` (ours), `[32, 128, 128] × [128, 256]`;
-2. Keras's `Dropout` vs ours (16-bit uniforms) on a `[32, 4, 128, 128]` attention map, and the
-   fraction each drops;
+2. Keras's `Dropout` vs ours (16-bit uniforms of a counter-based hash, drawn in the pass that
+   applies them) on a `[32, 4, 128, 128]` attention map, and the fraction each drops;
 3. Gumbel-max sampling vs the multinomial sampler on `[32, 19, 30522]` logits;
 4. Keras's tanh GELU vs `ops.fused.gelu` on `[32, 128, 1024]` (float32 and, as Model Garden runs
    it under mixed_bfloat16, a bfloat16 input cast to float32 vs ours on the bfloat16 input);

@@ -9,9 +9,10 @@ LayerNorm about 10 and 20. On a CPU those passes, not the matmuls, are a third o
 is usually compiled, the functions are simply inlined). Statistics and arithmetic are float32
 whatever the input dtype (cast inside the fused loop, no float32 copy of the activation). The math
 is that of `tf_keras.activations.gelu(approximate=True)` and `tf_keras.layers.LayerNormalization`:
-`tests/ops/test_fused.py` compares values and gradients with them. The dropout pass applies a
-mask drawn as 16-bit uniforms (`modeling/layers/dropout.py`), and the cross-entropy is that of
-`tf.nn.sparse_softmax_cross_entropy_with_logits`, each compared with those ops in the same tests.
+`tests/ops/test_fused.py` compares values and gradients with them. The dropout pass draws its
+16-bit uniforms from a counter-based hash and applies them (`modeling/layers/dropout.py`), and
+the cross-entropy is that of `tf.nn.sparse_softmax_cross_entropy_with_logits`, each compared with
+an independent computation in the same tests.
 """
 import math
 
@@ -116,21 +117,41 @@ def layer_norm(x, gamma, beta, epsilon: float, dtype=tf.float32):
   return normalize(x, tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta))
 
 
+def _lowbias32(h: tf.Tensor) -> tf.Tensor:
+  """C. Wellons' `lowbias32` integer hash of uint32 `h` (a bijection with low avalanche bias):
+  h ^= h >> 16; h *= 0x7feb352d; h ^= h >> 15; h *= 0x846ca68b; h ^= h >> 16."""
+  h = tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 16))
+  h = h * tf.constant(0x7FEB352D, tf.uint32)
+  h = tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 15))
+  h = h * tf.constant(0x846CA68B, tf.uint32)
+  return tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 16))
+
+
+def dropout_uniform16(shape, key: tf.Tensor) -> tf.Tensor:
+  """The dropout draw of a tensor of `shape`: a 16-bit uniform per element, the top half of
+  lowbias32(lowbias32(i ⊕ k₀) + k₁) for its flat index i and the `[2]` uint32 `key` (a
+  counter-based generator: any element's draw is computed where it is needed, in the pass that
+  applies it, forward and backward alike; int32 `[shape]`, values 0 .. 65,535)."""
+  index = tf.bitcast(tf.reshape(tf.range(tf.reduce_prod(shape)), shape), tf.uint32)
+  hashed = _lowbias32(_lowbias32(tf.bitwise.bitwise_xor(index, key[0])) + key[1])
+  return tf.bitcast(tf.bitwise.right_shift(hashed, 16), tf.int32)
+
+
 @tf.function(jit_compile=True, autograph=False)
-def _apply_keep_mask(x, uniform16, drop_count, scale):
-  keep = uniform16 >= tf.cast(drop_count, tf.uint16)
+def _apply_keep_mask(x, key, drop_count, scale):
+  keep = dropout_uniform16(tf.shape(x), key) >= drop_count
   return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros([], x.dtype))
 
 
-def dropout(x, uniform16, drop_count: int, scale: float):
-  """Inverted dropout of `x` given its draw: y = x · scale where `uniform16` ≥ `drop_count`, else 0
-  (`uniform16`: uint16, `x`'s shape; the gradient is the same mask on dy). One pass each way, where
-  the compare, the mask's cast, its scaling and the multiply are four ops and passes unfused."""
+def dropout(x, key: tf.Tensor, drop_count: int, scale: float):
+  """Inverted dropout of `x`: y = x · scale where `dropout_uniform16(x.shape, key)` ≥ `drop_count`,
+  else 0 (`key`: `[2]` uint32; the gradient is the same mask on dy). One pass each way draws the
+  mask and applies it: no mask is stored between the forward and backward passes."""
 
   @tf.custom_gradient
   def apply(x):
-    return (_apply_keep_mask(x, uniform16, drop_count, scale),
-            lambda dy: _apply_keep_mask(dy, uniform16, drop_count, scale))
+    return (_apply_keep_mask(x, key, drop_count, scale),
+            lambda dy: _apply_keep_mask(dy, key, drop_count, scale))
 
   return apply(x)
 

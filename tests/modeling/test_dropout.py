@@ -1,4 +1,5 @@
-"""Our 16-bit-uniform dropout vs Keras's, and in every dropout place of an encoder."""
+"""Our dropout (16-bit uniforms of a counter-based hash) vs Keras's, its draw's statistics, and in
+every dropout place of an encoder."""
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -6,6 +7,7 @@ import tf_keras
 from official_rtd.modeling.encoder_config import EncoderConfig
 from official_rtd.modeling.layers.dropout import Dropout
 from official_rtd.modeling.networks.transformer_encoder import TransformerEncoder
+from official_rtd.ops import fused
 
 DROPPED = 6554 / 65536  # round(0.1 · 2¹⁶) of the 2¹⁶ 16-bit values are dropped
 SCALE = 65536 / (65536 - 6554)
@@ -26,6 +28,25 @@ class DropoutTest(tf.test.TestCase):
       self.assertAllClose(np.unique(y[y != 0]), [SCALE], rtol=tolerance)
       if dtype == tf.float32:
         self.assertAllClose(y.mean(), 1.0, atol=5 * sigma * SCALE)
+
+  def test_the_draw_is_uniform_and_independent_of_neighbours_and_keys(self):
+    """The counter-based draw (`fused.dropout_uniform16`) of 2²⁰ elements: its 16-bit values
+    uniform over 256 bins (χ²), neighbouring elements' draws and two keys' draws uncorrelated,
+    and the keep decisions of neighbours independent (their joint rate p² within 5σ)."""
+    from scipy import stats  # pylint: disable=g-import-not-at-top
+    shape = [1024, 1024]
+    draws = [fused.dropout_uniform16(shape, tf.constant(key, tf.uint32)).numpy().ravel()
+             for key in ([1, 2], [1, 3], [2, 2])]
+    n = draws[0].size
+    for draw in draws:
+      self.assertGreater(stats.chisquare(np.bincount(draw >> 8, minlength=256)).pvalue, 1e-4)
+      for lag in (1, 2, 1024):  # the next element, the one after, the next row
+        self.assertLess(abs(np.corrcoef(draw[:-lag], draw[lag:])[0, 1]), 5 / np.sqrt(n))
+      dropped = draw < 6554
+      both = np.mean(dropped[:-1] & dropped[1:])
+      self.assertLess(abs(both - DROPPED ** 2), 5 * np.sqrt(DROPPED ** 2 / n))
+    for other in draws[1:]:  # a key differing in either word gives an unrelated draw
+      self.assertLess(abs(np.corrcoef(draws[0], other)[0, 1]), 5 / np.sqrt(n))
 
   def test_inference_and_rate_zero_are_the_identity(self):
     x = tf.random.normal([3, 5, 7])

@@ -134,23 +134,42 @@ class LayerNormTest(tf.test.TestCase):
     self.assertAllClose(y, [expected], atol=1e-6)
 
 
+def lowbias32(h):
+  """Wellons' lowbias32 on numpy uint64 holding uint32 values (the reference, outside TF)."""
+  mask = np.uint64(0xFFFFFFFF)
+  h = h ^ (h >> np.uint64(16))
+  h = (h * np.uint64(0x7FEB352D)) & mask
+  h = h ^ (h >> np.uint64(15))
+  h = (h * np.uint64(0x846CA68B)) & mask
+  return h ^ (h >> np.uint64(16))
+
+
 class DropoutTest(tf.test.TestCase):
+
+  def test_the_draw_is_the_hash_of_each_index(self):
+    key = np.array([0x9E3779B9, 12345], np.uint32)
+    index = np.arange(3 * 7 * 11, dtype=np.uint64)
+    hashed = lowbias32((lowbias32(index ^ np.uint64(key[0])) + np.uint64(key[1]))
+                       & np.uint64(0xFFFFFFFF))
+    expected = (hashed >> np.uint64(16)).astype(np.int64).reshape([3, 7, 11])
+    self.assertAllEqual(fused.dropout_uniform16([3, 7, 11], tf.constant(key)), expected)
 
   def test_keeps_the_elements_drawn_at_or_above_the_count_scaled(self):
     rng = np.random.default_rng(0)
+    key = tf.constant([7, 8], tf.uint32)
+    draw = fused.dropout_uniform16([3, 7, 11], key).numpy()
+    count = int(np.sort(draw.ravel())[30])  # a count some draws sit at, either side
     for dtype in (tf.float32, tf.bfloat16):
       x = tf.cast(rng.normal(size=[3, 7, 11]), dtype)
-      draw = rng.integers(0, 1 << 16, size=[3, 7, 11]).astype(np.uint16)
-      draw[0, 0, :3] = [6553, 6554, 6555]  # either side of the count
       dy = tf.cast(rng.normal(size=[3, 7, 11]), dtype)
       with tf.GradientTape() as tape:
         tape.watch(x)
-        y = fused.dropout(x, tf.constant(draw), 6554, 1.25)
+        y = fused.dropout(x, key, count, 1.25)
       dx = tape.gradient(y, x, output_gradients=dy)
       scale = tf.cast(1.25, dtype).numpy()  # 1.25 is exact in bfloat16
-      keep = draw >= 6554
+      keep = draw >= count
       self.assertEqual(y.dtype, dtype)
-      self.assertAllEqual(keep[0, 0, :3], [False, True, True])
+      self.assertTrue(keep.any() and not keep.all())
       self.assertAllEqual(y, np.where(keep, x.numpy() * scale, 0).astype(y.dtype.as_numpy_dtype))
       self.assertAllEqual(dx, np.where(keep, dy.numpy() * scale, 0).astype(y.dtype.as_numpy_dtype))
 
