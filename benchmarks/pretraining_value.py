@@ -37,7 +37,8 @@ Stages (each skipped when its output exists, so a killed run resumes):
 SIGTERM stops the others too (they save their state: the same command resumes them).
 `--gin_param` binds a setting in every run of the work dir after the recipe's files (a screen of
 one setting: a work dir of its own, whose `vocab.txt`, `records` and `heldout` may link to
-another's); a run started with other bindings is refused, not resumed or reported as this one.
+another's); a run started without one of them, or with another value, is refused, not resumed or
+reported as this setting's.
 `--shared_data` points at another copy of the shared data folder (e.g. slices of it, as the test of
 the README's command does); `--vocab_size` overrides the recipe's.
 """
@@ -229,7 +230,7 @@ def stage_pretrain(args):
       extra = [f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
                f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",
                f"--gin_param=TrainConfig.seed = {seed}"]
-    check_bindings(args, model_dir, extra)
+    check_bindings(args, model_dir)
     if os.path.isdir(os.path.join(model_dir, "export")):
       continue
     jobs.append((name, pretrain_argv(args, method, model_dir, extra),
@@ -237,20 +238,27 @@ def stage_pretrain(args):
   run_jobs(jobs, args.parallel)
 
 
-def check_bindings(args, model_dir, extra):
-  """Refuses to resume a run that was started with other `--gin_param` bindings (besides the
-  budget, seed and random-initialisation ones this stage gives) than this command's."""
+def check_bindings(args, model_dir):
+  """Refuses to adopt a run (finished, or to resume) that was started without one of this
+  command's `--gin_param` bindings, or with another value for it: its figures would be reported
+  as this setting's. Bindings the run has beyond them (e.g. a hand-run's monitor settings) are
+  its own."""
   path = os.path.join(model_dir, "run_flags.json")
-  if not os.path.exists(path):
+  if not args.gin_param or not os.path.exists(path):
     return
   with open(path, encoding="utf-8") as f:
-    recorded = json.load(f).get("gin_param", [])
-  ours = {arg.split("=", 1)[1] for arg in extra if arg.startswith("--gin_param=")}
-  given = sorted(binding for binding in recorded if binding not in ours)
-  if given != sorted(args.gin_param):
-    refuse(f"{model_dir} was started with --gin_param {given or 'none'}, not "
-           f"{sorted(args.gin_param) or 'none'}: give those bindings, or a new --work_dir (its "
-           "vocab.txt, records and heldout may link to this one's)")
+    recorded = dict(parse_binding(b) for b in json.load(f).get("gin_param", []))
+  for name, value in map(parse_binding, args.gin_param):
+    if recorded.get(name) != value:
+      refuse(f"{model_dir} was started with {name} = {recorded.get(name, '(unbound)')}, not "
+             f"{value} (--gin_param): give a new --work_dir (its vocab.txt, records and heldout "
+             "may link to this one's)")
+
+
+def parse_binding(binding: str):
+  """'name = value' -> (name, value), spaces around each removed."""
+  name, _, value = binding.partition("=")
+  return name.strip(), " ".join(value.split())
 
 
 def stage_evaluate(args):

@@ -9,6 +9,7 @@ collections (`freeze_what_survives`). The run's temporary files (every test's, a
 processes its tests start) go to one folder of its own, removed when the run ends: a run used to
 leave about 180 entries and 1.1 GB in /tmp."""
 import gc  # isort: skip
+import multiprocessing.util  # isort: skip
 import os  # isort: skip
 import shutil  # isort: skip
 import tempfile  # isort: skip
@@ -88,8 +89,11 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-  if RUN_TMPDIR:  # after the workers: the run's temporary folder (the one made above)
-    shutil.rmtree(RUN_TMPDIR, ignore_errors=True)
+  if RUN_TMPDIR:  # after the workers: the run's temporary folder (the one made above), at exit
+    # after multiprocessing's own clean-up of the folders it made in it (its finalizers run at
+    # exit from priority -100 down; a folder removed before them is a traceback at exit).
+    multiprocessing.util.Finalize(None, shutil.rmtree, args=(RUN_TMPDIR,),
+                                  kwargs={"ignore_errors": True}, exitpriority=-1000)
 
 
 def pytest_collection_modifyitems(items):
