@@ -174,7 +174,8 @@ def build_electra_pretrainer(encoder_config: EncoderConfig, generator_size: floa
       toward "original".
     generator_frozen_step: from this step on (0: never) the generator's masked-LM loss leaves
       the total: its layers and head get no gradient (only Adam's decaying momentum and weight
-      decay still move them); shared embeddings train on through the discriminator. E.g. the
+      decay still move them); shared embeddings train on through the discriminator. The
+      generator's forward and backward passes still run, and are counted in FLOPs. E.g. the
       detection start: a generator frozen after the warm-up.
     initial_temperature, temperature_steps: sampling at T_0 = `initial_temperature` until
       detection starts, then linearly down to `temperature` over `temperature_steps` (0: a

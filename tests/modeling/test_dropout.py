@@ -54,7 +54,7 @@ class DropoutTest(tf.test.TestCase):
     self.assertAllEqual(Dropout(0.0)(x, training=True), x)
 
   def test_gradient_is_the_same_scaled_mask(self):
-    x = tf.random.normal([4, 9, 33])  # odd sizes: the 16-bit draws are cut to the element count
+    x = tf.random.normal([4, 9, 33])  # odd sizes: one 16-bit draw per element, whatever the count
     with tf.GradientTape() as tape:
       tape.watch(x)
       y = Dropout(0.3)(x, training=True)
