@@ -7,8 +7,10 @@ r"""Pre-training throughput: our ELECTRA vs Model Garden's, full training steps,
 ELECTRA-Small (dissertation Table 5.1: hidden 256, 12 layers, 4 heads, FFN 1024, embeddings 128,
 generator 1/4, vocab 30522, sequence length 128, 19 predictions) on one in-memory batch of random
 token ids; `--model=one_machine`: gin/models/one_machine.gin's shapes (hidden 128, 4 layers, vocab
-16000, 20 predictions). Each configuration runs in its own process (clean peak memory, no shared
-state):
+16000, 20 predictions); `--model=recipe`: the ELECTRA recipe's step as the family's runs take it
+(those shapes with T5 relative positions, no dropout, batch 16 x 64, vocab 8000; its plain-ELECTRA
+phase; ours and baseline only). Each configuration runs in its own process (clean peak memory, no
+shared state):
 
   ours/float32, ours/bfloat16 (and ours/float16 with --precisions), ours with --jit_compile
   (`/jit`: the whole step one XLA cluster) or with each encoder block compiled (`/jitblock`),
@@ -50,8 +52,9 @@ flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Our precisions to time
 flags.DEFINE_integer("steps", 8, "Timed steps per configuration (after warm-up).")
 flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, allocation).")
 flags.DEFINE_bool("input_pipeline", True, "Also time real records vs a cached batch.")
-flags.DEFINE_bool("breakdown", True, "Also split one batch-32 step of ours (and of the baseline, "
-                  "with --baseline_checkout) into forward, backward and optimizer, its op time "
+flags.DEFINE_bool("breakdown", True, "Also split one step of ours (batch 32; 16 with "
+                  "--model=recipe), and of the baseline with --baseline_checkout, into forward, "
+                  "backward and optimizer, its op time "
                   "by kind and by op type, and its FLOPs by kind; time its matmuls alone "
                   "(benchmarks/matmul_floor.py) and print the bound they put on each ratio.")
 flags.DEFINE_enum("breakdown_precision", "float32", ["float32", "bfloat16"],
@@ -72,18 +75,27 @@ flags.DEFINE_integer("reference_parameters", 0, "Internal: our trainable paramet
 flags.DEFINE_float("reference_flops", 0.0, "Internal: our train FLOPs of one batch (the parent's).")
 FLAGS = flags.FLAGS
 
-SEQ = 128
-# --model: (encoder sizes, vocabulary size, masked positions per sequence).
+# --model: (encoder sizes, vocabulary size, masked positions per sequence, sequence length, the
+# --breakdown step's batch).
 MODELS = {
     "small": (dict(hidden_size=256, num_layers=12, num_attention_heads=4, intermediate_size=1024,
-                   embedding_size=128, max_position_embeddings=512), 30522, 19),
+                   embedding_size=128, max_position_embeddings=512), 30522, 19, 128, 32),
     # gin/models/one_machine.gin with its 16k wiki vocabulary (README "Pre-training on one machine")
     "one_machine": (dict(hidden_size=128, num_layers=4, num_attention_heads=2,
                          intermediate_size=512, embedding_size=128, max_position_embeddings=128),
-                    16000, 20),
+                    16000, 20, 128, 32),
+    # The ELECTRA recipe's step as the family's runs take it (gin/models/one_machine.gin +
+    # gin/recipes/one_machine_sentences.gin: T5 relative positions, no dropout, batch 16 x 64, the
+    # records' 20 masked slots; pretraining_value.py's 8k vocabulary), plain ELECTRA: its phase
+    # after the masked warm-up.
+    "recipe": (dict(hidden_size=128, num_layers=4, num_attention_heads=2, intermediate_size=512,
+                    embedding_size=128, max_position_embeddings=64, position_embedding="t5_relative",
+                    dropout_rate=0.0, attention_dropout_rate=0.0), 8000, 20, 64, 16),
 }
 flags.DEFINE_enum("model", "small", list(MODELS), "Model shapes: ELECTRA-Small (dissertation "
-                  "Table 5.1) or gin/models/one_machine.gin's.")
+                  "Table 5.1), gin/models/one_machine.gin's, or the ELECTRA recipe's step "
+                  "(one_machine.gin + one_machine_sentences.gin: batch 16 x 64, T5 relative "
+                  "positions, no dropout; ours and baseline only).")
 
 
 def vocab_size():
@@ -92,6 +104,14 @@ def vocab_size():
 
 def predictions():
   return MODELS[FLAGS.model][2]
+
+
+def seq_length():
+  return MODELS[FLAGS.model][3]
+
+
+def breakdown_batch():
+  return MODELS[FLAGS.model][4]
 
 
 def small_config():
@@ -106,8 +126,9 @@ def synthetic_arrays(batch_size):
   (the PyTorch configurations read these and never import TensorFlow)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
-  ids = rng.integers(1000, vocab_size(), size=[batch_size, SEQ]).astype(np.int32)
-  positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ - 1), predictions(), replace=False)
+  ids = rng.integers(1000, vocab_size(), size=[batch_size, seq_length()]).astype(np.int32)
+  seq = seq_length()
+  positions = np.sort(np.stack([rng.choice(np.arange(1, seq - 1), predictions(), replace=False)
                                 for _ in range(batch_size)]), -1).astype(np.int32)
   originals = np.take_along_axis(ids, positions, 1)
   masked = ids.copy()
@@ -133,7 +154,7 @@ def reference_counts(batch_size):
   model = electra.build_electra_pretrainer(small_config(), generator_size=0.25)
   model(synthetic_batch(2), training=False)
   return (trainable_parameters(model),
-          model.train_flops_per_example(SEQ, predictions()) * batch_size)
+          model.train_flops_per_example(seq_length(), predictions()) * batch_size)
 
 
 def torch_peak_matmul_flops(dtype_name):
@@ -184,7 +205,7 @@ def ours(precision_name, batch_size, jit, accumulation_steps=1, jit_blocks=False
   step = tf.function(lambda inputs: train_step_fn(inputs)["total_loss"].value)
 
   seconds = time_steps(step, batch)
-  return seconds, model.train_flops_per_example(SEQ, predictions()) * batch_size
+  return seconds, model.train_flops_per_example(seq_length(), predictions()) * batch_size
 
 
 def model_garden(precision_name, batch_size):
@@ -242,7 +263,7 @@ def model_garden(precision_name, batch_size):
   seconds = time_steps(step, batch)
   # The same math as ours: count FLOPs with our counter for the same shapes.
   ours_model = electra.build_electra_pretrainer(config, generator_size=0.25)
-  return seconds, ours_model.train_flops_per_example(SEQ, predictions()) * batch_size
+  return seconds, ours_model.train_flops_per_example(seq_length(), predictions()) * batch_size
 
 
 def trainable_parameters(model) -> int:
@@ -420,16 +441,17 @@ def breakdown(batch_size, precision_name):
   op_seconds, type_seconds = op_time_by_kind(step, batch)
   gen = model.generator.config
   per_example = {}
+  seq = seq_length()
   for name, c in (("discriminator", config), ("generator", gen)):
     h, f, e = c.hidden_size, c.intermediate_size, c.embedding_size
-    per_example[f"{name} projections + FFN"] = SEQ * c.num_layers * (8 * h * h + 4 * h * f)
-    per_example[f"{name} attention scores"] = SEQ * c.num_layers * 4 * SEQ * h
-    per_example[f"{name} embeddings (dense count)"] = SEQ * (
+    per_example[f"{name} projections + FFN"] = seq * c.num_layers * (8 * h * h + 4 * h * f)
+    per_example[f"{name} attention scores"] = seq * c.num_layers * 4 * seq * h
+    per_example[f"{name} embeddings (dense count)"] = seq * (
         2 * e * (c.vocab_size + c.max_position_embeddings + c.type_vocab_size)
         + (2 * e * h if e != h else 0))
   per_example["MLM head"] = flops.mlm_head_flops(gen.hidden_size, gen.embedding_size,
                                                  vocab_size(), predictions())
-  per_example["RTD head"] = flops.rtd_head_flops(config.hidden_size, SEQ)
+  per_example["RTD head"] = flops.rtd_head_flops(config.hidden_size, seq)
   return times, op_seconds, type_seconds, per_example, matmul
 
 
@@ -452,7 +474,7 @@ def input_pipeline():
       log=lambda _: None)
   trainer = runs.build_trainer(
       os.path.join(tmp, "model"), records, tf.distribute.get_strategy(),
-      train_config=trainer_lib.TrainConfig(train_batch_size=32, max_seq_length=SEQ,
+      train_config=trainer_lib.TrainConfig(train_batch_size=32, max_seq_length=128,
                                            max_predictions_per_seq=19),
       encoder_config=EncoderConfig(hidden_size=128, num_layers=2, num_attention_heads=2,
                                    intermediate_size=512, embedding_size=128),
@@ -473,7 +495,7 @@ def input_pipeline():
 def run_one(spec):
   if spec.startswith("breakdown/"):
     times, op_seconds, type_seconds, per_example, matmul = breakdown(
-        32, FLAGS.breakdown_precision)
+        breakdown_batch(), FLAGS.breakdown_precision)
     print("RESULT " + json.dumps({"spec": spec, "times": times, "op_seconds": op_seconds,
                                   "type_seconds": type_seconds, "per_example": per_example,
                                   "matmul": matmul}), flush=True)
@@ -494,7 +516,7 @@ def run_one(spec):
   else:
     seconds, flops = result
     peak = (torch_peak_matmul_flops if impl == "huggingface" else peak_matmul_flops)
-    row.update(seconds=seconds, tokens_per_s=batch_size * SEQ / seconds,
+    row.update(seconds=seconds, tokens_per_s=batch_size * seq_length() / seconds,
                flops_per_s=flops / seconds, peak_flops=peak(precision_name))
   print("RESULT " + json.dumps(row), flush=True)
 
@@ -526,7 +548,7 @@ def print_breakdown(impl, result):
     return
   times, op_seconds = result["times"], result["op_seconds"]
   forward, both = times["forward"], times["forward+backward"]
-  print(f"one {impl}/{FLAGS.breakdown_precision}/32 step {times['step']:.3f}s; forward "
+  print(f"one {impl}/{FLAGS.breakdown_precision}/{breakdown_batch()} step {times['step']:.3f}s; forward "
         f"{forward:.3f}s, forward + backward {both:.3f}s (backward "
         f"{(both - forward) / forward:.1f}x the forward)")
   total = sum(op_seconds.values())
@@ -553,7 +575,7 @@ def print_bounds(rows, result):
     return
   alone = result["times"]["matmuls alone"]
   for row in rows:
-    if "seconds" in row and row["spec"].split("/")[2] == "32" and (
+    if "seconds" in row and row["spec"].split("/")[2] == str(breakdown_batch()) and (
         row["spec"].startswith(("model_garden/float32/", "huggingface/"))):
       print(f"bound: our {FLAGS.breakdown_precision} matmuls alone take {alone:.3f}s against "
             f"{row['seconds']:.3f}s for a {row['spec']} step: on these kernels our step can be "
@@ -575,8 +597,6 @@ def main(_):
   if FLAGS.one:  # a child process (a PyTorch one imports no TensorFlow)
     run_one(FLAGS.one)
     return
-  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
-  print(common.cpu_summary())  # figures from different CPUs are not comparable
   specs = FLAGS.configs or []
   for spec in specs:
     parts = spec.split("/")
@@ -594,6 +614,9 @@ def main(_):
                            "float32|bfloat16|float16 (huggingface: float32|bfloat16), /jit and "
                            "/jitblock only for ours or baseline, /compile only for huggingface, "
                            "and K micro-batches (ours only) dividing the batch")
+    if FLAGS.model == "recipe" and parts[0] not in ("ours", "baseline"):
+      # Model Garden's and Hugging Face's encoders have no T5 relative positions.
+      raise app.UsageError(f"--configs: {spec!r}: --model=recipe times ours and baseline only")
     if parts[0] == "baseline" and not FLAGS.baseline_checkout:
       raise app.UsageError(f"--configs: {spec!r} needs --baseline_checkout")
   if FLAGS.baseline_checkout and not os.path.isfile(
@@ -601,12 +624,17 @@ def main(_):
     # Otherwise the `baseline` processes would import the installed package: ours, unnoticed.
     raise app.UsageError(f"--baseline_checkout: {FLAGS.baseline_checkout} is not a checkout of "
                          "this repository (no official_rtd/__init__.py there)")
+  if FLAGS.model == "recipe" and not FLAGS.configs:
+    raise app.UsageError("--model=recipe needs --configs (ours and baseline only), e.g. "
+                         "--configs=ours/float32/16,ours/bfloat16/16")
   for batch in [] if FLAGS.configs else FLAGS.batch_sizes:
     specs += [f"model_garden/{p}/{batch}" for p in FLAGS.precisions]
     specs += [f"ours/{p}/{batch}" for p in FLAGS.precisions]
     specs += [f"ours/float32/{batch}/jit"]
     specs += [f"huggingface/{p}/{batch}{c}" for p in ("float32", "bfloat16")
               for c in ("", "/compile")]
+  from official_rtd.training import precision  # pylint: disable=g-import-not-at-top
+  print(common.cpu_summary())  # figures from different CPUs are not comparable
   runs = {spec: [] for spec in specs}
   for repeat in range(FLAGS.repeats):
     for spec in specs:
@@ -618,7 +646,7 @@ def main(_):
   rows = [_median_row(results) for results in runs.values()]
   for name in sorted({spec.split("/")[1] for spec in specs} - {"float32"}):
     precision.warn_if_emulated(name, print)
-  print(f"model {FLAGS.model}, seq {SEQ}, vocab {vocab_size()}, {os.cpu_count()} CPUs, "
+  print(f"model {FLAGS.model}, seq {seq_length()}, vocab {vocab_size()}, {os.cpu_count()} CPUs, "
         f"{FLAGS.steps} timed "
         f"steps after {FLAGS.warmup} warm-up, median of {FLAGS.repeats} run(s)")
   table = common.TableWriter(["configuration", "step s", "tokens/s", "range", "× Model Garden",
@@ -643,7 +671,7 @@ def main(_):
     print_bounds(rows, result)
   if FLAGS.input_pipeline:
     times = input_pipeline()
-    print(f"input pipeline (tiny ELECTRA, batch 32 × {SEQ}): {times['records'] * 1e3:.1f} ms/step "
+    print(f"input pipeline (tiny ELECTRA, batch 32 × 128): {times['records'] * 1e3:.1f} ms/step "
           f"on records vs {times['cached'] * 1e3:.1f} ms/step on a cached batch "
           f"({times['records'] / times['cached'] - 1:+.1%})")
 

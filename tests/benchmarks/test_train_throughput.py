@@ -44,6 +44,18 @@ class BaselineCheckoutTest(tf.test.TestCase):
                   result.stderr)
     self.assertNotIn("run 1/1", result.stdout)
 
+  def test_the_recipes_shapes_refuse_encoders_without_its_positions(self):
+    # Model Garden's and Hugging Face's encoders have no T5 relative positions: a row of theirs
+    # under --model=recipe would time another model.
+    for configs in ("ours/float32/16,model_garden/float32/16", "huggingface/float32/16", None):
+      result = tool_server.run(
+          [sys.executable, SCRIPT, "--model=recipe", "--noinput_pipeline", "--nobreakdown"]
+          + ([f"--configs={configs}"] if configs else []), timeout=300, cwd=testutil.REPO)
+      self.assertEqual(result.returncode, 1, result.stderr[-3000:])
+      self.assertIn("--model=recipe", result.stderr.splitlines()[-1])
+      self.assertIn("ours and baseline only", result.stderr.splitlines()[-1])
+      self.assertNotIn("run 1/1", result.stdout)
+
 
 if __name__ == "__main__":
   tf.test.main()
