@@ -126,8 +126,8 @@ def synthetic_arrays(batch_size):
   (the PyTorch configurations read these and never import TensorFlow)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
-  ids = rng.integers(1000, vocab_size(), size=[batch_size, seq_length()]).astype(np.int32)
   seq = seq_length()
+  ids = rng.integers(1000, vocab_size(), size=[batch_size, seq]).astype(np.int32)
   positions = np.sort(np.stack([rng.choice(np.arange(1, seq - 1), predictions(), replace=False)
                                 for _ in range(batch_size)]), -1).astype(np.int32)
   originals = np.take_along_axis(ids, positions, 1)
