@@ -2,9 +2,11 @@
 in a process that never imports TensorFlow, checked against our parameter count and FLOPs,
 computed by the parent."""
 import importlib.util
+import json
 import os
 import re
 import sys
+import textwrap
 import unittest
 
 import tensorflow as tf
@@ -44,7 +46,32 @@ class BaselineCheckoutTest(tf.test.TestCase):
                   result.stderr)
     self.assertNotIn("run 1/1", result.stdout)
 
-  def test_the_recipes_shapes_refuse_encoders_without_its_positions(self):
+
+class RecipeShapesTest(tf.test.TestCase):
+  """`--model=recipe` is the ELECTRA recipe's step: its shapes are the recipe's gin files'."""
+
+  def test_the_shapes_are_the_recipes_gin_files(self):
+    program = textwrap.dedent("""
+        import json, sys
+        sys.path.insert(0, "benchmarks")
+        import train_throughput
+        from official_rtd import runs
+        from official_rtd.modeling.encoder_config import EncoderConfig
+        from official_rtd.training.train_config import TrainConfig
+        runs.parse_gin(["gin/models/one_machine.gin", "gin/recipes/electra_one_machine.gin",
+                        "gin/recipes/one_machine_sentences.gin"], log=lambda _: None)
+        encoder, _, predictions, length, batch = train_throughput.MODELS["recipe"]
+        config, train = EncoderConfig(), TrainConfig()
+        print(json.dumps({"gin": [{k: getattr(config, k) for k in encoder}, train.max_seq_length,
+                                  train.train_batch_size, train.max_predictions_per_seq],
+                          "script": [encoder, length, batch, predictions]}))
+        """)
+    result = tool_server.run([sys.executable, "-c", program], timeout=300, cwd=testutil.REPO)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    shapes = json.loads(result.stdout.splitlines()[-1])
+    self.assertEqual(shapes["script"], shapes["gin"])
+
+  def test_encoders_without_its_positions_are_refused(self):
     # Model Garden's and Hugging Face's encoders have no T5 relative positions: a row of theirs
     # under --model=recipe would time another model.
     for configs in ("ours/float32/16,model_garden/float32/16", "huggingface/float32/16", None):
