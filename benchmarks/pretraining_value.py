@@ -130,6 +130,9 @@ def checked_flags():
     refuse(f"--figures_dir={FLAGS.figures_dir} is a file, not a folder")
   if FLAGS.vocab_size < 0:
     refuse(f"--vocab_size={FLAGS.vocab_size} must be >= 0")
+  malformed = [b for b in FLAGS.gin_param if not all(parse_binding(b))]
+  if malformed:  # found here, not by run_pretraining after the data stage
+    refuse(f"--gin_param: {malformed[0]!r} is not 'name = value'")
   unknown = [m for m in FLAGS.methods.split(",")
              if not all(os.path.isfile(os.path.join(REPO, f)) for f in method_gins(m))]
   if unknown:

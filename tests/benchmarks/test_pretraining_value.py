@@ -131,7 +131,9 @@ class ToolStandardTest(tf.test.TestCase):
     for flag, message in (("--stages=data,pretrian", "--stages: unknown pretrian (of data, "
                            "pretrain, evaluate, representations, context, report)"),
                           ("--seeds=", "--seeds='' selects no run"),
-                          ("--seeds=0,x", "--seeds=0,x must be integers >= 0, comma-separated")):
+                          ("--seeds=0,x", "--seeds=0,x must be integers >= 0, comma-separated"),
+                          ("--gin_param=MASK_PROB 0.25",
+                           "--gin_param: 'MASK_PROB 0.25' is not 'name = value'")):
       result = self.run_script(caller, *args[:3], flag)
       self.assertEqual(result.returncode, 2, flag)
       self.assertEqual(result.stderr.strip().splitlines()[-1],
