@@ -235,7 +235,10 @@ def run_jobs(jobs: Sequence[Tuple[str, List[str], str]], parallel: int, cwd: str
         process = subprocess.Popen(prefix + list(argv), cwd=cwd, stdout=handle,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         running.append((name, process, handle, core, log_path, Stopwatch()))
-      time.sleep(poll_seconds)
+      try:  # at once when the oldest job ends; the others are looked at every poll_seconds
+        running[0][1].wait(poll_seconds)
+      except subprocess.TimeoutExpired:
+        pass
       for job in list(running):
         name, process, handle, _, log_path, watch = job
         if process.poll() is None:

@@ -17,8 +17,10 @@ Stages (each skipped when its output exists, so a killed run resumes):
             wiki_00-59 unmasked (dynamic masking), wiki_60-63 held out with fixed masks;
   pretrain  run_pretraining per method and seed (its structure-onset monitor on the held-out
             records: `onset.jsonl`); and per method a random initialisation (one step at learning
-            rate 0: the warmup starts at 0, so the weights stay the initial ones);
-  evaluate  per run: held-out pre-training figures (`--mode=eval`), BLiMP (`score_pairs`: PLL for
+            rate 0: the warmup starts at 0, so the weights stay the initial ones; its held-out
+            figures evaluated at its end, `--mode=train_and_eval`);
+  evaluate  per run: held-out pre-training figures (`--mode=eval`, unless the run wrote them),
+            BLiMP (`score_pairs`: PLL for
             both, the discriminator score for ELECTRA), frozen probes (`run_probes`: PTB POS,
             SST-2 and the UD EWT parsing probe's UAS), SST-2 fine-tuned with `run_glue`
             (`--sst2_train_examples` rows, 3 epochs), CoLA (all its rows; Matthews correlation on
@@ -226,9 +228,12 @@ def stage_pretrain(args):
   jobs = []
   for name, method, seed in runs(args):
     model_dir = os.path.join(args.work_dir, name)
-    if seed is None:  # the initial weights: one step whose learning rate is 0 (warmup from 0)
+    if seed is None:  # the initial weights: one step whose learning rate is 0 (warmup from 0),
+      # evaluated on the held-out batches at its end (as the evaluate stage's held-out job would)
       extra = ["--noonset_monitor", "--gin_param=TrainConfig.num_train_steps = 1",
-               "--gin_param=TrainConfig.train_flops_budget = 0.0", *random_init_params(method)]
+               "--gin_param=TrainConfig.train_flops_budget = 0.0", *random_init_params(method),
+               "--mode=train_and_eval", f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
+               f"--gin_param=EvalConfig.max_eval_batches = {args.max_eval_batches}"]
     else:
       extra = [f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
                f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",
