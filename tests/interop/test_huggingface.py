@@ -22,9 +22,9 @@ TEXTS = ["The cat sat on the mat.",
          "Alice was beginning to get very tired of sitting by her sister on the bank."]
 
 
-def tiny_electra(vocab, **kwargs):
+def tiny_electra(vocab, num_layers=2, **kwargs):  # two layers: their order is checked
   config = dataclasses.replace(TINY, vocab_size=vocab.size, embedding_size=32, dropout_rate=0.0,
-                               attention_dropout_rate=0.0, **kwargs)
+                               attention_dropout_rate=0.0, num_layers=num_layers, **kwargs)
   model = electra.build_electra_pretrainer(config, generator_size=0.5)
   ids = tf.constant([[2, 10, 3]])
   model({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids * 0,
@@ -147,7 +147,8 @@ class HuggingFaceImportTest(tf.test.TestCase):
 
   def test_round_trip_of_our_export_is_exact(self):
     for sharing in ("shared", "none"):
-      config = dataclasses.replace(TINY, vocab_size=self.vocab.size, embedding_size=32)
+      config = dataclasses.replace(TINY, vocab_size=self.vocab.size, embedding_size=32,
+                                   num_layers=2)
       model = electra.build_electra_pretrainer(config, generator_size=0.5,
                                                embedding_sharing=sharing)
       batch = encode(self.vocab, TEXTS)

@@ -13,7 +13,7 @@ from official_rtd.interop import model_garden
 from tests.training.test_trainer import TINY
 
 CONFIG = dataclasses.replace(TINY, vocab_size=80, embedding_size=32, dropout_rate=0.0,
-                             attention_dropout_rate=0.0)
+                             attention_dropout_rate=0.0, num_layers=2)  # layer order is checked
 
 
 class ModelGardenImportTest(tf.test.TestCase):

@@ -115,8 +115,8 @@ class EvaluatorTest(RecordsTestCase):
         os.path.join(self.tmp, "teams"), self.records, tf.distribute.get_strategy(),
         train_config=trainer_lib.TrainConfig(train_batch_size=8, num_train_steps=1,
                                              max_seq_length=64, max_predictions_per_seq=10),
-        encoder_config=TINY, log=lambda _: None,
-        model_fn=functools.partial(teams.build_teams_pretrainer, vocab=vocab,
+        encoder_config=dataclasses.replace(TINY, num_layers=2),  # TEAMS shares the lower layers
+        log=lambda _: None, model_fn=functools.partial(teams.build_teams_pretrainer, vocab=vocab,
                                    candidate_mode="hardest", temperature=0.0))  # deterministic
     config = self._eval_config(probe_data_dir="", pll_sentences=0)
     parts = (trainer.model, trainer.vocab, trainer.input_config, self.heldout)

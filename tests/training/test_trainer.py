@@ -20,7 +20,10 @@ from official_rtd.training import periodic
 from official_rtd.training import trainer as trainer_lib
 from tests import testutil
 
-TINY = EncoderConfig(hidden_size=64, num_layers=2, num_attention_heads=2, intermediate_size=128,
+# One layer: what the training machinery does is the same at any depth, and tracing a step costs
+# per layer (tests/training's four longest modules took 260 s with two layers, 170 s with one).
+# Tests where depth matters (layer order in conversions, TEAMS' shared layers) ask for two.
+TINY = EncoderConfig(hidden_size=64, num_layers=1, num_attention_heads=2, intermediate_size=128,
                      embedding_size=64, max_position_embeddings=64)
 
 

@@ -18,6 +18,7 @@ from tests.training.test_trainer import text_trainer
 from tests.training.test_trainer import TINY
 
 VOCAB = vocab_lib.load_vocab(testutil.SAMPLE_VOCAB)
+ENCODER = dataclasses.replace(TINY, num_layers=2)  # TEAMS, warm-started here, shares lower layers
 
 
 class WarmStartTest(tf.test.TestCase):
@@ -29,13 +30,14 @@ class WarmStartTest(tf.test.TestCase):
     cls.records = make_records(os.path.join(cls.root, "records"), paragraphs=100)
     cls.source_dir = os.path.join(cls.root, "source")
     cls.source, _ = text_trainer(cls.source_dir, cls.records, electra.build_electra_pretrainer,
-                                 steps=3, log_every_steps=3)
+                                 steps=3, log_every_steps=3, encoder_config=ENCODER)
     cls.source.train()
     shutil.copyfile(VOCAB.path, os.path.join(cls.source_dir, "vocab.txt"))  # as run_pretraining
 
   def target(self, name, model_fn=electra.build_electra_pretrainer, **train_config):
     model_dir = os.path.join(self.root, name)
     trainer, _ = text_trainer(model_dir, self.records, model_fn, steps=2, log_every_steps=2,
+                              encoder_config=ENCODER,
                               **dict({"warm_start_from": self.source_dir}, **train_config))
     lines = []
     trainer.log = lines.append
@@ -76,7 +78,8 @@ class WarmStartTest(tf.test.TestCase):
     gdes = lambda encoder_config: electra.build_electra_pretrainer(encoder_config,
                                                                      embedding_sharing="gdes")
     source_dir = os.path.join(self.root, "gdes_source")
-    source, _ = text_trainer(source_dir, self.records, gdes, steps=2, log_every_steps=2)
+    source, _ = text_trainer(source_dir, self.records, gdes, steps=2, log_every_steps=2,
+                             encoder_config=ENCODER)
     source.train()
     shutil.copyfile(VOCAB.path, os.path.join(source_dir, "vocab.txt"))
     trainer, _ = self.target("shared_from_gdes", warm_start_from=source_dir)
@@ -113,7 +116,7 @@ class WarmStartTest(tf.test.TestCase):
     self.assertIn("unused in the checkpoint", lines[0])
 
   def test_errors_name_the_problem(self):
-    wider = dataclasses.replace(TINY, hidden_size=32)
+    wider = dataclasses.replace(ENCODER, hidden_size=32)
     trainer, _ = text_trainer(os.path.join(self.root, "wider"), self.records,
                               electra.build_electra_pretrainer, steps=2, encoder_config=wider,
                               warm_start_from=self.source_dir)
