@@ -86,7 +86,8 @@ class RunPretrainingCliTest(RecordsTestCase):
     args = [f"--input_records={self.records}", f"--model_dir={model_dir}",
             "--gin_param=TrainConfig.train_batch_size = 8",
             "--gin_param=TrainConfig.save_checkpoints_steps = 10",
-            "--gin_param=TrainConfig.log_every_steps = 10"]
+            "--gin_param=TrainConfig.log_every_steps = 10",
+            "--gin_param=EncoderConfig.num_layers = 1"]
     process = subprocess.Popen(BASE + args + ["--gin_param=TrainConfig.num_train_steps = 5000"],
                                cwd=testutil.REPO, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:

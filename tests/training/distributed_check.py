@@ -30,7 +30,7 @@ RUNS = (("electra", "one_device", "one_device", 1), ("electra", "mirrored", "mir
 
 
 def main(records, model_dir):
-  encoder = EncoderConfig(hidden_size=32, num_layers=2, num_attention_heads=2,
+  encoder = EncoderConfig(hidden_size=32, num_layers=1, num_attention_heads=2,
                           intermediate_size=64, embedding_size=32, max_position_embeddings=64,
                           dropout_rate=0.0, attention_dropout_rate=0.0)
   batch = next(iter(pretrain_dataloader.load_pretraining_dataset(

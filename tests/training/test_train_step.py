@@ -15,7 +15,7 @@ from official_rtd.training import optimization
 from official_rtd.training import trainer as trainer_lib
 from tests.training.test_trainer import RecordsTestCase
 
-NO_DROPOUT = EncoderConfig(hidden_size=32, num_layers=2, num_attention_heads=2,
+NO_DROPOUT = EncoderConfig(hidden_size=32, num_layers=1, num_attention_heads=2,
                            intermediate_size=64, embedding_size=32, max_position_embeddings=64,
                            dropout_rate=0.0, attention_dropout_rate=0.0)
 BATCH = 8
