@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from official_rtd.interop import export
 from tests.finetune.squad.test_task import write_export
+from tests.training.test_trainer import TINY
 
 
 class LoadEncoderTest(tf.test.TestCase):
@@ -18,7 +19,8 @@ class LoadEncoderTest(tf.test.TestCase):
 
   def test_round_trip(self):
     encoder = export.load_encoder(self.export_dir)
-    self.assertEqual(encoder.config.num_layers, 2)
+    self.assertEqual((encoder.config.num_layers, encoder.config.hidden_size),
+                     (TINY.num_layers, TINY.hidden_size))  # the encoder write_export exported
 
   def test_config_that_does_not_fit_the_weights(self):
     path = os.path.join(self.export_dir, export.CONFIG_NAME)
