@@ -20,11 +20,11 @@ Stages (each skipped when its output exists, so a killed run resumes):
             rate 0: the warmup starts at 0, so the weights stay the initial ones; its held-out
             figures evaluated at its end, `--mode=train_and_eval`);
   evaluate  per run: held-out pre-training figures (`--mode=eval`, unless the run wrote them),
-            BLiMP (`score_pairs`: PLL for
-            both, the discriminator score for ELECTRA), frozen probes (`run_probes`: PTB POS,
-            SST-2 and the UD EWT parsing probe's UAS), SST-2 fine-tuned with `run_glue`
-            (`--sst2_train_examples` rows, 3 epochs), CoLA (all its rows; Matthews correlation on
-            dev) and, per seed, UD EWT fine-tuned with `run_parsing` (LAS on dev);
+            BLiMP (`score_pairs`: PLL for both, the discriminator score for ELECTRA), frozen
+            probes (`run_probes`: PTB POS, SST-2 and the UD EWT parsing probe's UAS), SST-2
+            fine-tuned with `run_glue` (`--sst2_train_examples` rows, 3 epochs), CoLA (all its
+            rows; Matthews correlation on dev) and, per seed, UD EWT fine-tuned with `run_parsing`
+            (LAS on dev);
   representations  how distinct each export's last-layer token vectors are (mean cosine of random
             token pairs, effective rank) on 128 SST-2 dev sentences: a collapsed encoder maps
             every token near one vector;

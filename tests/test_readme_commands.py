@@ -199,6 +199,7 @@ class ReadmePretrainingTest(tf.test.TestCase):
                                            f"\n{result.stderr[-3000:]}")
     self.assertNotIn("start build_vocab", result.stdout)  # the steps' outputs are reused
     self.assertNotIn("start mlm_s0 (", result.stdout)
+    self.assertNotIn("mlm_random held-out", result.stdout)  # written by its own 1-step run
     for run in ("mlm_s0", "mlm_random"):
       self.assertTrue(os.path.isfile(f"{pv}/{run}/export/encoder_config.json"), run)
       self.assertTrue(os.path.isfile(f"{pv}/eval/{run}/sst2/eval_results.json"), run)
