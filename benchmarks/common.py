@@ -62,11 +62,18 @@ def seed_difference(first: Iterable[Optional[float]], second: Iterable[Optional[
     return "—"
   if min(len(first), len(second)) < 2:
     verdict = "one seed"
-  elif min(first) > max(second) or max(first) < min(second):
-    verdict = "beyond the spread"
   else:
-    verdict = "within the spread"
+    verdict = "beyond the spread" if beyond_spread(first, second) else "within the spread"
   return f"{difference:+.4g} ({verdict})"
+
+
+def beyond_spread(first: Sequence[float], second: Sequence[float]) -> int:
+  """1 when every figure of `first` (one per seed) is above every one of `second`, −1 when every
+  one is below, else 0 — also 0 with fewer than two seeds on either side (no spread to judge
+  by)."""
+  if min(len(first), len(second)) < 2:
+    return 0
+  return 1 if min(first) > max(second) else -1 if max(first) < min(second) else 0
 
 
 def crossing_budget(budgets: Sequence[float], gaps: Sequence[float]) -> str:

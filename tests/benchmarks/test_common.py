@@ -34,6 +34,13 @@ class HarnessTest(tf.test.TestCase):
     self.assertEqual(common.seed_difference([0.7, None], [0.5, 0.6]), "+0.15 (one seed)")
     self.assertEqual(common.seed_difference([None], [0.5]), "—")
 
+  def test_beyond_spread_needs_every_seed_on_one_side_and_two_of_each(self):
+    self.assertEqual(common.beyond_spread([0.70, 0.72], [0.60, 0.69]), 1)
+    self.assertEqual(common.beyond_spread([0.50, 0.52], [0.60, 0.69]), -1)
+    self.assertEqual(common.beyond_spread([0.50, 0.65], [0.60, 0.69]), 0)  # overlapping
+    self.assertEqual(common.beyond_spread([0.60, 0.61], [0.61, 0.69]), 0)  # touching: not beyond
+    self.assertEqual(common.beyond_spread([0.90], [0.60, 0.69]), 0)  # one seed: no spread
+
   def test_crossing_budget_is_linear_in_log_flops(self):
     # A sign change between 1e14 and 1e15 halfway in log10: 10 ** 14.5 = 3.16e14.
     self.assertEqual(common.crossing_budget([1e14, 1e15], [-0.1, 0.1]), "crosses at ≈ 3.2e+14")
