@@ -10,9 +10,11 @@ benchmarks/results/electra_screen_1e14/mask25/electra_one_machine
 Each entry is a path without the `_s<seed>.json` ending; its seeds are every such file. Each cell
 is the median over seeds [min, max]; a member's also gives its median minus the baseline's, with
 `*` where every seed of the one lies beyond every seed of the other (two seeds on each side at
-least: `common.beyond_spread`). The last column counts the figures of the issue's goal — LAS, the
-POS and UAS probes (last layer), SST-2 and CoLA — on which the member is ahead / behind the
-baseline beyond the spread.
+least: `common.beyond_spread`). "Collapse warnings" counts the seeds whose run warned that its
+detector collapsed (`pretraining_value.py` reads it from the run's log; "—" for a method without
+a detector, or figures kept before it read it). The last column counts the figures of the
+issue's goal — LAS, the POS and UAS probes (last layer), SST-2 and CoLA — on which the member is
+ahead / behind the baseline beyond the spread.
 """
 import glob
 import json
@@ -95,6 +97,12 @@ def goal_count(rows: list, baseline_rows: list) -> str:
   return f"{sides.count(1)} / {sides.count(-1)}"
 
 
+def collapses(rows: list) -> str:
+  """'k of n': the seeds whose run warned of a detector collapse, of those whose figures say."""
+  warned = values(rows, "detector collapse warning")
+  return f"{int(sum(warned))} of {len(warned)}" if warned else "—"
+
+
 def label(prefix: str, root: str) -> str:
   return os.path.relpath(prefix, root) if root else prefix
 
@@ -105,15 +113,15 @@ def family_table(baseline: str, members: list) -> str:
   figures = {prefix: seed_figures(prefix) for prefix in prefixes}
   root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in prefixes])
   base = figures[baseline]
-  rows = [[f"{label(os.path.abspath(baseline), root)} ({len(base)}; the baseline)",
+  rows = [[f"{label(os.path.abspath(baseline), root)} ({len(base)}; the baseline)", collapses(base),
            *(cell(values(base, name)) for _, name in FIGURES), "—"]]
   for member in members:
     own = figures[member]
-    rows.append([f"{label(os.path.abspath(member), root)} ({len(own)})",
+    rows.append([f"{label(os.path.abspath(member), root)} ({len(own)})", collapses(own),
                  *(cell(values(own, name), values(base, name)) for _, name in FIGURES),
                  goal_count(own, base)])
   return common.markdown_table(
-      ["method (seeds)", *(column for column, _ in FIGURES),
+      ["method (seeds)", "collapse warnings", *(column for column, _ in FIGURES),
        "ahead / behind beyond the spread (LAS, POS, UAS, SST-2, CoLA)"], rows)
 
 

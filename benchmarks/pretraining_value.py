@@ -55,6 +55,7 @@ from absl import app
 from absl import flags
 
 import common
+from official_rtd.training import collapse_monitor
 from official_rtd.utils import textio
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -423,6 +424,14 @@ def figures(work_dir, name):
     for key in ("train_flops", "fixed_noise_auc", "pll_swap_accuracy", "mlm_accuracy", "rtd_auc"):
       if key in last:
         row[f"held-out {key}"] = last[key]
+  log_path = os.path.join(work_dir, f"{name}.log")  # the pre-training job's, resumes appended
+  if os.path.exists(log_path):
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+      collapse = collapse_monitor.logged_collapse(f.read())
+    if collapse is not None:  # a run with a detector: did the trainer warn of a collapse?
+      row["detector collapse warning"] = 1.0 if collapse[0] else 0.0
+      if collapse[0]:
+        row["detector collapse from step"] = collapse[1]
   for score in ("pll", "discriminator"):
     path = os.path.join(out, f"blimp_{score}", "pairs_results.json")
     if os.path.exists(path):
@@ -538,6 +547,7 @@ def trend_table(work_dirs, methods, names):
 def stage_report(args):
   names = [f for f in ("held-out train_flops", "held-out fixed_noise_auc",
                        "held-out pll_swap_accuracy", "held-out mlm_accuracy", "held-out rtd_auc",
+                       "detector collapse warning", "detector collapse from step",
                        "BLiMP-13 pll", "BLiMP-13 discriminator",
                        *(f"probe {probe}{part}" for probe in ("pos", "sst-2", "ud_uas")
                          for part in ("", " (random init)", " (best layer)",

@@ -9,6 +9,7 @@ runs of `benchmarks/results/pretraining.md`). It listens to the `Reporter`'s "tr
 (`reporting.py`) of any method logging `<prefix>accuracy_original` / `_replaced` (ELECTRA and the
 methods on `methods/objectives.py`: `rtd_`; SCRIPT's critic: `critic_`).
 """
+import re
 from typing import Callable, Optional, Tuple
 
 # What this project measured to learn where joint training collapses (docs/pretraining.md, "On
@@ -58,10 +59,25 @@ def remedy_for(model) -> str:
   return REMEDY_WITH_WARMUP if model.masked_warmup else REMEDY
 
 
+PREFIXES = ("rtd_", "critic_")  # the detectors' metric names: ELECTRA's family, SCRIPT's critic
+WARNING_START = "WARNING: the discriminator has collapsed onto "
+_WARNING = re.compile(re.escape(WARNING_START) + r"'(\w+)' from step (\d+) to (\d+)")
+
+
+def logged_collapse(log_text: str) -> Optional[Tuple[str, int]]:
+  """What a run's log says of its detector: None when it logged no detector's training rows (no
+  `<prefix>accuracy_replaced=`, e.g. BERT-MLM); ("", 0) when no collapse warning; else the first
+  warning's class ("original" or "replaced") and the step its stretch began."""
+  if not any(f"{prefix}accuracy_replaced=" in log_text for prefix in PREFIXES):
+    return None
+  match = _WARNING.search(log_text)
+  return (match.group(1), int(match.group(2))) if match else ("", 0)
+
+
 class CollapseMonitor:
   """A `Reporter` listener (`reporter.add_listener(CollapseMonitor(log))`)."""
 
-  def __init__(self, log: Callable[[str], None], prefixes: Tuple[str, ...] = ("rtd_", "critic_"),
+  def __init__(self, log: Callable[[str], None], prefixes: Tuple[str, ...] = PREFIXES,
                threshold: float = 0.98, min_steps: int = 1000, min_replaced: float = 0.01,
                remedy: str = REMEDY, start_step: int = 0):
     """`prefixes`: the detectors' metric names (ELECTRA's `rtd_`, SCRIPT's `critic_`), the first a
@@ -109,7 +125,7 @@ class CollapseMonitor:
       prefix = self.prefix_of(row)
       auc = row.get(prefix + "auc")
       self.log(
-          f"WARNING: the discriminator has collapsed onto '{label}' from step "
+          f"{WARNING_START}'{label}' from step "
           f"{self.stretch_start} to {step}: accuracy {row[prefix + 'accuracy_original']:.3f} "
           f"on original and {row[prefix + 'accuracy_replaced']:.3f} on replaced tokens"
           f"{f', AUC {auc:.3f}' if auc is not None else ''}, with "

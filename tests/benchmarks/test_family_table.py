@@ -32,7 +32,8 @@ class FamilyTableTest(tf.test.TestCase):
     # Below on LAS beyond the spread (0.50 and 0.52 < 0.60), within on POS (0.81 in [0.80, 0.82]).
     for seed, (las, pos) in enumerate([(0.50, 0.81), (0.52, 0.79)]):
       write_figures(family, f"electra_s{seed}", {"UD EWT fine-tuned (LAS)": las, "probe pos": pos,
-                                                 "held-out rtd_auc": 0.75 + seed / 100})
+                                                 "held-out rtd_auc": 0.75 + seed / 100,
+                                                 "detector collapse warning": float(seed)})
     write_figures(family, "electra_random", {"UD EWT fine-tuned (LAS)": 0.1})  # not a seed
     # One seed far ahead: no spread to judge by, so no star and nothing counted.
     write_figures(screen, "electra_s2", {"UD EWT fine-tuned (LAS)": 0.90})
@@ -54,6 +55,8 @@ class FamilyTableTest(tf.test.TestCase):
     self.assertEqual(member["`run_parsing` LAS"], "0.510 [0.500, 0.520] (−0.110*)")
     self.assertEqual(member["POS probe, last layer"], "0.800 [0.790, 0.810] (−0.010)")
     self.assertEqual(member["held-out RTD AUC"], "0.755 [0.750, 0.760]")  # no baseline figure
+    self.assertEqual(member["collapse warnings"], "1 of 2")
+    self.assertEqual(baseline["collapse warnings"], "—")  # no detector
     self.assertEqual(member["ahead / behind beyond the spread (LAS, POS, UAS, SST-2, CoLA)"],
                      "0 / 1")
     one_seed = rows["screen/mask25/electra (1)"]

@@ -9,6 +9,7 @@ import sys
 
 import tensorflow as tf
 
+from official_rtd.training import collapse_monitor
 from tests import testutil
 
 SCRIPT = os.path.join(testutil.REPO, "benchmarks", "pretraining_value.py")
@@ -76,12 +77,22 @@ class ReportTest(tf.test.TestCase):
     self.assertFalse(os.path.exists(os.path.join(kept, "mlm_random.json")))  # nothing evaluated
     # The next session's work dir holds only the new member: the kept BERT-MLM row comes back.
     write_run(second, "ale+masked_lm_warmup_s0", 1e14, 0.61)
+    warned = []  # the pre-training job's log: a detector's training line, then the trainer's warning
+    monitor = collapse_monitor.CollapseMonitor(warned.append, min_steps=1000, start_step=3000)
+    for step in (3000, 3200, 4200):  # 3000: the warm-up's last row, not read
+      monitor("train", {"step": step, "rtd_accuracy_original": 1.0, "rtd_accuracy_replaced": 0.0})
+    with open(os.path.join(second, "ale+masked_lm_warmup_s0.log"), "w", encoding="utf-8") as f:
+      f.write("step 3200/6757 rtd_accuracy_original=1.0000 rtd_accuracy_replaced=0.0000\n"
+              + warned[0] + "\n")
     result = self.report(second, "--seeds=0", "--methods=ale+masked_lm_warmup,mlm",
                          f"--figures_dir={kept}")
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertIn("| UD EWT fine-tuned (LAS) | 0.6100 | — | 0.6500 | — | -0.04 (one seed) |",
                   result.stdout)
-    self.assertTrue(os.path.isfile(os.path.join(kept, "ale+masked_lm_warmup_s0.json")))
+    with open(os.path.join(kept, "ale+masked_lm_warmup_s0.json"), encoding="utf-8") as f:
+      ale = json.load(f)
+    self.assertEqual((ale["detector collapse warning"], ale["detector collapse from step"]),
+                     (1.0, 3000))
     a_file = os.path.join(kept, "mlm_s0.json")
     result = self.report(second, "--seeds=0", "--methods=mlm", f"--figures_dir={a_file}")
     self.assertEqual(result.returncode, 2)

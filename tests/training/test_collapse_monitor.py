@@ -10,6 +10,7 @@ import tensorflow as tf
 from official_rtd.methods import electra
 from official_rtd.methods import script
 from official_rtd.training import collapse_monitor
+from official_rtd.training import reporting
 from tests import testutil
 from tests.methods import test_electra
 from tests.training import test_trainer
@@ -85,6 +86,28 @@ class CollapseMonitorTest(tf.test.TestCase):
     monitor("train", row(5000, 1.0, 0.0))
     self.assertLen(lines, 1)
     self.assertIn("from step 4000 to 5000", lines[0])
+
+  def test_a_runs_log_tells_whether_its_detector_collapsed(self):
+    """`logged_collapse` reads the lines a run writes (the reporter's training lines and the
+    monitor's warning): None without a detector, ("", 0) before a warning, then its class and
+    the stretch's first step."""
+    lines = []
+    reporter = reporting.Reporter(self.get_temp_dir(), lambda step: 1e9 * step, lines.append)
+    reporter.add_listener(collapse_monitor.CollapseMonitor(lines.append, min_steps=200,
+                                                           start_step=100))
+    writer = tf.summary.create_noop_writer()
+
+    def train_row(step, values):
+      reporter.train_row(writer, step, 1000, values, 1e-3, 100.0, 64, 0, 0.1)
+
+    train_row(100, {"mlm_loss": 3.2, "mlm_accuracy": 0.3})
+    self.assertIsNone(collapse_monitor.logged_collapse("\n".join(lines)))  # BERT-MLM's lines
+    train_row(200, row(200, 1.0, 0.0))
+    self.assertEqual(collapse_monitor.logged_collapse("\n".join(lines)), ("", 0))
+    train_row(300, row(300, 1.0, 0.0))  # 200 steps from detection's start at 100: it warns
+    self.assertEqual(collapse_monitor.logged_collapse("\n".join(lines)), ("original", 100))
+    critic = "step 200/1000 critic_accuracy_original=0.9 critic_accuracy_replaced=0.3"
+    self.assertEqual(collapse_monitor.logged_collapse(critic), ("", 0))  # SCRIPT's critic
 
   def test_scripts_critic_is_watched_too(self):
     """SCRIPT logs its critic's accuracies apart (`critic_`): a collapsed critic warns as a
