@@ -201,13 +201,15 @@ def method_gins(method: str) -> list:
   return [method_gin(part) for part in method.split("+")]
 
 
-def pretrain_argv(args, method, model_dir, extra=()):
+def pretrain_argv(args, method, model_dir, extra=(), overrides=()):
+  """`run_pretraining`'s argv: the gin files, `extra`, the command's `--gin_param` bindings, then
+  `overrides` (bindings that must win over the command's, e.g. the random initialisation's)."""
   recipe_gin = RECIPES[args.recipe][3]
   return (["run_pretraining", f"--gin_file={args.model_gin}"]
           + [f"--gin_file={f}" for f in method_gins(method) + recipe_gin]
           + [f"--input_records={os.path.join(args.work_dir, 'records')}",
              f"--model_dir={model_dir}"] + list(extra)
-          + [f"--gin_param={binding}" for binding in args.gin_param])
+          + [f"--gin_param={binding}" for binding in args.gin_param] + list(overrides))
 
 
 # A random initialisation is built without the masked-LM warm-up, which a 1-step run could not
@@ -225,40 +227,50 @@ def random_init_params(method: str) -> tuple:
                                if script else ())
 
 
+def random_init_overrides(method: str) -> tuple:
+  """What makes a run the initial weights (one step at learning rate 0, the warmup starting at
+  0; `random_init_params`), after the command's `--gin_param`, which may bind the same settings
+  (a screen of the warm-up's start: `masked_lm_warmup.rtd_start_step = 1500`)."""
+  return ("--gin_param=TrainConfig.num_train_steps = 1",
+          "--gin_param=TrainConfig.train_flops_budget = 0.0", *random_init_params(method))
+
+
 def stage_pretrain(args):
   jobs = []
   for name, method, seed in runs(args):
     model_dir = os.path.join(args.work_dir, name)
-    if seed is None:  # the initial weights: one step whose learning rate is 0 (warmup from 0),
-      # evaluated on the held-out batches at its end (as the evaluate stage's held-out job would)
-      extra = ["--noonset_monitor", "--gin_param=TrainConfig.num_train_steps = 1",
-               "--gin_param=TrainConfig.train_flops_budget = 0.0", *random_init_params(method),
-               "--mode=train_and_eval", f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
+    overrides = random_init_overrides(method) if seed is None else ()
+    if seed is None:  # the initial weights, evaluated on the held-out batches at the end (as
+      # the evaluate stage's held-out job would)
+      extra = ["--noonset_monitor", "--mode=train_and_eval",
+               f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
                f"--gin_param=EvalConfig.max_eval_batches = {args.max_eval_batches}"]
     else:
       extra = [f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
                f"--gin_param=TrainConfig.train_flops_budget = {args.train_flops_budget}",
                f"--gin_param=TrainConfig.seed = {seed}"]
-    check_bindings(args, model_dir)
+    check_bindings(args, model_dir, overrides)
     if os.path.isdir(os.path.join(model_dir, "export")):
       continue
-    jobs.append((name, pretrain_argv(args, method, model_dir, extra),
+    jobs.append((name, pretrain_argv(args, method, model_dir, extra, overrides),
                  os.path.join(args.work_dir, f"{name}.log")))
   run_jobs(jobs, args.parallel)
 
 
-def check_bindings(args, model_dir):
+def check_bindings(args, model_dir, overrides=()):
   """Refuses to adopt a run (finished, or to resume) that was started without one of this
   command's `--gin_param` bindings, or with another value for it: its figures would be reported
   as this setting's. Bindings the run has beyond them (e.g. a hand-run's monitor settings) are
-  its own."""
+  its own, and so are the settings its `overrides` (`--gin_param=...` flags) bind over the
+  command's."""
   path = os.path.join(model_dir, "run_flags.json")
   if not args.gin_param or not os.path.exists(path):
     return
   with open(path, encoding="utf-8") as f:
     recorded = dict(parse_binding(b) for b in json.load(f).get("gin_param", []))
+  overridden = {parse_binding(flag.split("=", 1)[1])[0] for flag in overrides}
   for name, value in map(parse_binding, args.gin_param):
-    if recorded.get(name) != value:
+    if name not in overridden and recorded.get(name) != value:
       refuse(f"{model_dir} was started with {name} = {recorded.get(name, '(unbound)')}, not "
              f"{value} (--gin_param): give a new --work_dir (its vocab.txt, records and heldout "
              "may link to this one's)")
@@ -279,9 +291,8 @@ def stage_evaluate(args):
     if not os.path.exists(os.path.join(model_dir, "eval_results.jsonl")):
       jobs.append((f"{name} held-out", pretrain_argv(args, method, model_dir, [
           "--mode=eval", f"--eval_input={os.path.join(args.work_dir, 'heldout')}",
-          f"--gin_param=EvalConfig.max_eval_batches = {args.max_eval_batches}",
-          *(random_init_params(method) if seed is None else ())]),
-          os.path.join(out, "heldout.log")))
+          f"--gin_param=EvalConfig.max_eval_batches = {args.max_eval_batches}"],
+          random_init_params(method) if seed is None else ()), os.path.join(out, "heldout.log")))
     scores = ["pll"] + (["discriminator"] if method != "mlm" else [])
     for score in scores:
       if not os.path.exists(os.path.join(out, f"blimp_{score}", "pairs_results.json")):

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 
 import tensorflow as tf
 
@@ -181,6 +182,44 @@ class ToolStandardTest(tf.test.TestCase):
                        f"pretraining_value.py: error: {work}/mlm_s0 was started with {name} = "
                        f"{recorded}, not {value} (--gin_param): give a new --work_dir (its "
                        "vocab.txt, records and heldout may link to this one's)")
+
+  def test_the_random_initialisation_overrides_a_screens_warmup_bindings(self):
+    """A screen of the warm-up's start (batch 32: `masked_lm_warmup.rtd_start_step = 1500`)
+    still gets its one-step random initialisation: the initialisation's bindings come after the
+    command's (before, the screen's start reached the 1-step run and was refused: "1500 is not
+    before TrainConfig.num_train_steps = 1"), and the finished run is adopted again."""
+    work = self.create_tempdir().full_path
+    screen = "masked_lm_warmup.rtd_start_step = 1500"
+    program = textwrap.dedent(f"""
+        import json, sys, types
+        sys.path.insert(0, "benchmarks")
+        import pretraining_value
+        args = types.SimpleNamespace(recipe="sentences", model_gin="gin/models/one_machine.gin",
+                                     work_dir={work!r}, gin_param=[{screen!r}])
+        print(json.dumps(pretraining_value.pretrain_argv(
+            args, "electra_one_machine", "run", ["--mode=train_and_eval"],
+            pretraining_value.random_init_overrides("electra_one_machine"))))
+        """)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            timeout=120, cwd=testutil.REPO, stdin=subprocess.DEVNULL)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    bindings = [flag.split("=", 1)[1] for flag in json.loads(result.stdout)
+                if flag.startswith("--gin_param=")]
+    starts = [b for b in bindings if b.startswith("masked_lm_warmup.rtd_start_step")]
+    self.assertEqual(starts, [screen, "masked_lm_warmup.rtd_start_step = 0"])  # the last wins
+    self.assertGreater(bindings.index("TrainConfig.num_train_steps = 1"), bindings.index(screen))
+    shared = self.create_tempdir().full_path
+    os.makedirs(os.path.join(shared, "wiki"))
+    for name, recorded in (("electra_one_machine_s0", [screen]),
+                           ("electra_one_machine_random", bindings)):
+      os.makedirs(os.path.join(work, name, "export"))
+      with open(os.path.join(work, name, "run_flags.json"), "w", encoding="utf-8") as f:
+        json.dump({"gin_param": recorded}, f)
+    result = self.run_script(testutil.REPO, f"--work_dir={work}", f"--shared_data={shared}",
+                             "--methods=electra_one_machine", "--seeds=0", "--stages=pretrain",
+                             f"--gin_param={screen}")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])  # both adopted, none started
+    self.assertNotIn(" start ", result.stdout)
 
   def test_ctrl_c_ends_in_one_line(self):
     work = self.create_tempdir().full_path
