@@ -84,7 +84,7 @@ def cell(figures: list, baseline: list = None) -> str:
     return "—"
   spread = common.spread(figures)
   text = (f"{spread.median:.3f}" if spread.count == 1
-          else f"{spread.median:.3f} [{spread.min:.3f}, {spread.max:.3f}]")
+          else f"{spread.median:.3f} [{spread.min:.3f}, {spread.max:.3f}]").replace("-", "−")
   if baseline:
     star = "*" if common.beyond_spread(figures, baseline) else ""
     text += f" ({signed(common.median_difference(figures, baseline))}{star})"
