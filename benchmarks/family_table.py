@@ -65,12 +65,15 @@ def seed_figures(prefix: str) -> list:
       raise SystemExit(f"family_table.py: {path}: not a figures file ({e})") from None
     if not isinstance(row, dict):
       raise SystemExit(f"family_table.py: {path}: not a figures file (a JSON object of figures)")
+    for name, value in row.items():
+      if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SystemExit(f"family_table.py: {path}: figure {name!r} is {value!r}, not a number")
     rows.append(row)
   return rows
 
 
 def values(rows: list, name: str) -> list:
-  return [float(row[name]) for row in rows if row.get(name) is not None]
+  return [float(row[name]) for row in rows if name in row]
 
 
 def signed(number: float) -> str:
@@ -103,21 +106,18 @@ def collapses(rows: list) -> str:
   return f"{int(sum(warned))} of {len(warned)}" if warned else "—"
 
 
-def label(prefix: str, root: str) -> str:
-  return os.path.relpath(prefix, root) if root else prefix
-
-
 def family_table(baseline: str, members: list) -> str:
   """The table (Markdown) of `members` against `baseline`, paths as the flags'."""
   prefixes = [baseline, *members]
   figures = {prefix: seed_figures(prefix) for prefix in prefixes}
   root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in prefixes])
+  label = {prefix: os.path.relpath(os.path.abspath(prefix), root) for prefix in prefixes}
   base = figures[baseline]
-  rows = [[f"{label(os.path.abspath(baseline), root)} ({len(base)}; the baseline)", collapses(base),
+  rows = [[f"{label[baseline]} ({len(base)}; the baseline)", collapses(base),
            *(cell(values(base, name)) for _, name in FIGURES), "—"]]
   for member in members:
     own = figures[member]
-    rows.append([f"{label(os.path.abspath(member), root)} ({len(own)})", collapses(own),
+    rows.append([f"{label[member]} ({len(own)})", collapses(own),
                  *(cell(values(own, name), values(base, name)) for _, name in FIGURES),
                  goal_count(own, base)])
   return common.markdown_table(

@@ -77,6 +77,12 @@ class FamilyTableTest(tf.test.TestCase):
     self.assertNotEqual(result.returncode, 0)
     self.assertIn(f"{root}/electra_s0.json: not a figures file", result.stderr)
     self.assertEqual(result.stdout, "")
+    write_figures(root, "electra_s0", {"probe pos": "0.7"})  # a figure that is not a number
+    result = self.table(f"--baseline={root}/mlm", f"--members={root}/electra")
+    self.assertNotEqual(result.returncode, 0)
+    self.assertIn(f"{root}/electra_s0.json: figure 'probe pos' is '0.7', not a number",
+                  result.stderr)
+    self.assertEqual(result.stdout, "")
 
 
 if __name__ == "__main__":
